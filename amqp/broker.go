@@ -1,0 +1,219 @@
+package amqp
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+
+	goamqp "github.com/Azure/go-amqp"
+)
+
+// SASL mechanisms a broker connection may use.
+const (
+	SASLPlain     = "plain"
+	SASLAnonymous = "anonymous"
+	SASLExternal  = "external"
+	SASLNone      = "none" // no SASL layer at all
+)
+
+// BrokerConfig says how to reach one broker.
+type BrokerConfig struct {
+	Name     string   // unique name in the federation, e.g. "paris"
+	URLs     []string // amqp:// or amqps:// URLs, tried in order (failover list)
+	Profile  string   // rabbitmq, proton, generic, artemis, qpid
+	Username string
+	Password string
+	// SASL mechanism; empty means plain when a username is set (in the
+	// config or in the URL), anonymous otherwise.
+	SASL string
+	TLS  TLSConfig
+	// Management is the broker's management endpoint (RabbitMQ's HTTP API).
+	// Empty URL: derived from the first AMQP URL's host, port 15672.
+	Management ManagementConfig
+	// VHost for RabbitMQ management calls; empty means "/".
+	VHost string
+}
+
+// TLSConfig is the TLS part of a broker's configuration. TLS is used for
+// amqps:// URLs.
+type TLSConfig struct {
+	CAFile             string // PEM bundle of trusted CAs; empty: system roots
+	CertFile, KeyFile  string // client certificate (needed for SASL EXTERNAL)
+	ServerName         string // overrides the host name checked in the certificate
+	InsecureSkipVerify bool   // tests only; logged loudly by the daemon
+}
+
+// ManagementConfig points at a broker's management API.
+type ManagementConfig struct {
+	URL      string
+	Username string // empty: the broker's AMQP username
+	Password string
+}
+
+// Validate reports every problem with the configuration at once.
+func (b *BrokerConfig) Validate() error {
+	var errs []error
+	if b.Name == "" {
+		errs = append(errs, errors.New("name is empty"))
+	}
+	if len(b.URLs) == 0 {
+		errs = append(errs, errors.New("no URL"))
+	}
+	for _, raw := range b.URLs {
+		if _, err := parseBrokerURL(raw); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if _, err := LookupProfile(b.Profile); err != nil {
+		errs = append(errs, err)
+	}
+	switch b.SASL {
+	case "", SASLPlain, SASLAnonymous, SASLExternal, SASLNone:
+	default:
+		errs = append(errs, fmt.Errorf("unknown SASL mechanism %q (want plain, anonymous, external or none)", b.SASL))
+	}
+	if b.SASL == SASLPlain && b.Username == "" && !anyURLHasUser(b.URLs) {
+		errs = append(errs, errors.New("SASL plain needs a username"))
+	}
+	if (b.TLS.CertFile == "") != (b.TLS.KeyFile == "") {
+		errs = append(errs, errors.New("tls: cert file and key file go together"))
+	}
+	return errors.Join(errs...)
+}
+
+func anyURLHasUser(urls []string) bool {
+	for _, raw := range urls {
+		if u, err := url.Parse(raw); err == nil && u.User != nil && u.User.Username() != "" {
+			return true
+		}
+	}
+	return false
+}
+
+func parseBrokerURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("URL %q: %w", raw, err)
+	}
+	if u.Scheme != "amqp" && u.Scheme != "amqps" {
+		return nil, fmt.Errorf("URL %q: scheme must be amqp or amqps", raw)
+	}
+	if u.Hostname() == "" {
+		return nil, fmt.Errorf("URL %q: no host", raw)
+	}
+	return u, nil
+}
+
+// RedactURL removes any password from a URL for logs and status output.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	return u.Redacted()
+}
+
+// dialTarget is one URL prepared for go-amqp: credentials move from the URL
+// into ConnOptions so they never appear in errors or logs.
+type dialTarget struct {
+	addr     string // URL without user info
+	redacted string
+	opts     *goamqp.ConnOptions
+}
+
+func (b *BrokerConfig) dialTargets(containerID string) ([]dialTarget, error) {
+	tlsConf, err := b.TLS.build()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]dialTarget, 0, len(b.URLs))
+	for _, raw := range b.URLs {
+		u, err := parseBrokerURL(raw)
+		if err != nil {
+			return nil, err
+		}
+		user, pass := b.Username, b.Password
+		if u.User != nil {
+			user = u.User.Username()
+			if p, ok := u.User.Password(); ok {
+				pass = p
+			}
+		}
+		redacted := u.Redacted()
+		u.User = nil
+		opts := &goamqp.ConnOptions{ContainerID: containerID, HostName: u.Hostname()}
+		if u.Scheme == "amqps" {
+			opts.TLSConfig = tlsConf
+		}
+		switch mech := b.mechanism(user); mech {
+		case SASLPlain:
+			opts.SASLType = goamqp.SASLTypePlain(user, pass)
+		case SASLAnonymous:
+			opts.SASLType = goamqp.SASLTypeAnonymous()
+		case SASLExternal:
+			opts.SASLType = goamqp.SASLTypeExternal("")
+		}
+		out = append(out, dialTarget{addr: u.String(), redacted: redacted, opts: opts})
+	}
+	return out, nil
+}
+
+func (b *BrokerConfig) mechanism(user string) string {
+	if b.SASL != "" {
+		return b.SASL
+	}
+	if user != "" {
+		return SASLPlain
+	}
+	return SASLAnonymous
+}
+
+func (t TLSConfig) build() (*tls.Config, error) {
+	c := &tls.Config{ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify, MinVersion: tls.VersionTLS12}
+	if t.CAFile != "" {
+		pem, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls: CA file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("tls: CA file %s holds no PEM certificate", t.CAFile)
+		}
+		c.RootCAs = pool
+	}
+	if t.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls: client certificate: %w", err)
+		}
+		c.Certificates = []tls.Certificate{cert}
+	}
+	return c, nil
+}
+
+// managementEndpoint returns the management base URL and credentials.
+func (b *BrokerConfig) managementEndpoint() (base, user, pass string, err error) {
+	base = strings.TrimRight(b.Management.URL, "/")
+	if base == "" {
+		if len(b.URLs) == 0 {
+			return "", "", "", errors.New("no URL to derive the management URL from")
+		}
+		u, err := parseBrokerURL(b.URLs[0])
+		if err != nil {
+			return "", "", "", err
+		}
+		base = "http://" + u.Hostname() + ":15672"
+	}
+	user, pass = b.Management.Username, b.Management.Password
+	if user == "" {
+		user, pass = b.Username, b.Password
+		if user == "" {
+			user, pass = "guest", "guest"
+		}
+	}
+	return base, user, pass, nil
+}

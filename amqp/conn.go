@@ -1,0 +1,390 @@
+package amqp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	goamqp "github.com/Azure/go-amqp"
+)
+
+// State is a broker connection's state, named as qpid-route's link list
+// names them.
+type State int
+
+const (
+	Waiting     State = iota // not connected; the next attempt is scheduled
+	Connecting               // an attempt is in progress
+	Operational              // connected; sessions can be opened
+	Failed                   // gave up for good (authentication failure)
+	Closed                   // closed by its owner
+)
+
+func (s State) String() string {
+	switch s {
+	case Waiting:
+		return "Waiting"
+	case Connecting:
+		return "Connecting"
+	case Operational:
+		return "Operational"
+	case Failed:
+		return "Failed"
+	case Closed:
+		return "Closed"
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+// Status is a snapshot of a connection's state.
+type Status struct {
+	Broker      string
+	State       State
+	Since       time.Time // when State was entered
+	URL         string    // the URL connected to or being tried, password redacted
+	LastError   error     // the last failure, kept across later states
+	LastErrorAt time.Time
+	Attempt     int           // failed attempts since the last success
+	RetryIn     time.Duration // in Waiting: the delay before the next attempt
+	Generation  uint64        // increments on every successful connect
+}
+
+// ConnOptions tune a Conn; zero values take the defaults.
+type ConnOptions struct {
+	ContainerID    string        // AMQP container id; default "fedrouter-<broker>"
+	Backoff        Backoff       // default DefaultBackoff()
+	ConnectTimeout time.Duration // per dial attempt; default 10 s
+	// StableAfter: a connection that lived shorter than this does not reset
+	// the backoff, so a broker that accepts and drops at once is not hammered.
+	StableAfter time.Duration // default 5 s
+	Clock       Clock         // default the real clock
+	// OnState is called from the connection's goroutine after every state
+	// change, never under a lock. It must not block for long.
+	OnState func(Status)
+
+	dial func(ctx context.Context, t dialTarget) (transport, error) // tests
+}
+
+// transport is what the reconnect loop needs of a dialled connection; a
+// *goamqp.Conn provides it, unit tests provide fakes.
+type transport interface {
+	Done() <-chan struct{}
+	Err() error
+	Close() error
+}
+
+// Conn is a resilient connection to one broker: it dials the broker's URLs
+// in turn, reconnects with backoff after any loss, and stops retrying after
+// an authentication failure. Links are not carried over a reconnect: their
+// owners see the error, classify it and ask for a new session.
+type Conn struct {
+	cfg     BrokerConfig
+	opts    ConnOptions
+	targets []dialTarget
+
+	quit      chan struct{}
+	closeOnce sync.Once
+	ctx       context.Context // cancelled by Close: aborts a dial in progress
+	cancel    context.CancelFunc
+	done      chan struct{} // closed when run returns
+	kick      chan uint64   // generation reported broken by a user
+
+	mu      sync.Mutex
+	status  Status
+	changed chan struct{} // closed and replaced on every state change
+	conn    *goamqp.Conn  // non-nil only while Operational (nil with fakes)
+	trans   transport
+}
+
+// Dial validates cfg and starts connecting in the background; it never
+// blocks on the network. Use WaitOperational or Status to follow progress,
+// and Close to stop.
+func Dial(cfg BrokerConfig, opts ConnOptions) (*Conn, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, &Error{Op: "configure", Broker: cfg.Name, Err: err}
+	}
+	if opts.ContainerID == "" {
+		opts.ContainerID = "fedrouter-" + cfg.Name
+	}
+	targets, err := cfg.dialTargets(opts.ContainerID)
+	if err != nil {
+		return nil, &Error{Op: "configure", Broker: cfg.Name, Err: err}
+	}
+	if opts.Backoff.Min == 0 {
+		opts.Backoff = DefaultBackoff()
+	}
+	if opts.ConnectTimeout == 0 {
+		opts.ConnectTimeout = 10 * time.Second
+	}
+	if opts.StableAfter == 0 {
+		opts.StableAfter = 5 * time.Second
+	}
+	if opts.Clock == nil {
+		opts.Clock = realClock{}
+	}
+	if opts.dial == nil {
+		opts.dial = dialGoAMQP
+	}
+	c := &Conn{
+		cfg:     cfg,
+		opts:    opts,
+		targets: targets,
+		quit:    make(chan struct{}),
+		done:    make(chan struct{}),
+		kick:    make(chan uint64, 1),
+		changed: make(chan struct{}),
+		status:  Status{Broker: cfg.Name, State: Waiting, Since: opts.Clock.Now()},
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	go c.run()
+	return c, nil
+}
+
+func dialGoAMQP(ctx context.Context, t dialTarget) (transport, error) {
+	conn, err := goamqp.Dial(ctx, t.addr, t.opts)
+	if err != nil {
+		return nil, err
+	}
+	return conn, nil
+}
+
+// Name returns the broker's configured name.
+func (c *Conn) Name() string { return c.cfg.Name }
+
+// Config returns the broker's configuration.
+func (c *Conn) Config() BrokerConfig { return c.cfg }
+
+// Status returns the current state and a channel closed at the next change.
+func (c *Conn) Status() (Status, <-chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.status, c.changed
+}
+
+// WaitOperational blocks until the connection is Operational and returns the
+// go-amqp connection and its generation. It fails at once if the connection
+// is Failed or Closed, and when ctx ends.
+func (c *Conn) WaitOperational(ctx context.Context) (*goamqp.Conn, uint64, error) {
+	for {
+		c.mu.Lock()
+		st, ch, conn := c.status, c.changed, c.conn
+		c.mu.Unlock()
+		switch st.State {
+		case Operational:
+			if conn == nil {
+				return nil, 0, &Error{Op: "wait", Broker: c.cfg.Name, Scope: ScopeConn, Err: errors.New("no AMQP connection (fake transport)")}
+			}
+			return conn, st.Generation, nil
+		case Failed:
+			return nil, 0, &Error{Op: "wait", Broker: c.cfg.Name, Scope: ScopeAuth, Err: st.LastError}
+		case Closed:
+			return nil, 0, &Error{Op: "wait", Broker: c.cfg.Name, Scope: ScopeConn, Err: ErrClosed}
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, 0, &Error{Op: "wait", Broker: c.cfg.Name, Scope: ScopeTimeout,
+				Err: fmt.Errorf("%w (state %s, last error: %v)", ctx.Err(), st.State, st.LastError)}
+		}
+	}
+}
+
+// NewSession waits for the connection and opens a session on it. Give each
+// route its own session: a refused attach ends the session on RabbitMQ.
+// A failure that kills the connection makes it reconnect.
+func (c *Conn) NewSession(ctx context.Context) (*goamqp.Session, uint64, error) {
+	conn, gen, err := c.WaitOperational(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	s, err := conn.NewSession(ctx, nil)
+	if err != nil {
+		err = wrap("begin session", c.cfg.Name, err)
+		c.ReportBroken(gen, err)
+		return nil, 0, err
+	}
+	return s, gen, nil
+}
+
+// ReportBroken tells the connection that a user saw err on generation gen.
+// If err killed the connection and gen is still current, the connection is
+// dropped and re-dialled, so callers need not wait for go-amqp to notice.
+func (c *Conn) ReportBroken(gen uint64, err error) {
+	if Classify(err) != ScopeConn {
+		return
+	}
+	c.mu.Lock()
+	current := c.status.State == Operational && c.status.Generation == gen
+	c.mu.Unlock()
+	if !current {
+		return // about an earlier connection, already replaced
+	}
+	select {
+	case c.kick <- gen:
+	default: // a report is already pending
+	}
+}
+
+// Close stops the connection and waits for its goroutine. Idempotent.
+func (c *Conn) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.quit)
+		c.cancel()
+	})
+	<-c.done
+	return nil
+}
+
+func (c *Conn) setState(mut func(*Status)) {
+	c.mu.Lock()
+	prev := c.status.State
+	mut(&c.status)
+	if c.status.State != prev {
+		c.status.Since = c.opts.Clock.Now()
+	}
+	st := c.status
+	close(c.changed)
+	c.changed = make(chan struct{})
+	c.mu.Unlock()
+	if c.opts.OnState != nil {
+		c.opts.OnState(st)
+	}
+}
+
+func (c *Conn) fail(err error, state State) {
+	c.setState(func(s *Status) {
+		s.State = state
+		s.LastError = err
+		s.LastErrorAt = c.opts.Clock.Now()
+	})
+}
+
+// run is the connection's only goroutine: dial, hold, re-dial.
+func (c *Conn) run() {
+	defer close(c.done)
+	defer c.setState(func(s *Status) { s.State = Closed; s.RetryIn = 0 })
+	attempt := 0
+	next := 0 // index of the URL to try first
+	for {
+		t, idx, err := c.dialAny(next)
+		if err != nil {
+			if Classify(err) == ScopeAuth {
+				c.fail(&Error{Op: "connect", Broker: c.cfg.Name, Scope: ScopeAuth, Err: fmt.Errorf("%w: %v", ErrAuth, err)}, Failed)
+				<-c.quit // no retry after an authentication failure
+				return
+			}
+			delay := c.opts.Backoff.Delay(attempt)
+			attempt++
+			c.setState(func(s *Status) {
+				s.State = Waiting
+				s.LastError = err
+				s.LastErrorAt = c.opts.Clock.Now()
+				s.Attempt = attempt
+				s.RetryIn = delay
+			})
+			select {
+			case <-c.opts.Clock.After(delay):
+				continue
+			case <-c.quit:
+				return
+			}
+		}
+		next = idx // stick to the URL that worked
+		connectedAt := c.opts.Clock.Now()
+		lost := c.hold(t)
+		if lost == nil { // quit
+			return
+		}
+		stable := c.opts.Clock.Now().Sub(connectedAt) >= c.opts.StableAfter
+		c.setState(func(s *Status) {
+			s.State = Waiting
+			s.LastError = lost
+			s.LastErrorAt = c.opts.Clock.Now()
+			s.RetryIn = 0
+		})
+		if stable {
+			// A cut link to a healthy broker: re-dial at once.
+			attempt = 0
+			continue
+		}
+		// It died young: the broker accepts and drops; back off.
+		delay := c.opts.Backoff.Delay(attempt)
+		attempt++
+		c.setState(func(s *Status) { s.RetryIn = delay; s.Attempt = attempt })
+		select {
+		case <-c.opts.Clock.After(delay):
+		case <-c.quit:
+			return
+		}
+	}
+}
+
+// dialAny tries every URL once, starting at first.
+func (c *Conn) dialAny(first int) (transport, int, error) {
+	var errs []error
+	for i := range c.targets {
+		idx := (first + i) % len(c.targets)
+		t := c.targets[idx]
+		c.setState(func(s *Status) { s.State = Connecting; s.URL = t.redacted; s.RetryIn = 0 })
+		ctx, cancel := context.WithTimeout(c.ctx, c.opts.ConnectTimeout)
+		tr, err := c.opts.dial(ctx, t)
+		cancel()
+		if err == nil {
+			return tr, idx, nil
+		}
+		if isSASLFailure(err) {
+			return nil, idx, err
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", t.redacted, err))
+		select {
+		case <-c.quit:
+			return nil, idx, errors.Join(errs...)
+		default:
+		}
+	}
+	return nil, first, errors.Join(errs...)
+}
+
+// hold keeps t Operational until it is lost (returns the cause) or the
+// Conn is closed (returns nil).
+func (c *Conn) hold(t transport) error {
+	conn, _ := t.(*goamqp.Conn)
+	c.mu.Lock()
+	c.conn, c.trans = conn, t
+	c.mu.Unlock()
+	c.setState(func(s *Status) {
+		s.State = Operational
+		s.Attempt = 0
+		s.RetryIn = 0
+		s.Generation++
+	})
+	c.mu.Lock()
+	gen := c.status.Generation
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.conn, c.trans = nil, nil
+		c.mu.Unlock()
+	}()
+	for {
+		select {
+		case <-t.Done():
+			err := t.Err()
+			if err == nil {
+				err = errors.New("connection closed by peer")
+			}
+			return &Error{Op: "connection lost", Broker: c.cfg.Name, Scope: ScopeConn, Err: err}
+		case g := <-c.kick:
+			if g != gen {
+				continue // stale report about an earlier connection
+			}
+			_ = t.Close()
+			return &Error{Op: "connection dropped", Broker: c.cfg.Name, Scope: ScopeConn, Err: errors.New("a link reported a connection-level error")}
+		case <-c.quit:
+			_ = t.Close()
+			return nil
+		}
+	}
+}

@@ -1,0 +1,36 @@
+package amqp
+
+import (
+	"reflect"
+	"testing"
+
+	goamqp "github.com/Azure/go-amqp"
+)
+
+func TestForwardCopyDropsDeliveryAnnotationsOnly(t *testing.T) {
+	subject := "s"
+	in := &goamqp.Message{
+		Header:                &goamqp.MessageHeader{Durable: true, Priority: 7},
+		DeliveryAnnotations:   goamqp.Annotations{"x-opt-hop": int64(1)},
+		Annotations:           goamqp.Annotations{"x-opt-trace": "a", int64(5): "numeric key"},
+		Properties:            &goamqp.MessageProperties{Subject: &subject},
+		ApplicationProperties: map[string]any{"k": int32(3)},
+		Data:                  [][]byte{[]byte("one"), []byte("two")},
+		Footer:                goamqp.Annotations{"f": "x"},
+	}
+	out := ForwardCopy(in)
+	if out.DeliveryAnnotations != nil {
+		t.Fatal("delivery annotations forwarded")
+	}
+	if !reflect.DeepEqual(out.Annotations, in.Annotations) || !reflect.DeepEqual(out.ApplicationProperties, in.ApplicationProperties) ||
+		!reflect.DeepEqual(out.Footer, in.Footer) || !reflect.DeepEqual(out.Data, in.Data) ||
+		*out.Header != *in.Header || *out.Properties.Subject != "s" {
+		t.Fatalf("sections changed:\n in  %+v\n out %+v", in, out)
+	}
+	out.Annotations["x-opt-trace"] = "changed"
+	out.ApplicationProperties["k"] = "changed"
+	out.Header.Priority = 1
+	if in.Annotations["x-opt-trace"] != "a" || in.ApplicationProperties["k"] != int32(3) || in.Header.Priority != 7 {
+		t.Fatal("the copy shares state with the received message")
+	}
+}

@@ -1,0 +1,136 @@
+package amqp
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// rabbitProfile: RabbitMQ 3.10 with rabbitmq_amqp1_0 and the management
+// plugin. Its address dialect is /amq/queue/Q (existing queue), /queue/Q
+// (declares), /exchange/X[/K]. It ignores source filters and has no
+// durable subscriptions through the terminus (every exchange receiver gets a
+// new server-named queue that is never deleted), so subscriptions are named
+// queues bound through the management API and consumed as /amq/queue/Q.
+type rabbitProfile struct {
+	mgmt *RabbitManagement
+}
+
+func newRabbitProfile(cfg BrokerConfig) (Profile, error) {
+	m, err := NewRabbitManagement(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("rabbitmq profile: %w", err)
+	}
+	return &rabbitProfile{mgmt: m}, nil
+}
+
+// Control queues are bounded and expire: a router that vanished must not
+// leave a queue filling up forever.
+const (
+	controlQueueMaxLen  = 10000
+	controlQueueExpires = 10 * 60 * 1000 // ms unused before RabbitMQ deletes it
+)
+
+func (p *rabbitProfile) Name() string    { return "rabbitmq" }
+func (p *rabbitProfile) Tested() bool    { return true }
+func (p *rabbitProfile) Multicast() bool { return true }
+
+// Management exposes the management client (tests, later demand sources).
+func (p *rabbitProfile) Management() *RabbitManagement { return p.mgmt }
+
+
+func (p *rabbitProfile) Target(n Node) (LinkSpec, error) {
+	if err := checkNode(n); err != nil {
+		return LinkSpec{}, err
+	}
+	if strings.Contains(n.Name, "/") {
+		return LinkSpec{}, fmt.Errorf("%s: RabbitMQ addresses cannot hold '/' in a name", n)
+	}
+	switch n.Kind {
+	case Queue:
+		return LinkSpec{Address: "/amq/queue/" + n.Name}, nil
+	case Control:
+		return LinkSpec{Address: "/exchange/" + n.Name}, nil
+	}
+	if n.Key != "" {
+		return LinkSpec{Address: "/exchange/" + n.Name + "/" + n.Key}, nil
+	}
+	return LinkSpec{Address: "/exchange/" + n.Name}, nil
+}
+
+func (p *rabbitProfile) Source(ctx context.Context, n Node, sub Subscription) (LinkSpec, error) {
+	if err := checkNode(n); err != nil {
+		return LinkSpec{}, err
+	}
+	switch n.Kind {
+	case Queue:
+		return LinkSpec{Address: "/amq/queue/" + n.Name}, nil
+	case Control:
+		if err := p.mgmt.DeclareExchange(ctx, n.Name, "fanout", true); err != nil {
+			return LinkSpec{}, err
+		}
+		q := controlInbox(n.Name, sub.Name)
+		args := QueueArgs{Arguments: map[string]any{
+			"x-max-length": controlQueueMaxLen, "x-overflow": "drop-head", "x-expires": controlQueueExpires}}
+		if err := p.declareAndBind(ctx, n.Name, q, "", args); err != nil {
+			return LinkSpec{}, err
+		}
+		return LinkSpec{Address: "/amq/queue/" + q}, nil
+	}
+	if sub.Name == "" {
+		return LinkSpec{}, fmt.Errorf("%s: a subscription needs a name", n)
+	}
+	// Transient: auto-delete once the router's consumer goes, so a crashed
+	// router does not leave it filling up; it is also deleted on close.
+	args := QueueArgs{Durable: sub.Durable, AutoDelete: !sub.Durable}
+	if err := p.declareAndBind(ctx, n.Name, sub.Name, n.Key, args); err != nil {
+		return LinkSpec{}, err
+	}
+	return LinkSpec{Address: "/amq/queue/" + sub.Name}, nil
+}
+
+func (p *rabbitProfile) declareAndBind(ctx context.Context, exchange, queue, key string, args QueueArgs) error {
+	if ok, err := p.mgmt.ExchangeExists(ctx, exchange); err != nil {
+		return err
+	} else if !ok {
+		return fmt.Errorf("exchange %q: %w", exchange, ErrNotFound)
+	}
+	if err := p.mgmt.DeclareQueue(ctx, queue, args); err != nil {
+		return err
+	}
+	return p.mgmt.Bind(ctx, exchange, queue, key)
+}
+
+func (p *rabbitProfile) Unsubscribe(ctx context.Context, n Node, sub Subscription) error {
+	switch n.Kind {
+	case Queue:
+		return nil
+	case Control:
+		return p.mgmt.DeleteQueue(ctx, controlInbox(n.Name, sub.Name))
+	}
+	return p.mgmt.DeleteQueue(ctx, sub.Name)
+}
+
+// CheckTarget: RabbitMQ accepts and drops sends to a missing queue, so
+// look the destination up.
+func (p *rabbitProfile) CheckTarget(ctx context.Context, n Node) error {
+	switch n.Kind {
+	case Queue:
+		if _, err := p.mgmt.Queue(ctx, n.Name); err != nil {
+			if isNotFound(err) {
+				return fmt.Errorf("queue %q: %w", n.Name, ErrNotFound)
+			}
+			return err
+		}
+		return nil
+	default:
+		ok, err := p.mgmt.ExchangeExists(ctx, n.Name)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("exchange %q: %w", n.Name, ErrNotFound)
+		}
+		return nil
+	}
+}

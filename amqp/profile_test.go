@@ -1,0 +1,92 @@
+package amqp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+)
+
+func TestProfileTargets(t *testing.T) {
+	rabbit, err := NewProfile(BrokerConfig{Name: "r", URLs: []string{"amqp://h"}, Profile: "rabbitmq"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		p    Profile
+		n    Node
+		want string // address, or "error"
+		caps string
+	}{
+		{rabbit, Node{Kind: Queue, Name: "orders"}, "/amq/queue/orders", "[]"},
+		{rabbit, Node{Kind: Exchange, Name: "amq.topic", Key: "eu.#"}, "/exchange/amq.topic/eu.#", "[]"},
+		{rabbit, Node{Kind: Exchange, Name: "fx"}, "/exchange/fx", "[]"},
+		{rabbit, Node{Kind: Control, Name: "fedrouter.control"}, "/exchange/fedrouter.control", "[]"},
+		{rabbit, Node{Kind: Queue, Name: "a/b"}, "error", ""},
+		{rabbit, Node{Kind: Queue, Name: "q", Key: "k"}, "error", ""},
+		{protonProfile{}, Node{Kind: Queue, Name: "orders"}, "orders", "[]"},
+		{protonProfile{}, Node{Kind: Exchange, Name: "fx"}, "fx", "[]"},
+		{protonProfile{}, Node{Kind: Exchange, Name: "fx", Key: "k"}, "error", ""},
+		{protonProfile{}, Node{Kind: Control, Name: "fedrouter.control", Key: "r2"}, "fedrouter.control.r2", "[]"},
+		{protonProfile{}, Node{Kind: Control, Name: "fedrouter.control"}, "error", ""},
+		{genericProfile{}, Node{Kind: Queue, Name: "orders"}, "orders", "[]"},
+		{genericProfile{}, Node{Kind: Control, Name: "fedrouter.control"}, "fedrouter.control", "[topic]"},
+		{artemisProfile{}, Node{Kind: Queue, Name: "orders"}, "orders", "[queue]"},
+		{artemisProfile{}, Node{Kind: Exchange, Name: "prices"}, "prices", "[topic]"},
+		{qpidProfile{}, Node{Kind: Exchange, Name: "amq.topic", Key: "eu.x"}, "amq.topic/eu.x", "[]"},
+		{qpidProfile{}, Node{Kind: Queue, Name: ""}, "error", ""},
+	}
+	for _, c := range cases {
+		spec, err := c.p.Target(c.n)
+		got, caps := spec.Address, fmt.Sprint(spec.Capabilities)
+		if err != nil {
+			got, caps = "error", ""
+		}
+		if got != c.want || caps != c.caps {
+			t.Errorf("%s.Target(%s) = %q %s (err %v), want %q %s", c.p.Name(), c.n, got, caps, err, c.want, c.caps)
+		}
+	}
+}
+
+func TestProfileSourcesWithoutManagement(t *testing.T) {
+	ctx := context.Background()
+	sub := Subscription{Name: "fedrouter.route.r1", Durable: true}
+	spec, err := genericProfile{}.Source(ctx, Node{Kind: Exchange, Name: "amq.topic", Key: "eu.#"}, sub)
+	if err != nil || spec.Address != "amq.topic" || len(spec.Filters) != 1 || !spec.Durable || spec.LinkName != sub.Name {
+		t.Fatalf("generic keyed subscription: %+v %v", spec, err)
+	}
+	if o := spec.ReceiverOptions(); o.Credit != -1 || o.Name != sub.Name || o.Durability == 0 {
+		t.Fatalf("receiver options %+v", o)
+	}
+	spec, err = protonProfile{}.Source(ctx, Node{Kind: Control, Name: "fedrouter.control"}, Subscription{Name: "r1"})
+	if err != nil || spec.Address != "fedrouter.control.r1" {
+		t.Fatalf("proton control inbox: %+v %v", spec, err)
+	}
+	if _, err = (protonProfile{}).Source(ctx, Node{Kind: Exchange, Name: "x", Key: "k"}, sub); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("proton keyed subscription: %v", err)
+	}
+	spec, err = artemisProfile{}.Source(ctx, Node{Kind: Exchange, Name: "prices", Key: "it's"}, sub)
+	if err != nil || len(spec.Filters) != 1 {
+		t.Fatalf("artemis selector: %+v %v", spec, err)
+	}
+}
+
+func TestLookupProfile(t *testing.T) {
+	for name, tested := range map[string]bool{"rabbitmq": true, "proton": true, "generic": true, "artemis": false, "qpid": false} {
+		got, err := LookupProfile(name)
+		if err != nil || got != tested {
+			t.Errorf("LookupProfile(%s) = %v, %v", name, got, err)
+		}
+	}
+	if _, err := LookupProfile("activemq"); err == nil || !contains(err.Error(), "known: artemis, generic, proton, qpid, rabbitmq") {
+		t.Errorf("unknown profile error: %v", err)
+	}
+}
+
+func TestManagementURLDerivedFromAMQPURL(t *testing.T) {
+	cfg := BrokerConfig{Name: "r", URLs: []string{"amqp://bob:pw@10.1.2.3:5672"}, Profile: "rabbitmq", Username: "bob", Password: "pw"}
+	base, user, pass, err := cfg.managementEndpoint()
+	if err != nil || base != "http://10.1.2.3:15672" || user != "bob" || pass != "pw" {
+		t.Fatalf("got %s %s %s %v", base, user, pass, err)
+	}
+}

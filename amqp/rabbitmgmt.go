@@ -1,0 +1,182 @@
+package amqp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// RabbitManagement is a small client of RabbitMQ's management HTTP API:
+// the objects fedrouter needs and RabbitMQ 3.10's AMQP 1.0 plugin cannot
+// make (durable named subscription queues and their bindings).
+type RabbitManagement struct {
+	base  string // e.g. http://127.0.0.1:15672
+	user  string
+	pass  string
+	vhost string
+	http  *http.Client
+}
+
+// NewRabbitManagement returns a client for cfg's management endpoint.
+func NewRabbitManagement(cfg BrokerConfig) (*RabbitManagement, error) {
+	base, user, pass, err := cfg.managementEndpoint()
+	if err != nil {
+		return nil, err
+	}
+	vhost := cfg.VHost
+	if vhost == "" {
+		vhost = "/"
+	}
+	return &RabbitManagement{base: base, user: user, pass: pass, vhost: vhost,
+		http: &http.Client{Timeout: 10 * time.Second}}, nil
+}
+
+// MgmtError is a management API call that failed.
+type MgmtError struct {
+	Method, Path string
+	Status       int // 0 when no HTTP answer came
+	Body         string
+	Err          error
+}
+
+func (e *MgmtError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("rabbitmq management %s %s: %v", e.Method, e.Path, e.Err)
+	}
+	return fmt.Sprintf("rabbitmq management %s %s: HTTP %d: %s", e.Method, e.Path, e.Status, e.Body)
+}
+
+func (e *MgmtError) Unwrap() error {
+	if e.Status == http.StatusNotFound {
+		return ErrNotFound
+	}
+	return e.Err
+}
+
+func (m *RabbitManagement) do(ctx context.Context, method, path string, body any, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return &MgmtError{Method: method, Path: path, Err: err}
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, m.base+path, rd)
+	if err != nil {
+		return &MgmtError{Method: method, Path: path, Err: err}
+	}
+	req.SetBasicAuth(m.user, m.pass)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := m.http.Do(req)
+	if err != nil {
+		return &MgmtError{Method: method, Path: path, Err: err}
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode >= 300 {
+		return &MgmtError{Method: method, Path: path, Status: resp.StatusCode, Body: string(bytes.TrimSpace(data))}
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return &MgmtError{Method: method, Path: path, Err: fmt.Errorf("decoding answer: %w", err)}
+		}
+	}
+	return nil
+}
+
+func (m *RabbitManagement) vh() string { return url.PathEscape(m.vhost) }
+
+// QueueArgs are the properties of a declared queue.
+type QueueArgs struct {
+	Durable    bool           `json:"durable"`
+	AutoDelete bool           `json:"auto_delete"`
+	Arguments  map[string]any `json:"arguments,omitempty"`
+}
+
+// DeclareQueue creates queue name (idempotent for equal properties).
+func (m *RabbitManagement) DeclareQueue(ctx context.Context, name string, args QueueArgs) error {
+	return m.do(ctx, http.MethodPut, "/api/queues/"+m.vh()+"/"+url.PathEscape(name), args, nil)
+}
+
+// DeleteQueue removes queue name; a missing queue is not an error.
+func (m *RabbitManagement) DeleteQueue(ctx context.Context, name string) error {
+	return ignoreNotFound(m.do(ctx, http.MethodDelete, "/api/queues/"+m.vh()+"/"+url.PathEscape(name), nil, nil))
+}
+
+// QueueInfo is the part of a queue's description fedrouter reads.
+type QueueInfo struct {
+	Name      string `json:"name"`
+	Durable   bool   `json:"durable"`
+	Messages  int    `json:"messages"`
+	Consumers int    `json:"consumers"`
+}
+
+// Queue describes queue name; ErrNotFound if it does not exist.
+func (m *RabbitManagement) Queue(ctx context.Context, name string) (QueueInfo, error) {
+	var q QueueInfo
+	err := m.do(ctx, http.MethodGet, "/api/queues/"+m.vh()+"/"+url.PathEscape(name), nil, &q)
+	return q, err
+}
+
+// DeclareExchange creates exchange name of kind (fanout, direct, topic, headers).
+func (m *RabbitManagement) DeclareExchange(ctx context.Context, name, kind string, durable bool) error {
+	return m.do(ctx, http.MethodPut, "/api/exchanges/"+m.vh()+"/"+url.PathEscape(name),
+		map[string]any{"type": kind, "durable": durable}, nil)
+}
+
+// DeleteExchange removes exchange name; a missing one is not an error.
+func (m *RabbitManagement) DeleteExchange(ctx context.Context, name string) error {
+	return ignoreNotFound(m.do(ctx, http.MethodDelete, "/api/exchanges/"+m.vh()+"/"+url.PathEscape(name), nil, nil))
+}
+
+// ExchangeExists reports whether exchange name exists.
+func (m *RabbitManagement) ExchangeExists(ctx context.Context, name string) (bool, error) {
+	err := m.do(ctx, http.MethodGet, "/api/exchanges/"+m.vh()+"/"+url.PathEscape(name), nil, nil)
+	if err == nil {
+		return true, nil
+	}
+	if isNotFound(err) {
+		return false, nil
+	}
+	return false, err
+}
+
+// Binding is one exchange→queue binding.
+type Binding struct {
+	Source          string `json:"source"`
+	Destination     string `json:"destination"`
+	DestinationType string `json:"destination_type"`
+	RoutingKey      string `json:"routing_key"`
+	PropertiesKey   string `json:"properties_key"`
+}
+
+// Bind binds queue to exchange with key (idempotent).
+func (m *RabbitManagement) Bind(ctx context.Context, exchange, queue, key string) error {
+	return m.do(ctx, http.MethodPost, "/api/bindings/"+m.vh()+"/e/"+url.PathEscape(exchange)+"/q/"+url.PathEscape(queue),
+		map[string]any{"routing_key": key}, nil)
+}
+
+// Bindings lists the bindings from exchange to queue.
+func (m *RabbitManagement) Bindings(ctx context.Context, exchange, queue string) ([]Binding, error) {
+	var out []Binding
+	err := m.do(ctx, http.MethodGet, "/api/bindings/"+m.vh()+"/e/"+url.PathEscape(exchange)+"/q/"+url.PathEscape(queue), nil, &out)
+	return out, err
+}
+
+func isNotFound(err error) bool {
+	me, ok := err.(*MgmtError)
+	return ok && me.Status == http.StatusNotFound
+}
+
+func ignoreNotFound(err error) error {
+	if isNotFound(err) {
+		return nil
+	}
+	return err
+}
