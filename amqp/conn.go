@@ -337,7 +337,9 @@ func (c *Conn) dialAny(first int) (transport, int, error) {
 		if isSASLFailure(err) {
 			return nil, idx, err
 		}
-		errs = append(errs, fmt.Errorf("%s: %w", t.redacted, err))
+		err = fmt.Errorf("%s: %w", t.redacted, err)
+		errs = append(errs, err)
+		c.setState(func(s *Status) { s.LastError = err; s.LastErrorAt = c.opts.Clock.Now() })
 		select {
 		case <-c.quit:
 			return nil, idx, errors.Join(errs...)

@@ -59,7 +59,7 @@ type fakeTransport struct {
 	err  error
 }
 
-func newFakeTransport() *fakeTransport { return &fakeTransport{done: make(chan struct{})} }
+func newFakeTransport() *fakeTransport         { return &fakeTransport{done: make(chan struct{})} }
 func (f *fakeTransport) Done() <-chan struct{} { return f.done }
 func (f *fakeTransport) Err() error            { return f.err }
 func (f *fakeTransport) Close() error          { f.once.Do(func() { close(f.done) }); return nil }
@@ -226,7 +226,7 @@ func TestConnReportBrokenDropsOnlyCurrentGeneration(t *testing.T) {
 	c, states := testConn(t, []string{"amqp://h1:5672"}, s, clk)
 	defer c.Close()
 	st := waitState(t, states, Operational)
-	clk.advance(time.Minute) // stable: the re-dial is immediate
+	clk.advance(time.Minute)                                             // stable: the re-dial is immediate
 	c.ReportBroken(st.Generation, &Error{Scope: ScopeLink, Err: io.EOF}) // link scope: ignored
 	c.ReportBroken(st.Generation+7, &Error{Scope: ScopeConn, Err: io.EOF})
 	c.ReportBroken(st.Generation, &Error{Scope: ScopeConn, Err: io.EOF})

@@ -116,6 +116,8 @@ type Profile interface {
 	// to a missing RabbitMQ queue is accepted and dropped). Profiles that
 	// cannot tell return nil.
 	CheckTarget(ctx context.Context, n Node) error
+	// Close releases what the profile holds (management API connections).
+	Close()
 }
 
 type profileInfo struct {

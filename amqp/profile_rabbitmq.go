@@ -35,9 +35,10 @@ func (p *rabbitProfile) Name() string    { return "rabbitmq" }
 func (p *rabbitProfile) Tested() bool    { return true }
 func (p *rabbitProfile) Multicast() bool { return true }
 
+func (p *rabbitProfile) Close() { p.mgmt.Close() }
+
 // Management exposes the management client (tests, later demand sources).
 func (p *rabbitProfile) Management() *RabbitManagement { return p.mgmt }
-
 
 func (p *rabbitProfile) Target(n Node) (LinkSpec, error) {
 	if err := checkNode(n); err != nil {

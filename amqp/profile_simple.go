@@ -54,6 +54,7 @@ func (protonProfile) Source(_ context.Context, n Node, sub Subscription) (LinkSp
 
 func (protonProfile) Unsubscribe(context.Context, Node, Subscription) error { return nil }
 func (protonProfile) CheckTarget(context.Context, Node) error               { return nil }
+func (protonProfile) Close()                                                {}
 
 // genericProfile: plain AMQP 1.0 conventions for an unknown peer. Queues
 // and exchanges are addresses; a keyed subscription asks for the legacy
@@ -94,6 +95,7 @@ func (genericProfile) Source(_ context.Context, n Node, sub Subscription) (LinkS
 
 func (genericProfile) Unsubscribe(context.Context, Node, Subscription) error { return nil }
 func (genericProfile) CheckTarget(context.Context, Node) error               { return nil }
+func (genericProfile) Close()                                                {}
 
 // artemisProfile (UNTESTED, from the ActiveMQ Artemis AMQP documentation):
 // capabilities "queue"/"topic" choose anycast/multicast routing; a durable
@@ -133,6 +135,7 @@ func (artemisProfile) Source(_ context.Context, n Node, sub Subscription) (LinkS
 
 func (artemisProfile) Unsubscribe(context.Context, Node, Subscription) error { return nil }
 func (artemisProfile) CheckTarget(context.Context, Node) error               { return nil }
+func (artemisProfile) Close()                                                {}
 
 // qpidProfile (UNTESTED, from the qpidd AMQP 1.0 documentation): exchanges
 // are addressed by name; "X/K" sends with subject K; a source on an
@@ -172,3 +175,4 @@ func (qpidProfile) Source(_ context.Context, n Node, sub Subscription) (LinkSpec
 
 func (qpidProfile) Unsubscribe(context.Context, Node, Subscription) error { return nil }
 func (qpidProfile) CheckTarget(context.Context, Node) error               { return nil }
+func (qpidProfile) Close()                                                {}

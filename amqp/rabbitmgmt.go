@@ -32,9 +32,15 @@ func NewRabbitManagement(cfg BrokerConfig) (*RabbitManagement, error) {
 	if vhost == "" {
 		vhost = "/"
 	}
+	// An own transport, so Close can drop its idle keep-alive connections
+	// (and their goroutines) when the owner is done.
+	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 2, IdleConnTimeout: 30 * time.Second}
 	return &RabbitManagement{base: base, user: user, pass: pass, vhost: vhost,
-		http: &http.Client{Timeout: 10 * time.Second}}, nil
+		http: &http.Client{Timeout: 10 * time.Second, Transport: tr}}, nil
 }
+
+// Close drops idle HTTP connections. The client stays usable.
+func (m *RabbitManagement) Close() { m.http.CloseIdleConnections() }
 
 // MgmtError is a management API call that failed.
 type MgmtError struct {

@@ -125,7 +125,9 @@ disk_free_limit.absolute = 100MB
 CONF
   if ! rabbit_up "$i"; then
     t0=$(now)
-    (cd "$d" && setsid nohup "$RMQ_BIN/rabbitmq-server" >"$d/log/stdout.log" 2>&1 </dev/null &)
+    # Redirect the whole subshell: no process of ours may keep the caller's
+    # stdout open, or a caller reading our output would wait for the broker.
+    (cd "$d" && exec setsid "$RMQ_BIN/rabbitmq-server") >"$d/log/stdout.log" 2>&1 </dev/null &
     "$RMQ_BIN/rabbitmqctl" -q -n "$RABBITMQ_NODENAME" --timeout 120 wait "$RABBITMQ_PID_FILE" >/dev/null 2>&1 \
       || { tail -20 "$d/log/stdout.log" >&2; die "rabbit$i failed to start; logs in $d/log"; }
     "$RMQ_BIN/rabbitmqctl" -q -n "$RABBITMQ_NODENAME" --timeout 120 await_startup >/dev/null
@@ -150,7 +152,7 @@ start_simple() {  # name kind port cmd...
   mkdir -p "$d"
   if ! pid_alive "$d/pid"; then
     # The broker writes its own pid (exec keeps it) so stop/kill hit the broker itself.
-    (cd "$d" && exec setsid bash -c 'echo $$ >"$0"; exec "$@"' "$d/pid" "$@" >"$d/stdout.log" 2>&1 </dev/null &)
+    (cd "$d" && exec setsid bash -c 'echo $$ >"$0"; exec "$@"' "$d/pid" "$@") >"$d/stdout.log" 2>&1 </dev/null &
     for _ in $(seq 50); do [ -s "$d/pid" ] && break; sleep 0.05; done
     wait_port 127.0.0.1 "$port" 20 || { tail -5 "$d/stdout.log" >&2; die "$name did not listen on $port"; }
     log "$name started"

@@ -1,0 +1,410 @@
+package amqp_test
+
+// Integration tests against the real brokers of testdata/brokers.sh.
+// Skipped with -short. rabbit2 is killed and restarted by
+// TestIntegrationReconnectAfterKill.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	goamqp "github.com/Azure/go-amqp"
+
+	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp/brokertest"
+)
+
+func dial(t *testing.T, cfg famqp.BrokerConfig, opts famqp.ConnOptions) *famqp.Conn {
+	t.Helper()
+	c, err := famqp.Dial(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func session(t *testing.T, c *famqp.Conn) *goamqp.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, _, err := c.NewSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func profile(t *testing.T, cfg famqp.BrokerConfig) famqp.Profile {
+	t.Helper()
+	p, err := famqp.NewProfile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// declareQueue makes q exist where the broker needs it declared first.
+func declareQueue(t *testing.T, cfg famqp.BrokerConfig, q string) {
+	t.Helper()
+	if cfg.Profile != "rabbitmq" {
+		return
+	}
+	m, err := famqp.NewRabbitManagement(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := m.DeclareQueue(ctx, q, famqp.QueueArgs{Durable: true}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = m.DeleteQueue(context.Background(), q)
+		m.Close()
+	})
+}
+
+// sendAll sends msgs with receipts pipelined (at most window in flight) and
+// fails unless every one is accepted.
+func sendAll(t testing.TB, s *goamqp.Session, addr string, window int, n int, mk func(i int) *goamqp.Message) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	snd, err := s.NewSender(ctx, addr, nil)
+	if err != nil {
+		t.Fatalf("attach sender %s: %v", addr, err)
+	}
+	receipts := make(chan goamqp.SendReceipt, window)
+	errc := make(chan error, 1)
+	go func() {
+		defer close(errc)
+		for r := range receipts {
+			st, err := r.Wait(ctx)
+			if err != nil {
+				errc <- err
+				return
+			}
+			if _, ok := st.(*goamqp.StateAccepted); !ok {
+				errc <- fmt.Errorf("outcome %T", st)
+				return
+			}
+		}
+	}()
+	for i := 0; i < n; i++ {
+		r, err := snd.SendWithReceipt(ctx, mk(i), nil)
+		if err != nil {
+			close(receipts)
+			t.Fatalf("send %d: %v", i, err)
+		}
+		receipts <- r
+	}
+	close(receipts)
+	if err := <-errc; err != nil {
+		t.Fatalf("receipt: %v", err)
+	}
+}
+
+func body(i int) *goamqp.Message { return goamqp.NewMessage([]byte(fmt.Sprintf("m-%06d", i))) }
+
+// receiveN receives n messages, accepting each, and returns their bodies.
+// It fails if no message arrives for stallAfter.
+func receiveN(t testing.TB, r *famqp.Receiver, n int, stallAfter time.Duration) []string {
+	t.Helper()
+	out := make([]string, 0, n)
+	for len(out) < n {
+		ctx, cancel := context.WithTimeout(context.Background(), stallAfter)
+		msg, err := r.Receive(ctx)
+		if err != nil {
+			cancel()
+			t.Fatalf("after %d of %d messages: %v (receiver stats %+v)", len(out), n, err, r.Stats())
+		}
+		if err := r.Accept(ctx, msg); err != nil {
+			cancel()
+			t.Fatalf("accept: %v", err)
+		}
+		cancel()
+		out = append(out, string(msg.GetData()))
+	}
+	return out
+}
+
+func openReceiver(t testing.TB, s *goamqp.Session, spec famqp.LinkSpec, window int) *famqp.Receiver {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := famqp.NewReceiver(ctx, s, spec, famqp.ReceiverConfig{Window: window})
+	if err != nil {
+		t.Fatalf("attach receiver %s: %v", spec.Address, err)
+	}
+	return r
+}
+
+func TestIntegrationQueueRoundTripEachProfile(t *testing.T) {
+	brokers := brokertest.Require(t, "rabbit1", "rabbit2", "proton1", "pyproton1")
+	for _, b := range brokers {
+		cfg := b.Config()
+		if b.Name == "pyproton1" {
+			cfg.Profile = "generic" // a third AMQP 1.0 implementation, through the generic dialect
+		}
+		t.Run(b.Name+"/"+cfg.Profile, func(t *testing.T) {
+			q := brokertest.UniqueName(t, "rt")
+			declareQueue(t, cfg, q)
+			c := dial(t, cfg, famqp.ConnOptions{})
+			s := session(t, c)
+			p := profile(t, cfg)
+			target, err := p.Target(famqp.Node{Kind: famqp.Queue, Name: q})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.CheckTarget(context.Background(), famqp.Node{Kind: famqp.Queue, Name: q}); err != nil {
+				t.Fatal(err)
+			}
+			const n = 500
+			sendAll(t, s, target.Address, 100, n, body)
+			src, err := p.Source(context.Background(), famqp.Node{Kind: famqp.Queue, Name: q}, famqp.Subscription{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := receiveN(t, openReceiver(t, s, src, 50), n, 20*time.Second)
+			for i, g := range got {
+				if want := string(body(i).GetData()); g != want {
+					t.Fatalf("message %d = %q, want %q (order or content broken)", i, g, want)
+				}
+			}
+		})
+	}
+}
+
+func TestIntegrationRabbitMissingTargetIsReported(t *testing.T) {
+	b := brokertest.Require(t, "rabbit1")[0]
+	p := profile(t, b.Config())
+	err := p.CheckTarget(context.Background(), famqp.Node{Kind: famqp.Queue, Name: "no-such-queue-here"})
+	if !errors.Is(err, famqp.ErrNotFound) {
+		t.Fatalf("CheckTarget on a missing queue: %v", err)
+	}
+}
+
+func TestIntegrationRabbitExchangeBindingKey(t *testing.T) {
+	b := brokertest.Require(t, "rabbit1")[0]
+	cfg := b.Config()
+	p := profile(t, cfg)
+	ctx := context.Background()
+	ex := famqp.Node{Kind: famqp.Exchange, Name: "amq.topic", Key: "eu.*"}
+	sub := famqp.Subscription{Name: brokertest.UniqueName(t, "sub")}
+	src, err := p.Source(ctx, ex, sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A catch-all binding keeps non-matching keys routable, so their sends
+	// get an outcome (RabbitMQ gives none for unroutable messages).
+	all := famqp.Subscription{Name: brokertest.UniqueName(t, "all")}
+	if _, err := p.Source(ctx, famqp.Node{Kind: famqp.Exchange, Name: "amq.topic", Key: "#"}, all); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Unsubscribe(ctx, famqp.Node{Kind: famqp.Exchange, Name: "amq.topic"}, all)
+
+	c := dial(t, cfg, famqp.ConnOptions{})
+	s := session(t, c)
+	for _, key := range []string{"eu.paris", "us.nyc", "eu.rome", "eu.paris.left", "asia.tokyo", "eu.end"} {
+		target, err := p.Target(famqp.Node{Kind: famqp.Exchange, Name: "amq.topic", Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sendAll(t, s, target.Address, 1, 1, func(int) *goamqp.Message { return goamqp.NewMessage([]byte(key)) })
+	}
+	got := receiveN(t, openReceiver(t, s, src, 10), 3, 20*time.Second)
+	if fmt.Sprint(got) != "[eu.paris eu.rome eu.end]" {
+		t.Fatalf("subscription eu.* got %v", got)
+	}
+	if err := p.Unsubscribe(ctx, ex, sub); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := famqp.NewRabbitManagement(cfg)
+	defer m.Close()
+	if _, err := m.Queue(ctx, sub.Name); !errors.Is(err, famqp.ErrNotFound) {
+		t.Fatalf("subscription queue still there after Unsubscribe: %v", err)
+	}
+	if err := p.Unsubscribe(ctx, ex, sub); err != nil {
+		t.Fatalf("second Unsubscribe: %v", err)
+	}
+}
+
+func richMessage() *goamqp.Message {
+	id, subj, corr := "msg-1", "orders.created", "corr-9"
+	return &goamqp.Message{
+		Header:                &goamqp.MessageHeader{Durable: true, Priority: 6},
+		Annotations:           goamqp.Annotations{"x-opt-fed-origin": "paris", "x-opt-fed-hops": int64(2)},
+		Properties:            &goamqp.MessageProperties{MessageID: id, Subject: &subj, CorrelationID: corr},
+		ApplicationProperties: map[string]any{"tenant": "acme", "amount": int64(1234567890123), "ok": true},
+		Data:                  [][]byte{[]byte("payload")},
+		Footer:                goamqp.Annotations{"x-checksum": "abc"},
+	}
+}
+
+func checkRich(t *testing.T, where string, m *goamqp.Message) {
+	t.Helper()
+	want := richMessage()
+	switch {
+	case m.Header == nil || !m.Header.Durable || m.Header.Priority != 6:
+		t.Errorf("%s: header %+v", where, m.Header)
+	case fmt.Sprint(m.Annotations) != fmt.Sprint(want.Annotations):
+		t.Errorf("%s: annotations %v, want %v", where, m.Annotations, want.Annotations)
+	case fmt.Sprint(m.ApplicationProperties) != fmt.Sprint(want.ApplicationProperties):
+		t.Errorf("%s: application properties %v, want %v", where, m.ApplicationProperties, want.ApplicationProperties)
+	case m.Properties == nil || m.Properties.MessageID != "msg-1" || *m.Properties.Subject != "orders.created" || m.Properties.CorrelationID != "corr-9":
+		t.Errorf("%s: properties %+v", where, m.Properties)
+	case string(m.GetData()) != "payload":
+		t.Errorf("%s: body %q", where, m.GetData())
+	case fmt.Sprint(m.Footer) != fmt.Sprint(want.Footer):
+		t.Errorf("%s: footer %v", where, m.Footer)
+	}
+}
+
+// A message with delivery annotations is taken from the Proton broker and
+// forwarded to RabbitMQ (which would kill the connection on delivery
+// annotations), then on to a second RabbitMQ node: every other section
+// must arrive unchanged.
+func TestIntegrationForwardCopyKeepsSections(t *testing.T) {
+	bs := brokertest.Require(t, "proton1", "rabbit1", "rabbit2")
+	q := brokertest.UniqueName(t, "fwd")
+	conns := make([]*goamqp.Session, 3)
+	for i, b := range bs {
+		declareQueue(t, b.Config(), q)
+		conns[i] = session(t, dial(t, b.Config(), famqp.ConnOptions{}))
+	}
+	first := richMessage()
+	first.DeliveryAnnotations = goamqp.Annotations{"x-opt-per-hop": "drop me"}
+	sendAll(t, conns[0], q, 1, 1, func(int) *goamqp.Message { return first })
+	for hop := 1; hop < 3; hop++ {
+		prev := bs[hop-1]
+		src, _ := profile(t, prev.Config()).Source(context.Background(), famqp.Node{Kind: famqp.Queue, Name: q}, famqp.Subscription{})
+		r := openReceiver(t, conns[hop-1], src, 1)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		m, err := r.Receive(ctx)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		checkRich(t, prev.Name, m)
+		tgt, _ := profile(t, bs[hop].Config()).Target(famqp.Node{Kind: famqp.Queue, Name: q})
+		sendAll(t, conns[hop], tgt.Address, 1, 1, func(int) *goamqp.Message { return famqp.ForwardCopy(m) })
+		if err := r.Accept(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+	}
+	last := bs[2]
+	src, _ := profile(t, last.Config()).Source(context.Background(), famqp.Node{Kind: famqp.Queue, Name: q}, famqp.Subscription{})
+	r := openReceiver(t, conns[2], src, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	m, err := r.Receive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRich(t, last.Name, m)
+	if m.DeliveryAnnotations != nil {
+		t.Errorf("delivery annotations crossed a hop: %v", m.DeliveryAnnotations)
+	}
+	_ = r.Accept(ctx, m)
+}
+
+func TestIntegrationWrongPasswordFailsWithoutRetry(t *testing.T) {
+	b := brokertest.Require(t, "rabbit1")[0]
+	cfg := b.Config()
+	cfg.Password = "wrong"
+	var mu sync.Mutex
+	connecting := 0
+	c := dial(t, cfg, famqp.ConnOptions{
+		Backoff: famqp.Backoff{Min: 50 * time.Millisecond, Max: 100 * time.Millisecond},
+		OnState: func(st famqp.Status) {
+			if st.State == famqp.Connecting {
+				mu.Lock()
+				connecting++
+				mu.Unlock()
+			}
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, _, err := c.WaitOperational(ctx)
+	if famqp.Classify(err) != famqp.ScopeAuth || !errors.Is(err, famqp.ErrAuth) {
+		t.Fatalf("WaitOperational with a wrong password: %v", err)
+	}
+	st, changed := c.Status()
+	if st.State != famqp.Failed || st.LastError == nil {
+		t.Fatalf("status %+v", st)
+	}
+	// With a 50–100 ms backoff, a retrying loop would have dialled several
+	// times in 1 s; a failed one makes no state change at all.
+	select {
+	case <-changed:
+		st, _ = c.Status()
+		t.Fatalf("state changed after Failed: %+v", st)
+	case <-time.After(time.Second):
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if connecting != 1 {
+		t.Fatalf("%d connection attempts, want 1", connecting)
+	}
+}
+
+func TestIntegrationAnonymousAndFailover(t *testing.T) {
+	b := brokertest.Require(t, "rabbit1")[0]
+	cfg := b.Config()
+	cfg.Username, cfg.Password, cfg.SASL = "", "", famqp.SASLAnonymous // RabbitMQ lets ANONYMOUS in as guest
+	cfg.URLs = []string{"amqp://127.0.0.1:1", b.URL}
+	c := dial(t, cfg, famqp.ConnOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, _, err := c.WaitOperational(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := c.Status()
+	if st.URL != b.URL || st.LastError == nil {
+		t.Fatalf("status %+v: want connected to %s after the dead URL failed", st, b.URL)
+	}
+}
+
+func TestIntegrationReconnectAfterKill(t *testing.T) {
+	b := brokertest.Require(t, "rabbit2")[0]
+	bound := famqp.Backoff{Min: 250 * time.Millisecond, Max: 2 * time.Second, Jitter: 0.2}
+	c := dial(t, b.Config(), famqp.ConnOptions{Backoff: bound, ConnectTimeout: 5 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, _, err := c.WaitOperational(ctx); err != nil {
+		t.Fatal(err)
+	}
+	brokertest.Kill(t, b.Name)
+	brokertest.Eventually(t, 30*time.Second, 20*time.Millisecond, func() error {
+		if st, _ := c.Status(); st.State == famqp.Operational {
+			return errors.New("still Operational")
+		}
+		return nil
+	})
+	brokertest.Restart(t, b.Name) // returns once the node has booted
+	restarted := time.Now()
+	_, gen, err := c.WaitOperational(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(restarted)
+	t.Logf("reconnected %v after the broker was back (backoff cap %v)", took.Round(time.Millisecond), bound.Max)
+	if took > bound.Max+5*time.Second {
+		t.Fatalf("reconnect took %v, more than the backoff cap %v plus a connect", took, bound.Max)
+	}
+	if gen < 2 {
+		t.Fatalf("generation %d after a reconnect", gen)
+	}
+	q := brokertest.UniqueName(t, "after-restart")
+	declareQueue(t, b.Config(), q)
+	s := session(t, c)
+	sendAll(t, s, "/amq/queue/"+q, 10, 10, body)
+	receiveN(t, openReceiver(t, s, famqp.LinkSpec{Address: "/amq/queue/" + q}, 10), 10, 20*time.Second)
+}
