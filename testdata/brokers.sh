@@ -136,7 +136,15 @@ CONF
   register "rabbit$i" rabbitmq "amqp://127.0.0.1:$RABBITMQ_NODE_PORT" "http://127.0.0.1:$((15700 + i))" "$(cat "$RABBITMQ_PID_FILE")"
 }
 
-pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# pid_alive PIDFILE: the process runs and is not a zombie (a killed broker
+# whose parent is gone can stay a zombie where PID 1 does not reap).
+pid_alive() {
+  local p
+  p=$(cat "$1" 2>/dev/null) || return 1
+  [ -n "$p" ] && [ -r "/proc/$p/stat" ] || return 1
+  local st; st=$(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null | cut -c1)
+  [ -n "$st" ] && [ "$st" != Z ]
+}
 
 wait_port() {  # host port seconds
   local deadline=$(( $(date +%s) + $3 ))
@@ -229,6 +237,7 @@ cmd_kill() {  # kill -9, keeping the registry entry so 'restart' knows it
   case "$name" in rabbit*) rabbit_env "${name#rabbit}"; pidf=$RABBITMQ_PID_FILE ;; *) pidf=$BASE/$name/pid ;; esac
   pid_alive "$pidf" || die "$name is not running"
   kill -9 "$(cat "$pidf")"
+  for _ in $(seq 100); do pid_alive "$pidf" || break; sleep 0.05; done
   log "killed $name"
 }
 
@@ -246,7 +255,7 @@ cmd_status() {
   [ -f "$REGISTRY" ] || { log "no brokers registered"; return 0; }
   local name kind url mgmt pid state
   while read -r name kind url mgmt pid; do
-    state=down; kill -0 "$pid" 2>/dev/null && state=up
+    state=down; echo "$pid" > "$BASE/.status.pid"; pid_alive "$BASE/.status.pid" && state=up
     printf '%-10s %-9s %-4s %-26s mgmt=%s pid=%s\n' "$name" "$kind" "$state" "$url" "$mgmt" "$pid"
   done < "$REGISTRY"
 }

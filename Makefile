@@ -1,0 +1,49 @@
+# fedrouter — see README.md. `make test` and `make demo` are the contract.
+GO       ?= go
+BROKERS  := bash testdata/brokers.sh
+# Brokers the tests use: RabbitMQ nodes, Proton C brokers, Proton Python brokers.
+TEST_BROKERS ?= -r 2 -p 1 -y 1
+VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+
+.PHONY: all build vet test test-short integration demo brokers brokers-stop brokers-status fuzz clean
+
+all: build
+
+build:
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/fedrouter ./cmd/fedrouter
+
+vet:
+	$(GO) vet ./...
+
+# Fast inner loop: unit tests only, no brokers.
+test-short:
+	$(GO) test -short -race ./...
+
+# go vet + unit + integration tests with -race against real brokers, which
+# are installed if missing (root, Debian packages), started once for the
+# run and stopped after (KEEP_BROKERS=1 leaves them running).
+test: vet
+	$(BROKERS) start $(TEST_BROKERS)
+	$(GO) test -race -count=1 -timeout 20m ./... ; rc=$$?; \
+	  if [ "$(KEEP_BROKERS)" != 1 ]; then $(BROKERS) stop; fi; exit $$rc
+
+# Starts brokers and a router against them, shows the connection states
+# through a broker kill and restart.
+demo: build
+	bash testdata/demo.sh
+
+brokers:
+	$(BROKERS) start $(TEST_BROKERS)
+
+brokers-stop:
+	$(BROKERS) stop
+
+brokers-status:
+	$(BROKERS) status
+
+# Short fuzz run of the config decoder (corpus in router/testdata/fuzz).
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParseConfig -fuzztime 30s ./router/
+
+clean:
+	rm -rf bin

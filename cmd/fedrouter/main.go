@@ -1,0 +1,153 @@
+// Command fedrouter is the AMQP 1.0 federation router: the daemon (run) and
+// its operator commands in one binary.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+	"github.com/urfave/cli/v2"
+
+	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/router"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	if err := newApp().Run(os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "fedrouter:", err)
+		var ce *router.ConfigError
+		if errors.As(err, &ce) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+func newApp() *cli.App {
+	return &cli.App{
+		Name:    "fedrouter",
+		Usage:   "AMQP 1.0 federation router",
+		Version: version,
+		Commands: []*cli.Command{
+			{
+				Name:  "run",
+				Usage: "run the router daemon",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "configuration `FILE` (YAML)", Required: true},
+					&cli.DurationFlag{Name: "status-every", Usage: "print the broker connection table this often (0: never)"},
+				},
+				Action: runDaemon,
+			},
+			{
+				Name:      "check-config",
+				Usage:     "validate a configuration file without running",
+				ArgsUsage: "FILE",
+				Action:    checkConfig,
+			},
+			{
+				Name:   "profiles",
+				Usage:  "list the broker profiles",
+				Action: listProfiles,
+			},
+		},
+	}
+}
+
+func checkConfig(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return cli.Exit("check-config: give exactly one FILE", 2)
+	}
+	cfg, err := router.LoadConfig(c.Args().First())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "%s: ok (router %s, %d brokers)\n", c.Args().First(), cfg.RouterID, len(cfg.Brokers))
+	return nil
+}
+
+func listProfiles(c *cli.Context) error {
+	w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "Profile\tTested")
+	for _, n := range famqp.ProfileNames() {
+		tested, _ := famqp.LookupProfile(n)
+		note := "yes"
+		if !tested {
+			note = "no (from the broker's documentation)"
+		}
+		fmt.Fprintf(w, "%s\t%s\n", n, note)
+	}
+	return w.Flush()
+}
+
+func newLogger(spec router.LogSpec, w io.Writer) zerolog.Logger {
+	level, err := zerolog.ParseLevel(spec.Level)
+	if err != nil {
+		level = zerolog.InfoLevel
+	}
+	if spec.Format == "text" {
+		f, isFile := w.(*os.File)
+		color := isFile && isatty.IsTerminal(f.Fd())
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339, NoColor: !color}
+	}
+	return zerolog.New(w).Level(level).With().Timestamp().Logger()
+}
+
+func runDaemon(c *cli.Context) error {
+	cfg, err := router.LoadConfig(c.String("config"))
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg.Log, c.App.ErrWriter)
+	r := router.New(cfg, log)
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := r.Start(); err != nil {
+		return err
+	}
+	log.Info().Str("router", cfg.RouterID).Int("brokers", len(cfg.Brokers)).Str("version", version).Msg("fedrouter started")
+	var tick <-chan time.Time
+	if every := c.Duration("status-every"); every > 0 {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-tick:
+			printStatus(c.App.Writer, r.Status())
+		case <-ctx.Done():
+			log.Info().Msg("stopping")
+			r.Stop()
+			printStatus(c.App.Writer, r.Status())
+			return nil
+		}
+	}
+}
+
+// printStatus prints the connection table the way qpid-route's link list
+// does: one row a broker, state, since when, last error.
+func printStatus(out io.Writer, sts []famqp.Status) {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "Broker\tURL\tState\tSince\tLast Error")
+	now := time.Now()
+	for _, st := range sts {
+		last := "-"
+		if st.LastError != nil {
+			last = st.LastError.Error()
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", st.Broker, st.URL, st.State, now.Sub(st.Since).Round(time.Second), last)
+	}
+	w.Flush()
+}
+

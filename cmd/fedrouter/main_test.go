@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fedrouter/fedrouter/amqp/brokertest"
+)
+
+// buildBinary builds fedrouter once per test binary run.
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "fedrouter-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "fedrouter")
+		out, err := exec.Command("go", "build", "-race", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+func TestCheckConfigReportsFileAndLine(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("router_id: r\nbrokers:\n  - {name: a, url: 'amqp://h', profile: rabit}\ncolour: red\n"), 0o600)
+	out, err := exec.Command(binary(t), "check-config", bad).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+		t.Fatalf("exit %v, want status 2\n%s", err, out)
+	}
+	for _, want := range []string{bad + `:3: broker "a": unknown broker profile "rabit"`, bad + `:4: unknown key "colour"`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output does not say %q:\n%s", want, out)
+		}
+	}
+	out, err = exec.Command(binary(t), "check-config", "../../testdata/config/good.yaml").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "ok (router paris-1, 3 brokers)") {
+		t.Fatalf("good config: %v\n%s", err, out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a process writer and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuffer) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+var waitingRow = regexp.MustCompile(`(?m)^gone\s+amqp://127\.0\.0\.1:1\s+Waiting\s`)
+
+func TestRunConnectsAndStopsOnSIGTERM(t *testing.T) {
+	bs := brokertest.Require(t, "rabbit1", "proton1")
+	cfg := fmt.Sprintf(`router_id: proc-test
+brokers:
+  - {name: r1, url: %q, profile: rabbitmq, username: guest, password: guest, management: {url: %q}}
+  - {name: p1, url: %q, profile: proton}
+  - {name: gone, url: "amqp://127.0.0.1:1", profile: generic}
+reconnect: {min: 100ms, max: 1s}
+log: {level: debug, format: json}
+`, bs[0].URL, bs[0].MgmtURL, bs[1].URL)
+	path := filepath.Join(t.TempDir(), "router.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary(t), "run", "--config", path, "--status-every", "100ms")
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	brokertest.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
+		s := out.String()
+		for _, b := range []string{"r1", "p1"} {
+			if !logged(s, b, "Operational") {
+				return fmt.Errorf("no Operational state logged for %s:\n%s", b, s)
+			}
+		}
+		// The unreachable broker is retried, with its error shown.
+		if !waitingRow.MatchString(s) || !strings.Contains(s, "connection refused") {
+			return fmt.Errorf("unreachable broker not shown as Waiting:\n%s", s)
+		}
+		return nil
+	})
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, out.String())
+	}
+	s := out.String()
+	for _, b := range []string{"r1", "p1", "gone"} {
+		if !logged(s, b, "Closed") {
+			t.Errorf("broker %s not reported Closed:\n%s", b, s)
+		}
+	}
+}
+
+// logged reports whether a JSON log line says broker b entered state.
+func logged(out, b, state string) bool {
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, fmt.Sprintf(`"broker":%q`, b)) && strings.Contains(line, fmt.Sprintf(`"state":%q`, state)) {
+			return true
+		}
+	}
+	return false
+}

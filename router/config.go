@@ -1,0 +1,313 @@
+package router
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	famqp "github.com/fedrouter/fedrouter/amqp"
+)
+
+// Config is the router's configuration file (YAML). Defaults are set in
+// DefaultConfig and documented in docs/configuration.md.
+type Config struct {
+	// RouterID names this router in the federation; unique per router.
+	RouterID string `yaml:"router_id"`
+	// Brokers the router connects to, by name.
+	Brokers []BrokerSpec `yaml:"brokers"`
+	// Reconnect tunes the backoff of every broker connection.
+	Reconnect ReconnectSpec `yaml:"reconnect"`
+	// Log sets the log level and format.
+	Log LogSpec `yaml:"log"`
+
+	file  string         // path the config came from, for messages
+	lines map[string]int // "brokers[i]" → line, for validation messages
+}
+
+// BrokerSpec is one broker as written in the file.
+type BrokerSpec struct {
+	Name     string   `yaml:"name"`
+	URL      string   `yaml:"url"`  // one URL, or
+	URLs     []string `yaml:"urls"` // a failover list
+	Profile  string   `yaml:"profile"`
+	Username string   `yaml:"username"`
+	Password string   `yaml:"password"`
+	// PasswordFile: read the password from a file (kept out of the config).
+	PasswordFile string  `yaml:"password_file"`
+	SASL         string  `yaml:"sasl"`
+	TLS          TLSSpec `yaml:"tls"`
+	Management   struct {
+		URL      string `yaml:"url"`
+		Username string `yaml:"username"`
+		Password string `yaml:"password"`
+	} `yaml:"management"`
+	VHost string `yaml:"vhost"`
+}
+
+// TLSSpec is a broker's TLS settings (used with amqps:// URLs).
+type TLSSpec struct {
+	CAFile             string `yaml:"ca_file"`
+	CertFile           string `yaml:"cert_file"`
+	KeyFile            string `yaml:"key_file"`
+	ServerName         string `yaml:"server_name"`
+	InsecureSkipVerify bool   `yaml:"insecure_skip_verify"`
+}
+
+// ReconnectSpec is the reconnect backoff.
+type ReconnectSpec struct {
+	Min            Duration `yaml:"min"`
+	Max            Duration `yaml:"max"`
+	ConnectTimeout Duration `yaml:"connect_timeout"`
+}
+
+// LogSpec sets logging.
+type LogSpec struct {
+	Level  string `yaml:"level"`  // debug, info, warn, error
+	Format string `yaml:"format"` // text or json
+}
+
+// Duration is a time.Duration written as "2s", "1m30s".
+type Duration time.Duration
+
+// UnmarshalYAML parses a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("line %d: %q is not a duration (e.g. 2s, 1m)", n.Line, s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// DefaultConfig returns the defaults every field falls back to.
+func DefaultConfig() Config {
+	b := famqp.DefaultBackoff()
+	return Config{
+		Reconnect: ReconnectSpec{Min: Duration(b.Min), Max: Duration(b.Max), ConnectTimeout: Duration(10 * time.Second)},
+		Log:       LogSpec{Level: "info", Format: "text"},
+	}
+}
+
+// ConfigError lists every problem found in a configuration file, each as
+// "file:line: what".
+type ConfigError struct {
+	File     string
+	Problems []string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("config %s: %d problem(s):\n  %s", e.File, len(e.Problems), strings.Join(e.Problems, "\n  "))
+}
+
+// LoadConfig reads, decodes and validates a configuration file.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return ParseConfig(path, data)
+}
+
+var (
+	yamlLine    = regexp.MustCompile(`line (\d+): `)
+	yamlUnknown = regexp.MustCompile(`field (\S+) not found in type \S+`)
+)
+
+// ParseConfig decodes and validates data; file names it in messages.
+func ParseConfig(file string, data []byte) (*Config, error) {
+	cfg := DefaultConfig()
+	cfg.file = file
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true) // unknown keys are errors
+	var problems []string
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		problems = yamlProblems(file, err)
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			// A syntax error: nothing else can be trusted.
+			return nil, &ConfigError{File: file, Problems: problems}
+		}
+		// Type errors and unknown keys: decoding went on; report them
+		// together with the validation problems.
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err == nil {
+		cfg.lines = brokerLines(&root)
+	}
+	problems = append(problems, cfg.validate()...)
+	if len(problems) > 0 {
+		sort.SliceStable(problems, func(i, j int) bool { return lineOf(problems[i]) < lineOf(problems[j]) })
+		return nil, &ConfigError{File: file, Problems: problems}
+	}
+	return &cfg, nil
+}
+
+// yamlProblems turns yaml.v3's "line N: msg" errors into "file:N: msg".
+func yamlProblems(file string, err error) []string {
+	var te *yaml.TypeError
+	msgs := []string{err.Error()}
+	if errors.As(err, &te) {
+		msgs = te.Errors
+	}
+	out := make([]string, 0, len(msgs))
+	for _, m := range msgs {
+		m = strings.TrimPrefix(m, "yaml: ")
+		m = yamlUnknown.ReplaceAllString(m, `unknown key "$1"`)
+		if loc := yamlLine.FindStringSubmatchIndex(m); loc != nil {
+			m = file + ":" + m[loc[2]:loc[3]] + ": " + m[loc[1]:]
+		} else {
+			m = file + ": " + m
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// brokerLines maps "brokers[i]" to the line of that list item.
+func brokerLines(root *yaml.Node) map[string]int {
+	out := map[string]int{}
+	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+		return out
+	}
+	m := root.Content[0]
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == "brokers" {
+			for j, item := range m.Content[i+1].Content {
+				out[fmt.Sprintf("brokers[%d]", j)] = item.Line
+			}
+		}
+		out[m.Content[i].Value] = m.Content[i].Line
+	}
+	return out
+}
+
+func (c *Config) at(key string) string {
+	if l, ok := c.lines[key]; ok {
+		return fmt.Sprintf("%s:%d", c.file, l)
+	}
+	return c.file
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+func (c *Config) validate() []string {
+	var p []string
+	add := func(key, format string, args ...any) {
+		p = append(p, c.at(key)+": "+fmt.Sprintf(format, args...))
+	}
+	if c.RouterID == "" {
+		add("router_id", "router_id is required")
+	} else if !nameRE.MatchString(c.RouterID) {
+		add("router_id", "router_id %q: use letters, digits, '.', '_' and '-'", c.RouterID)
+	}
+	if len(c.Brokers) == 0 {
+		add("brokers", "no brokers configured")
+	}
+	seen := map[string]int{}
+	for i, b := range c.Brokers {
+		key := fmt.Sprintf("brokers[%d]", i)
+		if b.Name != "" {
+			if j, dup := seen[b.Name]; dup {
+				add(key, "broker %q is defined twice (also at %s)", b.Name, c.at(fmt.Sprintf("brokers[%d]", j)))
+			}
+			seen[b.Name] = i
+			if !nameRE.MatchString(b.Name) {
+				add(key, "broker name %q: use letters, digits, '.', '_' and '-'", b.Name)
+			}
+		}
+		if b.URL != "" && len(b.URLs) > 0 {
+			add(key, "broker %q: give url or urls, not both", b.Name)
+		}
+		if b.Password != "" && b.PasswordFile != "" {
+			add(key, "broker %q: give password or password_file, not both", b.Name)
+		}
+		bc, err := b.brokerConfig(false)
+		if err == nil {
+			err = bc.Validate()
+		}
+		if err != nil {
+			for _, line := range strings.Split(err.Error(), "\n") {
+				add(key, "broker %q: %s", b.Name, line)
+			}
+		}
+	}
+	if c.Reconnect.Min <= 0 || c.Reconnect.Max < c.Reconnect.Min {
+		add("reconnect", "reconnect: need 0 < min <= max (min %s, max %s)", time.Duration(c.Reconnect.Min), time.Duration(c.Reconnect.Max))
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		add("log", "log.level %q: want debug, info, warn or error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		add("log", "log.format %q: want text or json", c.Log.Format)
+	}
+	return p
+}
+
+func lineOf(problem string) int {
+	var n int
+	if i := strings.Index(problem, ":"); i >= 0 {
+		fmt.Sscanf(problem[i+1:], "%d", &n)
+	}
+	return n
+}
+
+// brokerConfig converts the file's form into the amqp layer's. readFiles
+// loads password_file: the daemon needs it, check-config does not (it may
+// run where the secrets are not readable).
+func (b BrokerSpec) brokerConfig(readFiles bool) (famqp.BrokerConfig, error) {
+	urls := b.URLs
+	if b.URL != "" {
+		urls = []string{b.URL}
+	}
+	bc := famqp.BrokerConfig{
+		Name: b.Name, URLs: urls, Profile: b.Profile, Username: b.Username, Password: b.Password,
+		SASL: b.SASL, VHost: b.VHost,
+		TLS: famqp.TLSConfig{CAFile: b.TLS.CAFile, CertFile: b.TLS.CertFile, KeyFile: b.TLS.KeyFile,
+			ServerName: b.TLS.ServerName, InsecureSkipVerify: b.TLS.InsecureSkipVerify},
+		Management: famqp.ManagementConfig{URL: b.Management.URL, Username: b.Management.Username, Password: b.Management.Password},
+	}
+	if readFiles && b.PasswordFile != "" {
+		pw, err := os.ReadFile(b.PasswordFile)
+		if err != nil {
+			return bc, fmt.Errorf("password_file: %w", err)
+		}
+		bc.Password = strings.TrimRight(string(pw), "\r\n")
+	}
+	return bc, nil
+}
+
+// BrokerConfigs returns the amqp-layer configuration of every broker.
+func (c *Config) BrokerConfigs() ([]famqp.BrokerConfig, error) {
+	out := make([]famqp.BrokerConfig, 0, len(c.Brokers))
+	for i, b := range c.Brokers {
+		bc, err := b.brokerConfig(true)
+		if err != nil {
+			return nil, fmt.Errorf("%s: broker %q: %w", c.at(fmt.Sprintf("brokers[%d]", i)), b.Name, err)
+		}
+		out = append(out, bc)
+	}
+	return out, nil
+}
+
+// Backoff returns the configured reconnect backoff.
+func (c *Config) Backoff() famqp.Backoff {
+	b := famqp.DefaultBackoff()
+	b.Min, b.Max = time.Duration(c.Reconnect.Min), time.Duration(c.Reconnect.Max)
+	return b
+}

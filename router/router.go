@@ -1,0 +1,137 @@
+// Package router is the fedrouter daemon: it owns the broker connections
+// (and, with later issues, routes, topology and the admin API) and their
+// goroutines.
+package router
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	famqp "github.com/fedrouter/fedrouter/amqp"
+)
+
+// Router holds one resilient connection per configured broker.
+type Router struct {
+	cfg *Config
+	log zerolog.Logger
+
+	mu    sync.Mutex
+	conns map[string]*famqp.Conn // by broker name; guarded by mu
+}
+
+// New builds a router from a validated configuration. It does not connect.
+func New(cfg *Config, log zerolog.Logger) *Router {
+	return &Router{cfg: cfg, log: log.With().Str("router", cfg.RouterID).Logger(), conns: map[string]*famqp.Conn{}}
+}
+
+// Start dials every broker in the background.
+func (r *Router) Start() error {
+	brokers, err := r.cfg.BrokerConfigs()
+	if err != nil {
+		return err
+	}
+	for _, bc := range brokers {
+		if bc.TLS.InsecureSkipVerify {
+			r.log.Warn().Str("broker", bc.Name).Msg("TLS certificate verification is OFF for this broker")
+		}
+		if tested, _ := famqp.LookupProfile(bc.Profile); !tested {
+			r.log.Warn().Str("broker", bc.Name).Str("profile", bc.Profile).Msg("this broker profile follows the broker's documentation and is not tested against a real broker")
+		}
+		log := r.log.With().Str("broker", bc.Name).Logger()
+		c, err := famqp.Dial(bc, famqp.ConnOptions{
+			ContainerID:    "fedrouter-" + r.cfg.RouterID + "-" + bc.Name,
+			Backoff:        r.cfg.Backoff(),
+			ConnectTimeout: time.Duration(r.cfg.Reconnect.ConnectTimeout),
+			OnState:        stateLogger(log),
+		})
+		if err != nil {
+			r.Stop()
+			return err
+		}
+		r.mu.Lock()
+		r.conns[bc.Name] = c
+		r.mu.Unlock()
+	}
+	return nil
+}
+
+// stateLogger logs each change of state once; retries while Waiting are
+// logged at debug after the first, so an outage does not flood the log.
+func stateLogger(log zerolog.Logger) func(famqp.Status) {
+	var last famqp.State = -1
+	return func(st famqp.Status) {
+		if st.State == last && st.State != famqp.Waiting {
+			return
+		}
+		ev := log.Info()
+		switch {
+		case st.State == famqp.Failed:
+			ev = log.Error()
+		case st.State == famqp.Waiting && last == famqp.Operational:
+			ev = log.Warn()
+		case st.State == last || (st.State == famqp.Connecting && st.Attempt > 0) || (st.State == famqp.Waiting && st.Attempt > 1):
+			ev = log.Debug()
+		}
+		last = st.State
+		ev = ev.Str("state", st.State.String()).Str("url", st.URL)
+		if st.LastError != nil && st.State != famqp.Operational {
+			ev = ev.AnErr("last_error", st.LastError)
+		}
+		if st.RetryIn > 0 {
+			ev = ev.Dur("retry_in", st.RetryIn).Int("attempt", st.Attempt)
+		}
+		ev.Msg("broker connection")
+	}
+}
+
+// Status returns every broker connection's status, sorted by broker name.
+func (r *Router) Status() []famqp.Status {
+	r.mu.Lock()
+	conns := make([]*famqp.Conn, 0, len(r.conns))
+	for _, c := range r.conns {
+		conns = append(conns, c)
+	}
+	r.mu.Unlock()
+	out := make([]famqp.Status, 0, len(conns))
+	for _, c := range conns {
+		st, _ := c.Status()
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Broker < out[j].Broker })
+	return out
+}
+
+// WaitOperational waits until every broker is Operational or ctx ends.
+func (r *Router) WaitOperational(ctx context.Context) error {
+	r.mu.Lock()
+	conns := make([]*famqp.Conn, 0, len(r.conns))
+	for _, c := range r.conns {
+		conns = append(conns, c)
+	}
+	r.mu.Unlock()
+	for _, c := range conns {
+		if _, _, err := c.WaitOperational(ctx); err != nil {
+			return fmt.Errorf("router: %w", err)
+		}
+	}
+	return nil
+}
+
+// Stop closes every connection and waits for their goroutines. The closed
+// connections stay listed (state Closed) in Status.
+func (r *Router) Stop() {
+	r.mu.Lock()
+	conns := make([]*famqp.Conn, 0, len(r.conns))
+	for _, c := range r.conns {
+		conns = append(conns, c)
+	}
+	r.mu.Unlock()
+	for _, c := range conns { // Close waits for network teardown: not under mu
+		c.Close()
+	}
+}
