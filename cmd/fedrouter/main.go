@@ -150,4 +150,3 @@ func printStatus(out io.Writer, sts []famqp.Status) {
 	}
 	w.Flush()
 }
-
