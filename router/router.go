@@ -91,12 +91,7 @@ func stateLogger(log zerolog.Logger) func(famqp.Status) {
 
 // Status returns every broker connection's status, sorted by broker name.
 func (r *Router) Status() []famqp.Status {
-	r.mu.Lock()
-	conns := make([]*famqp.Conn, 0, len(r.conns))
-	for _, c := range r.conns {
-		conns = append(conns, c)
-	}
-	r.mu.Unlock()
+	conns := r.snapshot()
 	out := make([]famqp.Status, 0, len(conns))
 	for _, c := range conns {
 		st, _ := c.Status()
@@ -108,12 +103,7 @@ func (r *Router) Status() []famqp.Status {
 
 // WaitOperational waits until every broker is Operational or ctx ends.
 func (r *Router) WaitOperational(ctx context.Context) error {
-	r.mu.Lock()
-	conns := make([]*famqp.Conn, 0, len(r.conns))
-	for _, c := range r.conns {
-		conns = append(conns, c)
-	}
-	r.mu.Unlock()
+	conns := r.snapshot()
 	for _, c := range conns {
 		if _, _, err := c.WaitOperational(ctx); err != nil {
 			return fmt.Errorf("router: %w", err)
@@ -125,13 +115,19 @@ func (r *Router) WaitOperational(ctx context.Context) error {
 // Stop closes every connection and waits for their goroutines. The closed
 // connections stay listed (state Closed) in Status.
 func (r *Router) Stop() {
+	conns := r.snapshot()
+	for _, c := range conns { // Close waits for network teardown: not under mu
+		c.Close()
+	}
+}
+
+// snapshot copies the connection list so callers can do I/O without mu.
+func (r *Router) snapshot() []*famqp.Conn {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	conns := make([]*famqp.Conn, 0, len(r.conns))
 	for _, c := range r.conns {
 		conns = append(conns, c)
 	}
-	r.mu.Unlock()
-	for _, c := range conns { // Close waits for network teardown: not under mu
-		c.Close()
-	}
+	return conns
 }
