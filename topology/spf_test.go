@@ -1,0 +1,236 @@
+package topology
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+)
+
+// both returns the two directed edges of a bidirectional link.
+func both(a, b string, cost int64, up bool) []Edge {
+	return []Edge{{From: a, To: b, Cost: cost, Up: up}, {From: b, To: a, Cost: cost, Up: up}}
+}
+
+func mesh(up map[string]bool) []Edge {
+	// A square A-B-C-D-A with a costly diagonal A-C: two equal paths A→C.
+	var es []Edge
+	for _, l := range []struct {
+		a, b string
+		c    int64
+	}{{"A", "B", 1}, {"B", "C", 1}, {"C", "D", 1}, {"D", "A", 1}, {"A", "C", 5}} {
+		name := l.a + l.b
+		u, set := up[name]
+		es = append(es, both(l.a, l.b, l.c, !set || u)...)
+	}
+	return es
+}
+
+func mustCompute(t *testing.T, es []Edge) *Paths {
+	t.Helper()
+	p, err := Compute(es)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestRoutesOnAMesh(t *testing.T) {
+	p := mustCompute(t, mesh(nil))
+	r, ok := p.Route("A", "C")
+	if !ok || r.Cost != 2 || r.Hops != 2 || r.NextHop != "B" || fmt.Sprint(r.NextHops) != "[B D]" {
+		t.Fatalf("A→C = %+v, %v; want cost 2, 2 hops, next hop B, equal-cost [B D]", r, ok)
+	}
+	if got := p.Path("A", "C"); fmt.Sprint(got) != "[A B C]" {
+		t.Fatalf("path A→C %v", got)
+	}
+	if p.Radius() != 2 {
+		t.Fatalf("radius %d", p.Radius())
+	}
+	// Cut A-B: the alternative through D takes over.
+	p = mustCompute(t, mesh(map[string]bool{"AB": false}))
+	if r, _ := p.Route("A", "C"); r.NextHop != "D" || r.Cost != 2 || fmt.Sprint(r.NextHops) != "[D]" {
+		t.Fatalf("after cutting A-B: %+v", r)
+	}
+	if r, _ := p.Route("A", "B"); r.Cost != 3 || r.Hops != 3 {
+		t.Fatalf("A→B after the cut: %+v (want the long way round, cost 3)", r)
+	}
+	// Cut A-B, D-A and the diagonal: A is isolated.
+	p = mustCompute(t, mesh(map[string]bool{"AB": false, "DA": false, "AC": false}))
+	if _, ok := p.Route("A", "C"); ok {
+		t.Fatal("a route from an isolated broker")
+	}
+	if len(p.Routes("A")) != 0 || p.Path("A", "C") != nil {
+		t.Fatal("isolated A still has routes")
+	}
+}
+
+func TestComputeIsIndependentOfInputOrder(t *testing.T) {
+	es := mesh(nil)
+	es = append(es, both("C", "E", 1, true)...)
+	es = append(es, both("D", "E", 1, true)...)
+	want := snapshot(mustCompute(t, es))
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 50; i++ {
+		r.Shuffle(len(es), func(i, j int) { es[i], es[j] = es[j], es[i] })
+		if got := snapshot(mustCompute(t, es)); !reflect.DeepEqual(got, want) {
+			t.Fatalf("shuffle %d changed the result:\n got %v\nwant %v", i, got, want)
+		}
+	}
+}
+
+func snapshot(p *Paths) map[string]any {
+	out := map[string]any{}
+	for _, s := range p.Brokers() {
+		out["routes "+s] = p.Routes(s)
+		for _, d := range p.Brokers() {
+			out["origins "+s+d] = p.ValidOrigins(s, d)
+		}
+	}
+	return out
+}
+
+// A multicast from every origin, forwarded only over edges whose valid
+// origins include it, reaches every reachable broker exactly once.
+func TestValidOriginsGiveOneCopyPerBroker(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 9))
+	for trial := 0; trial < 200; trial++ {
+		es := randomGraph(r, 3+r.IntN(6))
+		p := mustCompute(t, es)
+		for _, o := range p.Brokers() {
+			copies := map[string]int{o: 1}
+			queue := []string{o}
+			for len(queue) > 0 {
+				at := queue[0]
+				queue = queue[1:]
+				// One copy per neighbour: parallel links between a pair
+				// count once (ValidOrigins is per broker pair).
+				sent := map[string]bool{}
+				for _, e := range es {
+					if e.From == at && e.Up && !sent[e.To] && slices.Contains(p.ValidOrigins(e.From, e.To), o) {
+						sent[e.To] = true
+						copies[e.To]++
+						queue = append(queue, e.To)
+					}
+				}
+			}
+			for _, b := range p.Brokers() {
+				_, reachable := p.Route(o, b)
+				want := 0
+				if reachable || b == o {
+					want = 1
+				}
+				if copies[b] != want {
+					t.Fatalf("trial %d origin %s: broker %s got %d copies, want %d\nedges %v", trial, o, b, copies[b], want, es)
+				}
+			}
+		}
+	}
+}
+
+// Costs agree with a brute-force Floyd–Warshall on random graphs, and every
+// equal-cost next hop really lies on a shortest path.
+func TestCostsMatchBruteForce(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for trial := 0; trial < 200; trial++ {
+		es := randomGraph(r, 2+r.IntN(7))
+		p := mustCompute(t, es)
+		fw := floyd(p.Brokers(), es)
+		for _, s := range p.Brokers() {
+			for _, d := range p.Brokers() {
+				route, ok := p.Route(s, d)
+				want, reach := fw[s+"|"+d]
+				if s == d {
+					continue
+				}
+				if ok != reach || (ok && route.Cost != want) {
+					t.Fatalf("trial %d %s→%s: got %+v %v, brute force %d %v", trial, s, d, route, ok, want, reach)
+				}
+				if !ok {
+					continue
+				}
+				if len(p.Path(s, d))-1 != route.Hops {
+					t.Fatalf("%s→%s: path %v vs hops %d", s, d, p.Path(s, d), route.Hops)
+				}
+				for _, nh := range route.NextHops {
+					rest, ok := fw[nh+"|"+d]
+					if nh == d {
+						rest, ok = 0, true
+					}
+					if !ok || p.cost[p.index[s]][p.index[nh]]+rest != route.Cost {
+						t.Fatalf("%s→%s: next hop %s is not on a shortest path", s, d, nh)
+					}
+				}
+			}
+		}
+	}
+}
+
+func randomGraph(r *rand.Rand, n int) []Edge {
+	var es []Edge
+	name := func(i int) string { return fmt.Sprintf("b%d", i) }
+	for i := 0; i < n; i++ {
+		es = append(es, Edge{From: name(i), To: name((i + 1) % n), Cost: 1 + r.Int64N(3), Up: r.IntN(5) > 0})
+	}
+	for k := 0; k < n; k++ {
+		a, b := r.IntN(n), r.IntN(n)
+		if a != b {
+			es = append(es, both(name(a), name(b), 1+r.Int64N(4), r.IntN(4) > 0)...)
+		}
+	}
+	return es
+}
+
+func floyd(names []string, es []Edge) map[string]int64 {
+	d := map[string]int64{}
+	for _, e := range es {
+		k := e.From + "|" + e.To
+		if v, ok := d[k]; e.Up && (!ok || e.Cost < v) {
+			d[k] = e.Cost
+		}
+	}
+	for _, k := range names {
+		for _, i := range names {
+			for _, j := range names {
+				a, ok1 := d[i+"|"+k]
+				b, ok2 := d[k+"|"+j]
+				if !ok1 || !ok2 || i == j {
+					continue
+				}
+				if v, ok := d[i+"|"+j]; !ok || a+b < v {
+					d[i+"|"+j] = a + b
+				}
+			}
+		}
+	}
+	return d
+}
+
+func TestComputeRejectsBadEdges(t *testing.T) {
+	for _, es := range [][]Edge{
+		{{From: "A", To: "A", Cost: 1}},
+		{{From: "", To: "B", Cost: 1}},
+		{{From: "A", To: "B", Cost: 0}},
+	} {
+		if _, err := Compute(es); err == nil {
+			t.Errorf("Compute(%v) accepted a bad edge", es)
+		}
+	}
+}
+
+// BenchmarkCompute measures a full recompute on a 50-broker mesh (each
+// broker linked to a ring neighbour and a few random peers).
+func BenchmarkCompute(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	es := randomGraph(r, 50)
+	for k := 0; k < 100; k++ {
+		es = append(es, both(fmt.Sprintf("b%d", r.IntN(50)), fmt.Sprintf("b%d", 50+r.IntN(1)), 2, true)...)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := Compute(es); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
