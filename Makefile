@@ -41,7 +41,8 @@ brokers-stop:
 brokers-status:
 	$(BROKERS) status
 
-# Short fuzz run of the config decoder (corpus in router/testdata/fuzz).
+# Short fuzz run of the config decoder (seeds in router/config_test.go; new
+# failing inputs land in router/testdata/fuzz).
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseConfig -fuzztime 30s ./router/
 
