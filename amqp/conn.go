@@ -95,7 +95,6 @@ type Conn struct {
 	status  Status
 	changed chan struct{} // closed and replaced on every state change
 	conn    *goamqp.Conn  // non-nil only while Operational (nil with fakes)
-	trans   transport
 }
 
 // Dial validates cfg and starts connecting in the background; it never
@@ -354,20 +353,19 @@ func (c *Conn) dialAny(first int) (transport, int, error) {
 func (c *Conn) hold(t transport) error {
 	conn, _ := t.(*goamqp.Conn)
 	c.mu.Lock()
-	c.conn, c.trans = conn, t
+	c.conn = conn
 	c.mu.Unlock()
+	var gen uint64
 	c.setState(func(s *Status) {
 		s.State = Operational
 		s.Attempt = 0
 		s.RetryIn = 0
 		s.Generation++
+		gen = s.Generation
 	})
-	c.mu.Lock()
-	gen := c.status.Generation
-	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
-		c.conn, c.trans = nil, nil
+		c.conn = nil
 		c.mu.Unlock()
 	}()
 	for {

@@ -37,9 +37,6 @@ func (p *rabbitProfile) Multicast() bool { return true }
 
 func (p *rabbitProfile) Close() { p.mgmt.Close() }
 
-// Management exposes the management client (tests, later demand sources).
-func (p *rabbitProfile) Management() *RabbitManagement { return p.mgmt }
-
 func (p *rabbitProfile) Target(n Node) (LinkSpec, error) {
 	if err := checkNode(n); err != nil {
 		return LinkSpec{}, err
