@@ -18,132 +18,6 @@ import (
 	"github.com/fedrouter/fedrouter/amqp/brokertest"
 )
 
-func dial(t *testing.T, cfg famqp.BrokerConfig, opts famqp.ConnOptions) *famqp.Conn {
-	t.Helper()
-	c, err := famqp.Dial(cfg, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-func session(t *testing.T, c *famqp.Conn) *goamqp.Session {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s, _, err := c.NewSession(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-func profile(t *testing.T, cfg famqp.BrokerConfig) famqp.Profile {
-	t.Helper()
-	p, err := famqp.NewProfile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	return p
-}
-
-// declareQueue makes q exist where the broker needs it declared first.
-func declareQueue(t *testing.T, cfg famqp.BrokerConfig, q string) {
-	t.Helper()
-	if cfg.Profile != "rabbitmq" {
-		return
-	}
-	m, err := famqp.NewRabbitManagement(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := m.DeclareQueue(ctx, q, famqp.QueueArgs{Durable: true}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = m.DeleteQueue(context.Background(), q)
-		m.Close()
-	})
-}
-
-// sendAll sends msgs with receipts pipelined (at most window in flight) and
-// fails unless every one is accepted.
-func sendAll(t testing.TB, s *goamqp.Session, addr string, window int, n int, mk func(i int) *goamqp.Message) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	snd, err := s.NewSender(ctx, addr, nil)
-	if err != nil {
-		t.Fatalf("attach sender %s: %v", addr, err)
-	}
-	receipts := make(chan goamqp.SendReceipt, window)
-	errc := make(chan error, 1)
-	go func() {
-		defer close(errc)
-		for r := range receipts {
-			st, err := r.Wait(ctx)
-			if err != nil {
-				errc <- err
-				return
-			}
-			if _, ok := st.(*goamqp.StateAccepted); !ok {
-				errc <- fmt.Errorf("outcome %T", st)
-				return
-			}
-		}
-	}()
-	for i := 0; i < n; i++ {
-		r, err := snd.SendWithReceipt(ctx, mk(i), nil)
-		if err != nil {
-			close(receipts)
-			t.Fatalf("send %d: %v", i, err)
-		}
-		receipts <- r
-	}
-	close(receipts)
-	if err := <-errc; err != nil {
-		t.Fatalf("receipt: %v", err)
-	}
-}
-
-func body(i int) *goamqp.Message { return goamqp.NewMessage([]byte(fmt.Sprintf("m-%06d", i))) }
-
-// receiveN receives n messages, accepting each, and returns their bodies.
-// It fails if no message arrives for stallAfter.
-func receiveN(t testing.TB, r *famqp.Receiver, n int, stallAfter time.Duration) []string {
-	t.Helper()
-	out := make([]string, 0, n)
-	for len(out) < n {
-		ctx, cancel := context.WithTimeout(context.Background(), stallAfter)
-		msg, err := r.Receive(ctx)
-		if err != nil {
-			cancel()
-			t.Fatalf("after %d of %d messages: %v (receiver stats %+v)", len(out), n, err, r.Stats())
-		}
-		if err := r.Accept(ctx, msg); err != nil {
-			cancel()
-			t.Fatalf("accept: %v", err)
-		}
-		cancel()
-		out = append(out, string(msg.GetData()))
-	}
-	return out
-}
-
-func openReceiver(t testing.TB, s *goamqp.Session, spec famqp.LinkSpec, window int) *famqp.Receiver {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	r, err := famqp.NewReceiver(ctx, s, spec, famqp.ReceiverConfig{Window: window})
-	if err != nil {
-		t.Fatalf("attach receiver %s: %v", spec.Address, err)
-	}
-	return r
-}
-
 func TestIntegrationQueueRoundTripEachProfile(t *testing.T) {
 	brokers := brokertest.Require(t, "rabbit1", "rabbit2", "proton1", "pyproton1")
 	for _, b := range brokers {
@@ -153,10 +27,10 @@ func TestIntegrationQueueRoundTripEachProfile(t *testing.T) {
 		}
 		t.Run(b.Name+"/"+cfg.Profile, func(t *testing.T) {
 			q := brokertest.UniqueName(t, "rt")
-			declareQueue(t, cfg, q)
-			c := dial(t, cfg, famqp.ConnOptions{})
-			s := session(t, c)
-			p := profile(t, cfg)
+			brokertest.DeclareQueue(t, cfg, q)
+			c := brokertest.Dial(t, cfg, famqp.ConnOptions{})
+			s := brokertest.Session(t, c)
+			p := brokertest.Profile(t, cfg)
 			target, err := p.Target(famqp.Node{Kind: famqp.Queue, Name: q})
 			if err != nil {
 				t.Fatal(err)
@@ -165,14 +39,14 @@ func TestIntegrationQueueRoundTripEachProfile(t *testing.T) {
 				t.Fatal(err)
 			}
 			const n = 500
-			sendAll(t, s, target.Address, 100, n, body)
+			brokertest.SendAll(t, s, target.Address, 100, n, brokertest.Body)
 			src, err := p.Source(context.Background(), famqp.Node{Kind: famqp.Queue, Name: q}, famqp.Subscription{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := receiveN(t, openReceiver(t, s, src, 50), n, 20*time.Second)
+			got := brokertest.ReceiveN(t, brokertest.OpenReceiver(t, s, src, 50), n, 20*time.Second)
 			for i, g := range got {
-				if want := string(body(i).GetData()); g != want {
+				if want := string(brokertest.Body(i).GetData()); g != want {
 					t.Fatalf("message %d = %q, want %q (order or content broken)", i, g, want)
 				}
 			}
@@ -182,7 +56,7 @@ func TestIntegrationQueueRoundTripEachProfile(t *testing.T) {
 
 func TestIntegrationRabbitMissingTargetIsReported(t *testing.T) {
 	b := brokertest.Require(t, "rabbit1")[0]
-	p := profile(t, b.Config())
+	p := brokertest.Profile(t, b.Config())
 	err := p.CheckTarget(context.Background(), famqp.Node{Kind: famqp.Queue, Name: "no-such-queue-here"})
 	if !errors.Is(err, famqp.ErrNotFound) {
 		t.Fatalf("CheckTarget on a missing queue: %v", err)
@@ -192,7 +66,7 @@ func TestIntegrationRabbitMissingTargetIsReported(t *testing.T) {
 func TestIntegrationRabbitExchangeBindingKey(t *testing.T) {
 	b := brokertest.Require(t, "rabbit1")[0]
 	cfg := b.Config()
-	p := profile(t, cfg)
+	p := brokertest.Profile(t, cfg)
 	ctx := context.Background()
 	ex := famqp.Node{Kind: famqp.Exchange, Name: "amq.topic", Key: "eu.*"}
 	sub := famqp.Subscription{Name: brokertest.UniqueName(t, "sub")}
@@ -208,16 +82,16 @@ func TestIntegrationRabbitExchangeBindingKey(t *testing.T) {
 	}
 	defer p.Unsubscribe(ctx, famqp.Node{Kind: famqp.Exchange, Name: "amq.topic"}, all)
 
-	c := dial(t, cfg, famqp.ConnOptions{})
-	s := session(t, c)
+	c := brokertest.Dial(t, cfg, famqp.ConnOptions{})
+	s := brokertest.Session(t, c)
 	for _, key := range []string{"eu.paris", "us.nyc", "eu.rome", "eu.paris.left", "asia.tokyo", "eu.end"} {
 		target, err := p.Target(famqp.Node{Kind: famqp.Exchange, Name: "amq.topic", Key: key})
 		if err != nil {
 			t.Fatal(err)
 		}
-		sendAll(t, s, target.Address, 1, 1, func(int) *goamqp.Message { return goamqp.NewMessage([]byte(key)) })
+		brokertest.SendAll(t, s, target.Address, 1, 1, func(int) *goamqp.Message { return goamqp.NewMessage([]byte(key)) })
 	}
-	got := receiveN(t, openReceiver(t, s, src, 10), 3, 20*time.Second)
+	got := brokertest.ReceiveN(t, brokertest.OpenReceiver(t, s, src, 10), 3, 20*time.Second)
 	if fmt.Sprint(got) != "[eu.paris eu.rome eu.end]" {
 		t.Fatalf("subscription eu.* got %v", got)
 	}
@@ -274,16 +148,16 @@ func TestIntegrationForwardCopyKeepsSections(t *testing.T) {
 	q := brokertest.UniqueName(t, "fwd")
 	conns := make([]*goamqp.Session, 3)
 	for i, b := range bs {
-		declareQueue(t, b.Config(), q)
-		conns[i] = session(t, dial(t, b.Config(), famqp.ConnOptions{}))
+		brokertest.DeclareQueue(t, b.Config(), q)
+		conns[i] = brokertest.Session(t, brokertest.Dial(t, b.Config(), famqp.ConnOptions{}))
 	}
 	first := richMessage()
 	first.DeliveryAnnotations = goamqp.Annotations{"x-opt-per-hop": "drop me"}
-	sendAll(t, conns[0], q, 1, 1, func(int) *goamqp.Message { return first })
+	brokertest.SendAll(t, conns[0], q, 1, 1, func(int) *goamqp.Message { return first })
 	for hop := 1; hop < 3; hop++ {
 		prev := bs[hop-1]
-		src, _ := profile(t, prev.Config()).Source(context.Background(), famqp.Node{Kind: famqp.Queue, Name: q}, famqp.Subscription{})
-		r := openReceiver(t, conns[hop-1], src, 1)
+		src, _ := brokertest.Profile(t, prev.Config()).Source(context.Background(), famqp.Node{Kind: famqp.Queue, Name: q}, famqp.Subscription{})
+		r := brokertest.OpenReceiver(t, conns[hop-1], src, 1)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		m, err := r.Receive(ctx)
 		if err != nil {
@@ -291,16 +165,16 @@ func TestIntegrationForwardCopyKeepsSections(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkRich(t, prev.Name, m)
-		tgt, _ := profile(t, bs[hop].Config()).Target(famqp.Node{Kind: famqp.Queue, Name: q})
-		sendAll(t, conns[hop], tgt.Address, 1, 1, func(int) *goamqp.Message { return famqp.ForwardCopy(m) })
+		tgt, _ := brokertest.Profile(t, bs[hop].Config()).Target(famqp.Node{Kind: famqp.Queue, Name: q})
+		brokertest.SendAll(t, conns[hop], tgt.Address, 1, 1, func(int) *goamqp.Message { return famqp.ForwardCopy(m) })
 		if err := r.Accept(ctx, m); err != nil {
 			t.Fatal(err)
 		}
 		cancel()
 	}
 	last := bs[2]
-	src, _ := profile(t, last.Config()).Source(context.Background(), famqp.Node{Kind: famqp.Queue, Name: q}, famqp.Subscription{})
-	r := openReceiver(t, conns[2], src, 1)
+	src, _ := brokertest.Profile(t, last.Config()).Source(context.Background(), famqp.Node{Kind: famqp.Queue, Name: q}, famqp.Subscription{})
+	r := brokertest.OpenReceiver(t, conns[2], src, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	m, err := r.Receive(ctx)
@@ -320,7 +194,7 @@ func TestIntegrationWrongPasswordFailsWithoutRetry(t *testing.T) {
 	cfg.Password = "wrong"
 	var mu sync.Mutex
 	connecting := 0
-	c := dial(t, cfg, famqp.ConnOptions{
+	c := brokertest.Dial(t, cfg, famqp.ConnOptions{
 		Backoff: famqp.Backoff{Min: 50 * time.Millisecond, Max: 100 * time.Millisecond},
 		OnState: func(st famqp.Status) {
 			if st.State == famqp.Connecting {
@@ -360,7 +234,7 @@ func TestIntegrationAnonymousAndFailover(t *testing.T) {
 	cfg := b.Config()
 	cfg.Username, cfg.Password, cfg.SASL = "", "", famqp.SASLAnonymous // RabbitMQ lets ANONYMOUS in as guest
 	cfg.URLs = []string{"amqp://127.0.0.1:1", b.URL}
-	c := dial(t, cfg, famqp.ConnOptions{})
+	c := brokertest.Dial(t, cfg, famqp.ConnOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if _, _, err := c.WaitOperational(ctx); err != nil {
@@ -375,7 +249,7 @@ func TestIntegrationAnonymousAndFailover(t *testing.T) {
 func TestIntegrationReconnectAfterKill(t *testing.T) {
 	b := brokertest.Require(t, "rabbit2")[0]
 	bound := famqp.Backoff{Min: 250 * time.Millisecond, Max: 2 * time.Second, Jitter: 0.2}
-	c := dial(t, b.Config(), famqp.ConnOptions{Backoff: bound, ConnectTimeout: 5 * time.Second})
+	c := brokertest.Dial(t, b.Config(), famqp.ConnOptions{Backoff: bound, ConnectTimeout: 5 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if _, _, err := c.WaitOperational(ctx); err != nil {
@@ -403,8 +277,8 @@ func TestIntegrationReconnectAfterKill(t *testing.T) {
 		t.Fatalf("generation %d after a reconnect", gen)
 	}
 	q := brokertest.UniqueName(t, "after-restart")
-	declareQueue(t, b.Config(), q)
-	s := session(t, c)
-	sendAll(t, s, "/amq/queue/"+q, 10, 10, body)
-	receiveN(t, openReceiver(t, s, famqp.LinkSpec{Address: "/amq/queue/" + q}, 10), 10, 20*time.Second)
+	brokertest.DeclareQueue(t, b.Config(), q)
+	s := brokertest.Session(t, c)
+	brokertest.SendAll(t, s, "/amq/queue/"+q, 10, 10, brokertest.Body)
+	brokertest.ReceiveN(t, brokertest.OpenReceiver(t, s, famqp.LinkSpec{Address: "/amq/queue/" + q}, 10), 10, 20*time.Second)
 }

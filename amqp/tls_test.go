@@ -96,22 +96,22 @@ func TestIntegrationTLS(t *testing.T) {
 	cfg := b.Config()
 	cfg.URLs = []string{"amqps://" + addr}
 	cfg.TLS.CAFile = ca
-	c := dial(t, cfg, famqp.ConnOptions{})
+	c := brokertest.Dial(t, cfg, famqp.ConnOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if _, _, err := c.WaitOperational(ctx); err != nil {
 		t.Fatal(err)
 	}
 	q := brokertest.UniqueName(t, "tls")
-	declareQueue(t, b.Config(), q)
-	s := session(t, c)
-	sendAll(t, s, "/amq/queue/"+q, 10, 10, body)
-	receiveN(t, openReceiver(t, s, famqp.LinkSpec{Address: "/amq/queue/" + q}, 10), 10, 20*time.Second)
+	brokertest.DeclareQueue(t, b.Config(), q)
+	s := brokertest.Session(t, c)
+	brokertest.SendAll(t, s, "/amq/queue/"+q, 10, 10, brokertest.Body)
+	brokertest.ReceiveN(t, brokertest.OpenReceiver(t, s, famqp.LinkSpec{Address: "/amq/queue/" + q}, 10), 10, 20*time.Second)
 
 	// Without the CA the certificate is not trusted: the connection keeps
 	// retrying (Waiting) with the verification error, it does not fail for good.
 	cfg.TLS.CAFile = ""
-	bad := dial(t, cfg, famqp.ConnOptions{Backoff: famqp.Backoff{Min: time.Second, Max: time.Second}})
+	bad := brokertest.Dial(t, cfg, famqp.ConnOptions{Backoff: famqp.Backoff{Min: time.Second, Max: time.Second}})
 	brokertest.Eventually(t, 20*time.Second, 20*time.Millisecond, func() error {
 		st, _ := bad.Status()
 		if st.State == famqp.Waiting && st.LastError != nil && strings.Contains(st.LastError.Error(), "certificate") {

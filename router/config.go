@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/routes"
 )
 
 // Config is the router's configuration file (YAML). Defaults are set in
@@ -27,6 +30,13 @@ type Config struct {
 	Reconnect ReconnectSpec `yaml:"reconnect"`
 	// Log sets the log level and format.
 	Log LogSpec `yaml:"log"`
+	// Routes are the configured routes: restored on every start.
+	Routes []RouteSpec `yaml:"routes"`
+	// Admin is the admin API listener (CLI, metrics, health).
+	Admin AdminSpec `yaml:"admin"`
+	// StateFile keeps durable routes added at runtime. Relative paths are
+	// taken from the configuration file's directory.
+	StateFile string `yaml:"state_file"`
 
 	file  string         // path the config came from, for messages
 	lines map[string]int // "brokers[i]" → line, for validation messages
@@ -68,6 +78,26 @@ type ReconnectSpec struct {
 	ConnectTimeout Duration `yaml:"connect_timeout"`
 }
 
+// RouteSpec is a route as written in the file: the routes.Spec fields
+// plus a duration-typed outcome_timeout.
+type RouteSpec struct {
+	routes.Spec    `yaml:",inline"`
+	OutcomeTimeout Duration `yaml:"outcome_timeout"`
+}
+
+// AdminSpec is the admin API listener.
+type AdminSpec struct {
+	// Listen is host:port; "" or "off" disables the API. Default
+	// 127.0.0.1:9595 (loopback only).
+	Listen string `yaml:"listen"`
+	// Token, when set, is required as "Authorization: Bearer TOKEN".
+	Token     string `yaml:"token"`
+	TokenFile string `yaml:"token_file"`
+}
+
+// DefaultAdminListen is where the admin API listens unless configured.
+const DefaultAdminListen = "127.0.0.1:9595"
+
 // LogSpec sets logging.
 type LogSpec struct {
 	Level  string `yaml:"level"`  // debug, info, warn, error
@@ -97,6 +127,7 @@ func DefaultConfig() Config {
 	return Config{
 		Reconnect: ReconnectSpec{Min: Duration(b.Min), Max: Duration(b.Max), ConnectTimeout: Duration(10 * time.Second)},
 		Log:       LogSpec{Level: "info", Format: "text"},
+		Admin:     AdminSpec{Listen: DefaultAdminListen},
 	}
 }
 
@@ -144,7 +175,7 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err == nil {
-		cfg.lines = brokerLines(&root)
+		cfg.lines = itemLines(&root)
 	}
 	problems = append(problems, cfg.validate()...)
 	if len(problems) > 0 {
@@ -175,17 +206,18 @@ func yamlProblems(file string, err error) []string {
 	return out
 }
 
-// brokerLines maps "brokers[i]" to the line of that list item.
-func brokerLines(root *yaml.Node) map[string]int {
+// itemLines maps top-level keys to their lines, and "brokers[i]" and
+// "routes[i]" to the line of that list item.
+func itemLines(root *yaml.Node) map[string]int {
 	out := map[string]int{}
 	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
 		return out
 	}
 	m := root.Content[0]
 	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == "brokers" {
+		if key := m.Content[i].Value; key == "brokers" || key == "routes" {
 			for j, item := range m.Content[i+1].Content {
-				out[fmt.Sprintf("brokers[%d]", j)] = item.Line
+				out[fmt.Sprintf("%s[%d]", key, j)] = item.Line
 			}
 		}
 		out[m.Content[i].Value] = m.Content[i].Line
@@ -246,6 +278,15 @@ func (c *Config) validate() []string {
 	if c.Reconnect.Min <= 0 || c.Reconnect.Max < c.Reconnect.Min {
 		add("reconnect", "reconnect: need 0 < min <= max (min %s, max %s)", time.Duration(c.Reconnect.Min), time.Duration(c.Reconnect.Max))
 	}
+	p = append(p, c.validateRoutes(seen)...)
+	if c.Admin.Listen != "" && c.Admin.Listen != "off" {
+		if _, _, err := net.SplitHostPort(c.Admin.Listen); err != nil {
+			add("admin", "admin.listen %q: want host:port (or off)", c.Admin.Listen)
+		}
+	}
+	if c.Admin.Token != "" && c.Admin.TokenFile != "" {
+		add("admin", "admin: give token or token_file, not both")
+	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
@@ -257,6 +298,80 @@ func (c *Config) validate() []string {
 		add("log", "log.format %q: want text or json", c.Log.Format)
 	}
 	return p
+}
+
+// validateRoutes checks each configured route and its brokers; brokers
+// maps the configured broker names.
+func (c *Config) validateRoutes(brokers map[string]int) []string {
+	var p []string
+	seen := map[string]int{}
+	for i := range c.Routes {
+		key := fmt.Sprintf("routes[%d]", i)
+		spec := c.Routes[i].Resolved()
+		add := func(format string, args ...any) {
+			p = append(p, c.at(key)+": route "+spec.String()+": "+fmt.Sprintf(format, args...))
+		}
+		if err := spec.Validate(); err != nil {
+			var se *routes.SpecError
+			if errors.As(err, &se) {
+				for _, pr := range se.Problems {
+					add("%s", pr)
+				}
+			}
+		}
+		for _, b := range []string{spec.Src, spec.Dest} {
+			if _, ok := brokers[b]; b != "" && !ok {
+				add("broker %q is not in brokers", b)
+			}
+		}
+		if j, dup := seen[spec.Identity()]; dup {
+			add("defined twice (also at %s)", c.at(fmt.Sprintf("routes[%d]", j)))
+		}
+		seen[spec.Identity()] = i
+	}
+	return p
+}
+
+// Resolved returns the route's Spec with the file's outcome_timeout and
+// the defaults applied.
+func (r RouteSpec) Resolved() routes.Spec {
+	s := r.Spec
+	s.OutcomeTimeout = time.Duration(r.OutcomeTimeout)
+	return s.WithDefaults()
+}
+
+// RouteSpecs returns every configured route, resolved.
+func (c *Config) RouteSpecs() []routes.Spec {
+	out := make([]routes.Spec, 0, len(c.Routes))
+	for _, r := range c.Routes {
+		out = append(out, r.Resolved())
+	}
+	return out
+}
+
+// StatePath is the state file's path: state_file, relative to the config
+// file's directory, default fedrouter-<router_id>.routes.json there.
+func (c *Config) StatePath() string {
+	p := c.StateFile
+	if p == "" {
+		p = "fedrouter-" + c.RouterID + ".routes.json"
+	}
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(filepath.Dir(c.file), p)
+}
+
+// AdminToken returns the admin token, reading token_file if set.
+func (c *Config) AdminToken() (string, error) {
+	if c.Admin.TokenFile == "" {
+		return c.Admin.Token, nil
+	}
+	b, err := os.ReadFile(c.Admin.TokenFile)
+	if err != nil {
+		return "", fmt.Errorf("config: admin.token_file: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
 }
 
 func lineOf(problem string) int {

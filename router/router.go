@@ -1,6 +1,5 @@
-// Package router is the fedrouter daemon: it owns the broker connections
-// (and, with later issues, routes, topology and the admin API) and their
-// goroutines.
+// Package router is the fedrouter daemon: it owns the broker connections,
+// the route manager and (in cmd) the admin API, and their goroutines.
 package router
 
 import (
@@ -13,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/routes"
 )
 
 // Router holds one resilient connection per configured broker.
@@ -20,17 +20,41 @@ type Router struct {
 	cfg *Config
 	log zerolog.Logger
 
-	mu    sync.Mutex
-	conns map[string]*famqp.Conn // by broker name; guarded by mu
+	mu       sync.Mutex
+	conns    map[string]*famqp.Conn   // by broker name; guarded by mu
+	profiles map[string]famqp.Profile // by broker name; guarded by mu
+	routes   *routes.Manager          // set by Start
 }
 
 // New builds a router from a validated configuration. It does not connect.
 func New(cfg *Config, log zerolog.Logger) *Router {
-	return &Router{cfg: cfg, log: log.With().Str("router", cfg.RouterID).Logger(), conns: map[string]*famqp.Conn{}}
+	return &Router{cfg: cfg, log: log.With().Str("router", cfg.RouterID).Logger(), conns: map[string]*famqp.Conn{}, profiles: map[string]famqp.Profile{}}
 }
 
-// Start dials every broker in the background.
+// Start dials every broker in the background and starts the configured
+// routes and the durable routes of the state file.
 func (r *Router) Start() error {
+	if err := r.dialAll(); err != nil {
+		return err
+	}
+	brokers := map[string]routes.Broker{}
+	r.mu.Lock()
+	for name, c := range r.conns {
+		brokers[name] = routes.Broker{Conn: c, Profile: r.profiles[name]}
+	}
+	r.mu.Unlock()
+	r.routes = routes.NewManager(routes.Options{
+		RouterID: r.cfg.RouterID, Brokers: brokers, StatePath: r.cfg.StatePath(),
+		Log: r.log, Backoff: r.cfg.Backoff(),
+	})
+	if err := r.routes.Restore(r.cfg.RouteSpecs()); err != nil {
+		r.Stop()
+		return err
+	}
+	return nil
+}
+
+func (r *Router) dialAll() error {
 	brokers, err := r.cfg.BrokerConfigs()
 	if err != nil {
 		return err
@@ -42,6 +66,11 @@ func (r *Router) Start() error {
 		if tested, _ := famqp.LookupProfile(bc.Profile); !tested {
 			r.log.Warn().Str("broker", bc.Name).Str("profile", bc.Profile).Msg("this broker profile follows the broker's documentation and is not tested against a real broker")
 		}
+		prof, err := famqp.NewProfile(bc)
+		if err != nil {
+			r.Stop()
+			return fmt.Errorf("router: broker %s: %w", bc.Name, err)
+		}
 		log := r.log.With().Str("broker", bc.Name).Logger()
 		c, err := famqp.Dial(bc, famqp.ConnOptions{
 			ContainerID:    "fedrouter-" + r.cfg.RouterID + "-" + bc.Name,
@@ -50,11 +79,13 @@ func (r *Router) Start() error {
 			OnState:        stateLogger(log),
 		})
 		if err != nil {
+			prof.Close()
 			r.Stop()
 			return err
 		}
 		r.mu.Lock()
 		r.conns[bc.Name] = c
+		r.profiles[bc.Name] = prof
 		r.mu.Unlock()
 	}
 	return nil
@@ -112,9 +143,19 @@ func (r *Router) WaitOperational(ctx context.Context) error {
 	return nil
 }
 
-// Stop closes every connection and waits for their goroutines. The closed
-// connections stay listed (state Closed) in Status.
+// Stop stops the routes, then closes every connection and waits for their
+// goroutines. The closed connections stay listed (state Closed) in Status.
 func (r *Router) Stop() {
+	if r.routes != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		r.routes.Stop(ctx)
+		cancel()
+	}
+	r.mu.Lock()
+	for _, p := range r.profiles {
+		p.Close()
+	}
+	r.mu.Unlock()
 	conns := r.snapshot()
 	for _, c := range conns { // Close waits for network teardown: not under mu
 		c.Close()
@@ -131,3 +172,39 @@ func (r *Router) snapshot() []*famqp.Conn {
 	}
 	return conns
 }
+
+// Service implementation (the admin API's view of the router).
+
+// RouterID names this router.
+func (r *Router) RouterID() string { return r.cfg.RouterID }
+
+// AddRoute adds a runtime route.
+func (r *Router) AddRoute(_ context.Context, spec routes.Spec) (routes.Status, error) {
+	return r.routes.Add(spec)
+}
+
+// DeleteRoute deletes the route with spec's identity.
+func (r *Router) DeleteRoute(ctx context.Context, spec routes.Spec) error {
+	return r.routes.DeleteSpec(ctx, spec)
+}
+
+// DeleteRouteID deletes the route with id.
+func (r *Router) DeleteRouteID(ctx context.Context, id string) error {
+	return r.routes.Delete(ctx, id)
+}
+
+// FlushRoutes deletes the runtime routes (to dest, if given).
+func (r *Router) FlushRoutes(ctx context.Context, dest string) (int, error) {
+	return r.routes.Flush(ctx, dest)
+}
+
+// Routes lists the routes.
+func (r *Router) Routes() []routes.Status { return r.routes.List() }
+
+// Links lists the links.
+func (r *Router) Links() []routes.LinkStatus { return r.routes.Links() }
+
+// Brokers lists the broker connections.
+func (r *Router) Brokers() []famqp.Status { return r.Status() }
+
+var _ Service = (*Router)(nil)

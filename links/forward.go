@@ -1,0 +1,310 @@
+// Package links moves messages across a federation link: from a receiver
+// on the source broker to a sender on the destination broker, settling the
+// source only once the destination has decided (at-least-once).
+package links
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	goamqp "github.com/Azure/go-amqp"
+
+	famqp "github.com/fedrouter/fedrouter/amqp"
+)
+
+// Source is where a forwarder takes messages from: *amqp.Receiver.
+type Source interface {
+	Receive(ctx context.Context) (*goamqp.Message, error)
+	Accept(ctx context.Context, msg *goamqp.Message) error
+	Release(ctx context.Context, msg *goamqp.Message) error
+	Reject(ctx context.Context, msg *goamqp.Message, condition, description string) error
+}
+
+// Receipt is the pending outcome of one send.
+type Receipt interface {
+	Wait(ctx context.Context) (goamqp.DeliveryState, error)
+}
+
+// Sink is where a forwarder sends to. SenderSink adapts a go-amqp sender.
+type Sink interface {
+	Send(ctx context.Context, msg *goamqp.Message) (Receipt, error)
+}
+
+// SenderSink adapts *goamqp.Sender to Sink.
+type SenderSink struct{ S *goamqp.Sender }
+
+// Send sends msg unsettled and returns its receipt.
+func (s SenderSink) Send(ctx context.Context, msg *goamqp.Message) (Receipt, error) {
+	r, err := s.S.SendWithReceipt(ctx, msg, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// Config tunes one forwarder run.
+type Config struct {
+	// Window bounds the messages sent and not yet settled at the source.
+	// The channel between the send and settle loops holds at most this
+	// many; the source receiver's MaxUnsettled must not exceed it.
+	Window int
+	// OutcomeTimeout bounds the wait for the destination's outcome of one
+	// message, counted from its send. Past it the message is unroutable.
+	OutcomeTimeout time.Duration
+	// DeadLetter, when set, receives rejected and unroutable messages
+	// (annotated with the reason) and they are accepted at the source;
+	// when nil they are rejected at the source.
+	DeadLetter Sink
+	// Annotations added to dead-lettered messages besides the reason
+	// (route id, destination).
+	DeadLetterAnnotations map[string]string
+	// MaxAbandoned: after this many sends without outcome on one run, the
+	// run ends so the destination link is rebuilt (go-amqp keeps a record
+	// of every unsettled delivery; this bounds it). Default 1000.
+	MaxAbandoned int
+}
+
+// Counters are a route's message counts; safe for concurrent reads.
+type Counters struct {
+	Forwarded, Redelivered, Rejected, DeadLettered, NoOutcome atomic.Uint64
+	InFlight                                                  atomic.Int64
+}
+
+// Annotation keys put on dead-lettered messages.
+const (
+	AnnotationReason = "x-fedrouter-reason"
+	AnnotationRoute  = "x-fedrouter-route"
+)
+
+// ErrTooManyAbandoned ends a run whose destination stopped answering.
+var ErrTooManyAbandoned = errors.New("links: too many sends without an outcome; rebuilding the destination link")
+
+// pending is a message sent to the destination, outcome not yet known.
+type pending struct {
+	msg      *goamqp.Message // as received: settled through the source
+	receipt  Receipt         // nil when the send itself refused the message
+	sendErr  error           // why the send refused it (e.g. message too large)
+	deadline time.Time
+}
+
+// Forward runs until ctx ends or a link fails, and returns why. Messages
+// received and not yet settled when it returns are left unsettled: the
+// caller closes the source session and the broker redelivers them.
+//
+// Two goroutines: this one receives and sends in order (so order is kept
+// per route); the settle loop waits for each outcome in send order and
+// settles the source. The window bounds what is between them.
+func Forward(ctx context.Context, src Source, dst Sink, cfg Config, c *Counters) error {
+	if cfg.Window <= 0 {
+		cfg.Window = 1
+	}
+	if cfg.MaxAbandoned <= 0 {
+		cfg.MaxAbandoned = 1000
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var first firstError
+	queue := make(chan pending, cfg.Window)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := settleLoop(ctx, queue, src, cfg, c); err != nil {
+			first.set(err)
+			cancel()
+		}
+	}()
+	first.set(sendLoop(ctx, queue, src, dst, cfg, c))
+	close(queue)
+	wg.Wait()
+	// What is still unsettled goes back to the source broker with the
+	// session the caller closes: nothing is in flight any more.
+	c.InFlight.Store(0)
+	return first.get()
+}
+
+// Undecodable reports whether err is go-amqp closing the receiver because
+// a message could not be decoded (decimal or char values, which go-amqp
+// v1.7.0 does not implement), and returns the decoder's words. The broker
+// redelivers such a message forever: a poison message.
+func Undecodable(err error) (string, bool) {
+	var le *goamqp.LinkError
+	if !errors.As(err, &le) || le.RemoteErr != nil {
+		return "", false
+	}
+	msg := le.Error()
+	prefix := string(goamqp.ErrCondInternalError) + ": "
+	if !strings.HasPrefix(msg, prefix) {
+		return "", false
+	}
+	return strings.TrimPrefix(msg, prefix), true
+}
+
+func sendLoop(ctx context.Context, queue chan<- pending, src Source, dst Sink, cfg Config, c *Counters) error {
+	for {
+		msg, err := src.Receive(ctx)
+		if err != nil {
+			return fmt.Errorf("links: receive: %w", err)
+		}
+		p := pending{msg: msg}
+		p.receipt, err = dst.Send(ctx, famqp.ForwardCopy(msg))
+		if err != nil {
+			if !perMessage(err) {
+				return fmt.Errorf("links: send: %w", err)
+			}
+			p.sendErr = err
+		}
+		p.deadline = time.Now().Add(cfg.OutcomeTimeout)
+		c.InFlight.Add(1)
+		select {
+		case queue <- p:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// perMessage says whether a send error concerns only that message (the
+// link is fine): it was too large for the destination, or could not be
+// encoded.
+func perMessage(err error) bool {
+	var amqpErr *goamqp.Error
+	if errors.As(err, &amqpErr) {
+		return amqpErr.Condition == goamqp.ErrCondMessageSizeExceeded
+	}
+	return false
+}
+
+func settleLoop(ctx context.Context, queue <-chan pending, src Source, cfg Config, c *Counters) error {
+	abandoned := 0
+	for p := range queue {
+		state, err := outcome(ctx, p)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if !errors.Is(err, context.DeadlineExceeded) {
+				return fmt.Errorf("links: wait for outcome: %w", err)
+			}
+			abandoned++
+			c.NoOutcome.Add(1)
+			err = fmt.Errorf("no outcome from the destination within %s (unroutable?)", cfg.OutcomeTimeout)
+		}
+		if err := settle(ctx, p.msg, state, err, src, cfg, c); err != nil {
+			return err
+		}
+		c.InFlight.Add(-1)
+		if abandoned >= cfg.MaxAbandoned {
+			return ErrTooManyAbandoned
+		}
+	}
+	return nil
+}
+
+// outcome waits for p's outcome until its deadline.
+func outcome(ctx context.Context, p pending) (goamqp.DeliveryState, error) {
+	if p.receipt == nil {
+		return &goamqp.StateRejected{Error: &goamqp.Error{Condition: "amqp:not-allowed", Description: p.sendErr.Error()}}, nil
+	}
+	wctx, cancel := context.WithDeadline(ctx, p.deadline)
+	defer cancel()
+	return p.receipt.Wait(wctx)
+}
+
+// settle settles msg at the source according to the destination's state;
+// noRoute is set when there was no outcome in time.
+func settle(ctx context.Context, msg *goamqp.Message, state goamqp.DeliveryState, noRoute error, src Source, cfg Config, c *Counters) error {
+	var reason string
+	switch s := state.(type) {
+	case *goamqp.StateAccepted:
+		c.Forwarded.Add(1)
+		return wrapSettle("accept", src.Accept(ctx, msg))
+	case *goamqp.StateRejected:
+		reason = "rejected by the destination"
+		if s.Error != nil {
+			reason += ": " + s.Error.Error()
+		}
+	case nil:
+		if noRoute == nil {
+			// A settlement without a state: treat as released, nothing lost.
+			c.Redelivered.Add(1)
+			return wrapSettle("release", src.Release(ctx, msg))
+		}
+		reason = noRoute.Error()
+	default: // released, modified: the destination did not take it; the
+		// source broker redelivers it.
+		c.Redelivered.Add(1)
+		return wrapSettle("release", src.Release(ctx, msg))
+	}
+	return refuse(ctx, msg, reason, src, cfg, c)
+}
+
+// refuse applies the reject policy to a message the destination did not
+// take.
+func refuse(ctx context.Context, msg *goamqp.Message, reason string, src Source, cfg Config, c *Counters) error {
+	if cfg.DeadLetter == nil {
+		c.Rejected.Add(1)
+		return wrapSettle("reject", src.Reject(ctx, msg, "amqp:not-allowed", "fedrouter: "+reason))
+	}
+	dl := famqp.ForwardCopy(msg)
+	if dl.Annotations == nil {
+		dl.Annotations = goamqp.Annotations{}
+	}
+	dl.Annotations[AnnotationReason] = reason
+	for k, v := range cfg.DeadLetterAnnotations {
+		dl.Annotations[k] = v
+	}
+	r, err := cfg.DeadLetter.Send(ctx, dl)
+	if err != nil {
+		return fmt.Errorf("links: dead-letter send: %w", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, cfg.OutcomeTimeout)
+	defer cancel()
+	state, err := r.Wait(wctx)
+	if err != nil {
+		return fmt.Errorf("links: dead-letter outcome: %w", err)
+	}
+	if _, ok := state.(*goamqp.StateAccepted); !ok {
+		// The dead-letter queue refused it: keep the message at the source.
+		_ = src.Release(ctx, msg)
+		return fmt.Errorf("links: dead-letter queue did not accept the message (%T)", state)
+	}
+	c.DeadLettered.Add(1)
+	return wrapSettle("accept dead-lettered", src.Accept(ctx, msg))
+}
+
+func wrapSettle(op string, err error) error {
+	if err != nil {
+		return fmt.Errorf("links: %s at source: %w", op, err)
+	}
+	return nil
+}
+
+// firstError keeps the first non-nil, non-cancellation error set, or a
+// cancellation if nothing else.
+type firstError struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (f *firstError) set(err error) {
+	if err == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err == nil || (errors.Is(f.err, context.Canceled) && !errors.Is(err, context.Canceled)) {
+		f.err = err
+	}
+}
+
+func (f *firstError) get() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}

@@ -1,0 +1,241 @@
+package links
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	goamqp "github.com/Azure/go-amqp"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fakeSource hands out msgs, then blocks (or fails with endErr), and
+// records how each message was settled.
+type fakeSource struct {
+	msgs   []*goamqp.Message
+	endErr error
+
+	mu      sync.Mutex
+	settled map[*goamqp.Message]string
+	order   []string
+}
+
+func newSource(n int) *fakeSource {
+	s := &fakeSource{settled: map[*goamqp.Message]string{}}
+	for i := 0; i < n; i++ {
+		s.msgs = append(s.msgs, goamqp.NewMessage([]byte(fmt.Sprint(i))))
+	}
+	return s
+}
+
+func (s *fakeSource) Receive(ctx context.Context) (*goamqp.Message, error) {
+	s.mu.Lock()
+	if len(s.msgs) > 0 {
+		m := s.msgs[0]
+		s.msgs = s.msgs[1:]
+		s.mu.Unlock()
+		return m, nil
+	}
+	s.mu.Unlock()
+	if s.endErr != nil {
+		return nil, s.endErr
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (s *fakeSource) record(m *goamqp.Message, how string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, twice := s.settled[m]; twice {
+		return errors.New("settled twice")
+	}
+	s.settled[m] = how
+	s.order = append(s.order, string(m.GetData())+"="+how)
+	return nil
+}
+func (s *fakeSource) Accept(_ context.Context, m *goamqp.Message) error { return s.record(m, "accept") }
+func (s *fakeSource) Release(_ context.Context, m *goamqp.Message) error {
+	return s.record(m, "release")
+}
+func (s *fakeSource) Reject(_ context.Context, m *goamqp.Message, cond, desc string) error {
+	return s.record(m, "reject:"+desc)
+}
+
+func (s *fakeSource) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.settled)
+}
+
+// fakeSink answers each message with outcome(body); a nil state means no
+// outcome ever (the receipt waits until its context ends).
+type fakeSink struct {
+	outcome func(body string) (goamqp.DeliveryState, error)
+	mu      sync.Mutex
+	sent    []*goamqp.Message
+}
+
+type fakeReceipt struct {
+	state goamqp.DeliveryState
+	err   error
+}
+
+func (r fakeReceipt) Wait(ctx context.Context) (goamqp.DeliveryState, error) {
+	if r.state == nil && r.err == nil {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return r.state, r.err
+}
+
+func (k *fakeSink) Send(_ context.Context, m *goamqp.Message) (Receipt, error) {
+	k.mu.Lock()
+	k.sent = append(k.sent, m)
+	k.mu.Unlock()
+	st, err := k.outcome(string(m.GetData()))
+	if err != nil && st == nil {
+		if perMessage(err) {
+			return nil, err
+		}
+	}
+	return fakeReceipt{st, err}, nil
+}
+
+func accepted(string) (goamqp.DeliveryState, error) { return &goamqp.StateAccepted{}, nil }
+
+// run forwards until every message of src is settled, then stops.
+func run(t *testing.T, src *fakeSource, dst Sink, cfg Config) (*Counters, error) {
+	t.Helper()
+	n := len(src.msgs)
+	var c Counters
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- Forward(ctx, src, dst, cfg, &c) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for src.count() < n && src.endErr == nil && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	err := <-done
+	if src.endErr == nil && src.count() != n {
+		t.Fatalf("settled %d of %d", src.count(), n)
+	}
+	return &c, err
+}
+
+func TestForwardAcceptsInOrder(t *testing.T) {
+	src := newSource(100)
+	dst := &fakeSink{outcome: accepted}
+	c, err := run(t, src, dst, Config{Window: 7, OutcomeTimeout: time.Second})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v", err)
+	}
+	for i, m := range dst.sent {
+		if string(m.GetData()) != fmt.Sprint(i) {
+			t.Fatalf("sent %d as %q: out of order", i, m.GetData())
+		}
+	}
+	if c.Forwarded.Load() != 100 || c.InFlight.Load() != 0 {
+		t.Fatalf("forwarded %d in flight %d", c.Forwarded.Load(), c.InFlight.Load())
+	}
+}
+
+func TestForwardOutcomes(t *testing.T) {
+	outcomes := func(body string) (goamqp.DeliveryState, error) {
+		switch body {
+		case "1":
+			return &goamqp.StateReleased{}, nil
+		case "2":
+			return &goamqp.StateRejected{Error: &goamqp.Error{Condition: "amqp:not-allowed", Description: "nope"}}, nil
+		case "3":
+			return nil, nil // no outcome
+		case "4":
+			return &goamqp.StateModified{DeliveryFailed: true}, nil
+		case "5":
+			return nil, &goamqp.Error{Condition: goamqp.ErrCondMessageSizeExceeded, Description: "too big"}
+		}
+		return &goamqp.StateAccepted{}, nil
+	}
+	t.Run("reject at source", func(t *testing.T) {
+		src := newSource(7)
+		c, _ := run(t, src, &fakeSink{outcome: outcomes}, Config{Window: 3, OutcomeTimeout: 50 * time.Millisecond})
+		want := map[string]string{"0": "accept", "1": "release", "2": "reject:fedrouter: rejected by the destination",
+			"3": "reject:fedrouter: no outcome", "4": "release", "5": "reject:fedrouter: rejected by the destination", "6": "accept"}
+		for _, got := range src.order {
+			body, how, _ := strings.Cut(got, "=")
+			if !strings.HasPrefix(how, want[body]) {
+				t.Errorf("message %s settled %q, want %q…", body, how, want[body])
+			}
+		}
+		if c.Forwarded.Load() != 2 || c.Redelivered.Load() != 2 || c.Rejected.Load() != 3 || c.NoOutcome.Load() != 1 {
+			t.Fatalf("counters fwd %d redel %d rej %d noout %d", c.Forwarded.Load(), c.Redelivered.Load(), c.Rejected.Load(), c.NoOutcome.Load())
+		}
+	})
+	t.Run("dead letter", func(t *testing.T) {
+		src := newSource(7)
+		dl := &fakeSink{outcome: accepted}
+		cfg := Config{Window: 3, OutcomeTimeout: 50 * time.Millisecond, DeadLetter: dl,
+			DeadLetterAnnotations: map[string]string{AnnotationRoute: "r1"}}
+		c, _ := run(t, src, &fakeSink{outcome: outcomes}, cfg)
+		if c.DeadLettered.Load() != 3 || c.Rejected.Load() != 0 {
+			t.Fatalf("dead-lettered %d rejected %d", c.DeadLettered.Load(), c.Rejected.Load())
+		}
+		for _, m := range dl.sent {
+			if m.Annotations[AnnotationRoute] != "r1" || m.Annotations[AnnotationReason] == "" || m.Annotations[AnnotationReason] == nil {
+				t.Fatalf("annotations %v", m.Annotations)
+			}
+		}
+		if got := fmt.Sprint(dl.sent[1].Annotations[AnnotationReason]); !strings.Contains(got, "no outcome") {
+			t.Fatalf("reason %q", got)
+		}
+	})
+	t.Run("dead-letter queue refuses", func(t *testing.T) {
+		src := newSource(3)
+		src.msgs = src.msgs[2:3] // only the rejected one
+		dl := &fakeSink{outcome: func(string) (goamqp.DeliveryState, error) { return &goamqp.StateReleased{}, nil }}
+		var c Counters
+		err := Forward(context.Background(), src, &fakeSink{outcome: outcomes}, Config{Window: 1, OutcomeTimeout: time.Second, DeadLetter: dl}, &c)
+		if err == nil || !strings.Contains(err.Error(), "did not accept") || src.order[0] != "2=release" {
+			t.Fatalf("err %v settled %v", err, src.order)
+		}
+	})
+}
+
+func TestForwardLinkErrorEndsRun(t *testing.T) {
+	src := newSource(5)
+	linkErr := &goamqp.LinkError{}
+	dst := &fakeSink{outcome: func(b string) (goamqp.DeliveryState, error) {
+		if b == "3" {
+			return nil, linkErr
+		}
+		return &goamqp.StateAccepted{}, nil
+	}}
+	var c Counters
+	err := Forward(context.Background(), src, dst, Config{Window: 10, OutcomeTimeout: time.Second}, &c)
+	if !errors.As(err, &linkErr) {
+		t.Fatalf("err %v, want the link error", err)
+	}
+	if c.InFlight.Load() != 0 {
+		t.Fatalf("in flight %d after the run", c.InFlight.Load())
+	}
+	if c.Forwarded.Load() != 3 {
+		t.Fatalf("forwarded %d, want the 3 before the failure", c.Forwarded.Load())
+	}
+}
+
+func TestUndecodable(t *testing.T) {
+	if _, ok := Undecodable(errors.New("x")); ok {
+		t.Fatal("plain error taken for undecodable")
+	}
+	if _, ok := Undecodable(&goamqp.LinkError{RemoteErr: &goamqp.Error{Condition: goamqp.ErrCondInternalError}}); ok {
+		t.Fatal("remote detach taken for undecodable")
+	}
+}

@@ -1,0 +1,38 @@
+package router
+
+import (
+	"context"
+
+	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/routes"
+)
+
+// Service is what the admin API serves: the router's routes, links and
+// broker connections. *Router implements it; tests may fake it.
+//
+// Errors: routes.ErrDuplicate (the route exists: nothing changed),
+// routes.ErrNotFound, routes.ErrConfigRoute (a configured route cannot be
+// deleted at runtime), routes.ErrUnknownBroker (wrapped, naming the broker),
+// *routes.SpecError (bad request), routes.ErrStopped.
+type Service interface {
+	// AddRoute adds a route. spec.Src and spec.Dest name a configured broker
+	// by name or as [user/pass@]host[:port]; they are resolved to names.
+	// Durable routes are written to the state file before AddRoute returns.
+	AddRoute(ctx context.Context, spec routes.Spec) (routes.Status, error)
+	// DeleteRoute deletes the route with spec's identity (kind, dest, src,
+	// exchange, queue or key); brokers are resolved as in AddRoute.
+	DeleteRoute(ctx context.Context, spec routes.Spec) error
+	// DeleteRouteID deletes the route with that ID.
+	DeleteRouteID(ctx context.Context, id string) error
+	// FlushRoutes deletes every runtime route (to dest only, if not "")
+	// and returns how many it deleted; configured routes stay.
+	FlushRoutes(ctx context.Context, dest string) (int, error)
+	// Routes lists the routes, sorted by dest, src, exchange.
+	Routes() []routes.Status
+	// Links lists the links (broker pairs that routes run over).
+	Links() []routes.LinkStatus
+	// Brokers lists the broker connections.
+	Brokers() []famqp.Status
+	// RouterID names this router.
+	RouterID() string
+}

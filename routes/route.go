@@ -1,0 +1,306 @@
+package routes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	goamqp "github.com/Azure/go-amqp"
+	"github.com/rs/zerolog"
+
+	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/links"
+)
+
+// route is one running route: a goroutine that waits for both brokers,
+// attaches the route's links on sessions of its own (a refused attach ends
+// the session on RabbitMQ, so routes never share one), forwards until
+// something fails, and retries with backoff.
+type route struct {
+	m        *Manager
+	id       string
+	spec     Spec
+	origin   Origin
+	src, dst Broker
+	log      zerolog.Logger
+	c        links.Counters
+
+	cancel context.CancelFunc
+	done   chan struct{} // closed when run returns
+
+	mu        sync.Mutex // guards the fields below
+	state     State
+	since     time.Time
+	lastErr   string
+	lastErrAt time.Time
+	retryAt   time.Time
+}
+
+// stableRun: a run that forwarded for this long resets the backoff.
+const stableRun = 30 * time.Second
+
+func newRoute(m *Manager, spec Spec, origin Origin) *route {
+	id := spec.ID()
+	return &route{
+		m: m, id: id, spec: spec, origin: origin,
+		src: m.opts.Brokers[spec.Src], dst: m.opts.Brokers[spec.Dest],
+		log:   m.log.With().Str("route", id).Str("src", spec.Src).Str("dest", spec.Dest).Logger(),
+		done:  make(chan struct{}),
+		state: StateWaiting, since: time.Now(),
+	}
+}
+
+func (r *route) start(parent context.Context) {
+	ctx, cancel := context.WithCancel(parent)
+	r.cancel = cancel
+	go r.run(ctx)
+}
+
+func (r *route) stop() {
+	r.cancel()
+	<-r.done
+}
+
+func (r *route) run(ctx context.Context) {
+	defer close(r.done)
+	defer r.setState(StateClosed, nil, 0)
+	attempt, poison := 0, 0
+	for {
+		if !r.waitBrokers(ctx) {
+			return
+		}
+		r.setState(StateConnecting, nil, 0)
+		began := time.Now()
+		err := r.runOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(began) >= stableRun {
+			attempt = 0
+		}
+		state, delay := StateWaiting, r.m.opts.Backoff.Delay(attempt)
+		attempt++
+		if detail, ok := links.Undecodable(err); ok {
+			poison++
+			if poison >= r.m.opts.PoisonRuns {
+				state, delay = StateFailed, r.m.opts.FailedRetry
+				err = fmt.Errorf("poison message: the next message at the source cannot be decoded (%s); it came back %d times; remove it from the source queue — the route retries every %s", detail, poison, delay)
+				poison = r.m.opts.PoisonRuns - 1 // one more failure after the retry: Failed again
+			}
+		} else {
+			poison = 0
+			if setupFailure(err) {
+				state = StateFailed
+			}
+		}
+		r.setState(state, err, delay)
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// setupFailure says whether err means the route cannot work as configured
+// (a missing queue or exchange, no permission) rather than a passing
+// failure.
+func setupFailure(err error) bool {
+	if errors.Is(err, famqp.ErrNotFound) {
+		return true
+	}
+	switch famqp.Condition(err) {
+	case string(goamqp.ErrCondNotFound), string(goamqp.ErrCondUnauthorizedAccess), string(goamqp.ErrCondNotAllowed):
+		return true
+	}
+	return false
+}
+
+// waitBrokers waits until both brokers are Operational; false if ctx ended.
+func (r *route) waitBrokers(ctx context.Context) bool {
+	for {
+		src, srcCh := r.src.Conn.Status()
+		dst, dstCh := r.dst.Conn.Status()
+		if src.State == famqp.Operational && dst.State == famqp.Operational {
+			return true
+		}
+		down := src
+		if src.State == famqp.Operational {
+			down = dst
+		}
+		r.setWaiting(fmt.Sprintf("broker %s is %s", down.Broker, down.State))
+		select {
+		case <-srcCh:
+		case <-dstCh:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// runOnce attaches the route's links and forwards until one fails.
+func (r *route) runOnce(ctx context.Context) error {
+	setup, cancel := context.WithTimeout(ctx, r.m.opts.SetupTimeout)
+	defer cancel()
+	srcSess, _, err := r.src.Conn.NewSession(setup)
+	if err != nil {
+		return err
+	}
+	defer closeSession(srcSess)
+	dstSess, _, err := r.dst.Conn.NewSession(setup)
+	if err != nil {
+		return err
+	}
+	defer closeSession(dstSess)
+
+	srcNode, sub, dstNode := r.nodes()
+	// RabbitMQ accepts and drops sends to a missing node: look first.
+	if err := r.dst.Profile.CheckTarget(setup, dstNode); err != nil {
+		return fmt.Errorf("destination %s on %s: %w", dstNode, r.spec.Dest, err)
+	}
+	dstSpec, err := r.dst.Profile.Target(dstNode)
+	if err != nil {
+		return err
+	}
+	snd, err := dstSess.NewSender(setup, dstSpec.Address, dstSpec.SenderOptions())
+	if err != nil {
+		return fmt.Errorf("attach sender to %s on %s: %w", dstSpec.Address, r.spec.Dest, err)
+	}
+	cfg := links.Config{Window: r.spec.Credit, OutcomeTimeout: r.spec.OutcomeTimeout}
+	if r.spec.OnReject == DeadLetter {
+		if cfg.DeadLetter, err = r.deadLetterSink(setup, srcSess); err != nil {
+			return err
+		}
+		cfg.DeadLetterAnnotations = map[string]string{links.AnnotationRoute: r.id + " " + r.spec.String()}
+	}
+	srcSpec, err := r.src.Profile.Source(setup, srcNode, sub)
+	if err != nil {
+		return fmt.Errorf("source %s on %s: %w", srcNode, r.spec.Src, err)
+	}
+	window := max(1, r.spec.Credit/2)
+	rcv, err := famqp.NewReceiver(setup, srcSess, srcSpec, famqp.ReceiverConfig{Window: window, MaxUnsettled: r.spec.Credit})
+	if err != nil {
+		return fmt.Errorf("attach receiver to %s on %s: %w", srcSpec.Address, r.spec.Src, err)
+	}
+	r.setState(StateOperational, nil, 0)
+	return links.Forward(ctx, rcv, links.SenderSink{S: snd}, cfg, &r.c)
+}
+
+// deadLetterSink attaches a sender to the dead-letter queue on the source.
+func (r *route) deadLetterSink(ctx context.Context, sess *goamqp.Session) (links.Sink, error) {
+	n := famqp.Node{Kind: famqp.Queue, Name: r.spec.DeadLetterQueue}
+	if err := r.src.Profile.CheckTarget(ctx, n); err != nil {
+		return nil, fmt.Errorf("dead-letter queue on %s: %w", r.spec.Src, err)
+	}
+	spec, err := r.src.Profile.Target(n)
+	if err != nil {
+		return nil, err
+	}
+	snd, err := sess.NewSender(ctx, spec.Address, spec.SenderOptions())
+	if err != nil {
+		return nil, fmt.Errorf("attach dead-letter sender to %s on %s: %w", spec.Address, r.spec.Src, err)
+	}
+	return links.SenderSink{S: snd}, nil
+}
+
+// nodes maps the route to the profile layer's nodes.
+func (r *route) nodes() (src famqp.Node, sub famqp.Subscription, dst famqp.Node) {
+	if r.spec.Kind == KindQueue {
+		return famqp.Node{Kind: famqp.Queue, Name: r.spec.Queue}, famqp.Subscription{},
+			famqp.Node{Kind: famqp.Exchange, Name: r.spec.Exchange}
+	}
+	src = famqp.Node{Kind: famqp.Exchange, Name: r.spec.Exchange, Key: r.spec.Key}
+	sub = r.subscription()
+	dst = famqp.Node{Kind: famqp.Exchange, Name: r.spec.DestNode()}
+	if r.spec.Key != "" && !strings.ContainsAny(r.spec.Key, "*#") {
+		// A literal key is the routing key of every message it matches:
+		// publish with it. Wildcard keys route by the message's subject.
+		dst.Key = r.spec.Key
+	}
+	return src, sub, dst
+}
+
+// subscription names the route's private subscription at the source; the
+// name derives from the route's identity, so it survives restarts.
+func (r *route) subscription() famqp.Subscription {
+	return famqp.Subscription{Name: "fedrouter." + r.m.opts.RouterID + "." + r.id, Durable: r.spec.Durable}
+}
+
+// unsubscribe removes an exchange route's subscription at the source.
+func (r *route) unsubscribe(ctx context.Context) {
+	if r.spec.Kind != KindExchange {
+		return
+	}
+	src, _, _ := r.nodes()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := r.src.Profile.Unsubscribe(ctx, src, r.subscription()); err != nil {
+		r.log.Warn().Err(err).Msg("could not remove the route's subscription at the source; remove it by hand")
+	}
+}
+
+// closeSession ends a session without waiting long: RabbitMQ answers link
+// detaches lazily and the session end reclaims every link on it.
+func closeSession(s *goamqp.Session) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = s.Close(ctx)
+}
+
+func (r *route) setWaiting(reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.state != StateWaiting {
+		r.state, r.since = StateWaiting, time.Now()
+	}
+	r.lastErr = reason
+	r.retryAt = time.Time{}
+}
+
+func (r *route) setState(s State, err error, retry time.Duration) {
+	r.mu.Lock()
+	changed := r.state != s
+	if changed {
+		r.state, r.since = s, time.Now()
+	}
+	if err != nil {
+		r.lastErr, r.lastErrAt = err.Error(), time.Now()
+	}
+	r.retryAt = time.Time{}
+	if retry > 0 {
+		r.retryAt = time.Now().Add(retry)
+	}
+	r.mu.Unlock()
+	if !changed && err == nil {
+		return
+	}
+	ev := r.log.Info()
+	switch {
+	case s == StateFailed:
+		ev = r.log.Error()
+	case err != nil:
+		ev = r.log.Warn()
+	}
+	if err != nil {
+		ev = ev.AnErr("error", err).Dur("retry_in", retry)
+	}
+	ev.Str("state", string(s)).Msg("route " + r.spec.String())
+}
+
+func (r *route) status() Status {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := Status{ID: r.id, Spec: r.spec, Origin: r.origin, State: r.state, Since: r.since,
+		LastError: r.lastErr, LastErrorAt: r.lastErrAt}
+	if !r.retryAt.IsZero() {
+		st.RetryIn = time.Until(r.retryAt).Round(time.Second).String()
+	}
+	st.Counters = Counters{
+		Forwarded: r.c.Forwarded.Load(), Redelivered: r.c.Redelivered.Load(), Rejected: r.c.Rejected.Load(),
+		DeadLettered: r.c.DeadLettered.Load(), NoOutcome: r.c.NoOutcome.Load(), InFlight: r.c.InFlight.Load(),
+	}
+	return st
+}

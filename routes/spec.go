@@ -1,0 +1,209 @@
+// Package routes holds fedrouter's routes: what a route is (Spec), how it is
+// named and validated, where durable runtime routes are kept (Store), and
+// the Manager that runs each route over its two brokers' connections.
+package routes
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Kind is the kind of route, as qpid-route has them.
+type Kind string
+
+const (
+	// KindQueue: consume a source queue, deliver to the destination
+	// exchange (or address).
+	KindQueue Kind = "queue"
+	// KindExchange: a private subscription on the source exchange with a
+	// binding key, delivered to the exchange of the same name (or
+	// DestExchange) on the destination.
+	KindExchange Kind = "exchange"
+)
+
+// RejectPolicy says what happens to a message the destination rejected, or
+// gave no outcome for within OutcomeTimeout (RabbitMQ's answer to an
+// unroutable message).
+type RejectPolicy string
+
+const (
+	// RejectAtSource rejects the message at the source broker, so the
+	// source's own dead-lettering (or dropping) applies. The default.
+	RejectAtSource RejectPolicy = "reject"
+	// DeadLetter sends the message, annotated with the reason, to the
+	// DeadLetterQueue on the source broker, then settles it at the source.
+	DeadLetter RejectPolicy = "dead-letter"
+)
+
+// Defaults of a route's options; docs/configuration.md lists them.
+const (
+	DefaultCredit         = 500
+	DefaultCost           = 1
+	DefaultOutcomeTimeout = 30 * time.Second
+	MaxCredit             = 10000
+)
+
+// Spec is a route as the operator states it, in the config file, the admin
+// API and the CLI alike.
+type Spec struct {
+	Kind Kind   `json:"kind" yaml:"kind"`
+	Dest string `json:"dest" yaml:"dest"` // destination broker (configured name)
+	Src  string `json:"src" yaml:"src"`   // source broker (configured name)
+	// Exchange: for a queue route the destination exchange or address; for
+	// an exchange route the source exchange (and the destination's, unless
+	// DestExchange is set).
+	Exchange     string `json:"exchange" yaml:"exchange"`
+	Queue        string `json:"queue,omitempty" yaml:"queue"`                 // queue route: the source queue
+	Key          string `json:"key,omitempty" yaml:"key"`                     // exchange route: the binding key
+	DestExchange string `json:"dest_exchange,omitempty" yaml:"dest_exchange"` // exchange route: other destination name
+
+	Durable bool `json:"durable" yaml:"durable"`
+	// Ack is qpid-route's --ack: settle the source in batches of N. Kept
+	// for compatibility and shown; AMQP 1.0 through go-amqp settles each
+	// delivery with its own disposition, so fedrouter settles every message
+	// as soon as its destination outcome is known (see docs/delivery.md).
+	Ack    int  `json:"ack" yaml:"ack"`
+	Credit int  `json:"credit" yaml:"credit"` // in-flight window (messages)
+	Push   bool `json:"push" yaml:"push"`     // push (-s) vs pull: who owns the route among routers
+	Cost   int  `json:"cost" yaml:"cost"`     // link cost for the topology
+
+	OnReject        RejectPolicy `json:"on_reject" yaml:"on_reject"`
+	DeadLetterQueue string       `json:"dead_letter_queue,omitempty" yaml:"dead_letter_queue"`
+	// OutcomeTimeout bounds the wait for the destination's outcome; past it
+	// the message is handled as unroutable (OnReject).
+	OutcomeTimeout time.Duration `json:"outcome_timeout" yaml:"-"`
+}
+
+// WithDefaults returns s with zero options set to their defaults.
+func (s Spec) WithDefaults() Spec {
+	if s.Credit == 0 {
+		s.Credit = DefaultCredit
+	}
+	if s.Cost == 0 {
+		s.Cost = DefaultCost
+	}
+	if s.OnReject == "" {
+		s.OnReject = RejectAtSource
+	}
+	if s.OutcomeTimeout == 0 {
+		s.OutcomeTimeout = DefaultOutcomeTimeout
+	}
+	return s
+}
+
+// Identity is what makes two routes the same route (qpid-route's
+// "Duplicate route"): kind, brokers, exchange and queue or key.
+func (s Spec) Identity() string {
+	last := s.Queue
+	if s.Kind == KindExchange {
+		last = s.Key
+	}
+	return strings.Join([]string{string(s.Kind), s.Dest, s.Src, s.Exchange, last}, "\x00")
+}
+
+// ID is a short stable identifier of the route's identity, used in the
+// admin API and to name its broker-side subscription.
+func (s Spec) ID() string {
+	sum := sha256.Sum256([]byte(s.Identity()))
+	return hex.EncodeToString(sum[:6])
+}
+
+// DestNode is the destination exchange name.
+func (s Spec) DestNode() string {
+	if s.Kind == KindExchange && s.DestExchange != "" {
+		return s.DestExchange
+	}
+	return s.Exchange
+}
+
+// String renders the route like qpid-route's route map.
+func (s Spec) String() string {
+	if s.Kind == KindQueue {
+		return fmt.Sprintf("%s(ex=%s) <= %s(queue=%s)", s.Dest, s.Exchange, s.Src, s.Queue)
+	}
+	return fmt.Sprintf("%s(ex=%s) <= %s(ex=%s key=%s)", s.Dest, s.DestNode(), s.Src, s.Exchange, s.Key)
+}
+
+// SpecError lists what is wrong with a route.
+type SpecError struct {
+	Problems []string
+}
+
+func (e *SpecError) Error() string {
+	return "routes: invalid route: " + strings.Join(e.Problems, "; ")
+}
+
+// Errors of this package.
+var (
+	ErrDuplicate     = errors.New("Duplicate route - ignoring") //nolint:staticcheck // qpid-route's words, shown as is
+	ErrNotFound      = errors.New("routes: no such route")
+	ErrConfigRoute   = errors.New("routes: route is defined in the configuration file; edit the file to remove it")
+	ErrUnknownBroker = errors.New("routes: unknown broker")
+	ErrStopped       = errors.New("routes: manager stopped")
+)
+
+// Validate checks s (after WithDefaults) on its own; whether the brokers
+// exist is the Manager's business. It returns a *SpecError or nil.
+func (s Spec) Validate() error {
+	var p []string
+	add := func(format string, args ...any) { p = append(p, fmt.Sprintf(format, args...)) }
+	switch s.Kind {
+	case KindQueue:
+		if s.Queue == "" {
+			add("a queue route needs the source queue")
+		}
+		if s.Key != "" || s.DestExchange != "" {
+			add("a queue route takes no key or dest_exchange")
+		}
+	case KindExchange:
+		if s.Queue != "" {
+			add("an exchange route takes no queue (did you mean kind: queue?)")
+		}
+	default:
+		add("kind %q: want queue or exchange", s.Kind)
+	}
+	if s.Dest == "" {
+		add("the destination broker is missing")
+	}
+	if s.Src == "" {
+		add("the source broker is missing")
+	}
+	if s.Dest != "" && s.Dest == s.Src {
+		add("source and destination are the same broker %q: a route from a broker to itself is refused", s.Dest)
+	}
+	if s.Exchange == "" {
+		add("the exchange is missing")
+	}
+	if s.Credit < 1 || s.Credit > MaxCredit {
+		add("credit %d: want 1..%d", s.Credit, MaxCredit)
+	}
+	if s.Ack < 0 {
+		add("ack %d: want 0 or more", s.Ack)
+	}
+	if s.Cost < 1 {
+		add("cost %d: want 1 or more", s.Cost)
+	}
+	switch s.OnReject {
+	case RejectAtSource:
+		if s.DeadLetterQueue != "" {
+			add("dead_letter_queue is set but on_reject is %q; set on_reject: dead-letter", s.OnReject)
+		}
+	case DeadLetter:
+		if s.DeadLetterQueue == "" {
+			add("on_reject dead-letter needs dead_letter_queue (a queue on the source broker)")
+		}
+	default:
+		add("on_reject %q: want reject or dead-letter", s.OnReject)
+	}
+	if s.OutcomeTimeout <= 0 {
+		add("outcome_timeout must be positive")
+	}
+	if len(p) > 0 {
+		return &SpecError{Problems: p}
+	}
+	return nil
+}

@@ -1,0 +1,56 @@
+package routes
+
+import "time"
+
+// Origin says where a route came from, which decides whether it survives a
+// restart and whether the API may delete it.
+type Origin string
+
+const (
+	OriginConfig  Origin = "config"  // the configuration file: durable, not deletable at runtime
+	OriginRuntime Origin = "runtime" // added through the API/CLI: durable ones go to the state file
+)
+
+// State is a route's or link's state, with qpid-route's names.
+type State string
+
+const (
+	StateWaiting     State = "Waiting"     // a broker is unreachable or the route waits to retry
+	StateConnecting  State = "Connecting"  // attaching its links
+	StateOperational State = "Operational" // forwarding
+	StateFailed      State = "Failed"      // cannot run (poison message, missing exchange, ...); retried slowly
+	StateClosed      State = "Closed"      // deleted or the router is stopping
+)
+
+// Counters are a route's message counts since the router started.
+type Counters struct {
+	Forwarded    uint64 `json:"forwarded"`     // accepted by the destination, settled at the source
+	Redelivered  uint64 `json:"redelivered"`   // released back to the source (destination released)
+	Rejected     uint64 `json:"rejected"`      // rejected at the source (policy reject)
+	DeadLettered uint64 `json:"dead_lettered"` // sent to the dead-letter queue (policy dead-letter)
+	NoOutcome    uint64 `json:"no_outcome"`    // destination gave no outcome within outcome_timeout
+	InFlight     int64  `json:"in_flight"`     // sent to the destination, outcome pending
+}
+
+// Status is what the admin API and `route list` show for a route.
+type Status struct {
+	ID          string    `json:"id"`
+	Spec        Spec      `json:"spec"`
+	Origin      Origin    `json:"origin"`
+	State       State     `json:"state"`
+	Since       time.Time `json:"since"`
+	LastError   string    `json:"last_error,omitempty"`
+	LastErrorAt time.Time `json:"last_error_at,omitempty"`
+	RetryIn     string    `json:"retry_in,omitempty"`
+	Counters
+}
+
+// LinkStatus is a link: the pair of broker connections that routes from
+// Src to Dest run over (qpid-route's `link list`).
+type LinkStatus struct {
+	Src       string `json:"src"`
+	Dest      string `json:"dest"`
+	State     State  `json:"state"` // Operational only while both ends are
+	LastError string `json:"last_error,omitempty"`
+	Routes    int    `json:"routes"`
+}
