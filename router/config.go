@@ -81,7 +81,8 @@ type ReconnectSpec struct {
 // RouteSpec is a route as written in the file: the routes.Spec fields
 // plus a duration-typed outcome_timeout.
 type RouteSpec struct {
-	routes.Spec    `yaml:",inline"`
+	routes.Spec `yaml:",inline"`
+	// OutcomeTimeout is here, not in routes.Spec, to be a YAML duration.
 	OutcomeTimeout Duration `yaml:"outcome_timeout"`
 }
 

@@ -3,6 +3,8 @@ package routes_test
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,95 +114,6 @@ func (h *harness) waitState(id string, want routes.State) routes.Status {
 	return st
 }
 
-// numbered is message i of a test stream: every section set, with the
-// sequence number in the application properties.
-func numbered(i int) *goamqp.Message {
-	subj := "orders.created"
-	return &goamqp.Message{
-		Header:                &goamqp.MessageHeader{Durable: true, Priority: 6},
-		Annotations:           goamqp.Annotations{"x-opt-origin": "paris"},
-		Properties:            &goamqp.MessageProperties{MessageID: fmt.Sprintf("id-%06d", i), Subject: &subj, CorrelationID: "corr"},
-		ApplicationProperties: map[string]any{"seq": int64(i), "tenant": "acme"},
-		Data:                  [][]byte{[]byte(fmt.Sprintf("m-%06d", i))},
-	}
-}
-
-// collect receives from addr until want distinct sequence numbers arrived
-// or nothing came for stall; it returns the sequence numbers in arrival
-// order (duplicates included) and checks every message's sections.
-func (h *harness) collect(name, addr string, want int, stall time.Duration) []int64 {
-	h.t.Helper()
-	r := brokertest.OpenReceiver(h.t, h.session(name), famqp.LinkSpec{Address: addr}, 500)
-	var got []int64
-	seen := map[int64]bool{}
-	for len(seen) < want {
-		ctx, cancel := context.WithTimeout(context.Background(), stall)
-		msg, err := r.Receive(ctx)
-		if err != nil {
-			cancel()
-			h.t.Fatalf("%s %s: after %d distinct of %d: %v", name, addr, len(seen), want, err)
-		}
-		if err := r.Accept(ctx, msg); err != nil {
-			cancel()
-			h.t.Fatal(err)
-		}
-		cancel()
-		seq, ok := msg.ApplicationProperties["seq"].(int64)
-		if !ok {
-			h.t.Fatalf("message without seq: %+v", msg)
-		}
-		checkSections(h.t, seq, msg)
-		got = append(got, seq)
-		seen[seq] = true
-	}
-	return got
-}
-
-func checkSections(t *testing.T, seq int64, m *goamqp.Message) {
-	t.Helper()
-	want := numbered(int(seq))
-	switch {
-	case m.Header == nil || !m.Header.Durable || m.Header.Priority != 6:
-		t.Fatalf("seq %d: header %+v", seq, m.Header)
-	case m.Annotations["x-opt-origin"] != "paris":
-		t.Fatalf("seq %d: annotations %v", seq, m.Annotations)
-	case m.ApplicationProperties["tenant"] != "acme":
-		t.Fatalf("seq %d: application properties %v", seq, m.ApplicationProperties)
-	case m.Properties == nil || m.Properties.MessageID != want.Properties.MessageID || m.Properties.Subject == nil || *m.Properties.Subject != "orders.created":
-		t.Fatalf("seq %d: properties %+v", seq, m.Properties)
-	case string(m.GetData()) != string(want.GetData()):
-		t.Fatalf("seq %d: body %q", seq, m.GetData())
-	}
-}
-
-func checkInOrderOnce(t *testing.T, got []int64, n int) {
-	t.Helper()
-	if len(got) != n {
-		t.Fatalf("received %d messages, want %d (duplicates?)", len(got), n)
-	}
-	for i, s := range got {
-		if s != int64(i) {
-			t.Fatalf("message %d has seq %d: out of order", i, s)
-		}
-	}
-}
-
-// checkNoLoss fails unless every seq in [0,n) arrived; it returns the
-// number of duplicates.
-func checkNoLoss(t *testing.T, got []int64, n int) int {
-	t.Helper()
-	seen := map[int64]int{}
-	for _, s := range got {
-		seen[s]++
-	}
-	for i := 0; i < n; i++ {
-		if seen[int64(i)] == 0 {
-			t.Fatalf("seq %d lost (%d distinct of %d)", i, len(seen), n)
-		}
-	}
-	return len(got) - len(seen)
-}
-
 const streamN = 10000
 
 func TestIntegrationQueueRouteRabbitToRabbit(t *testing.T) {
@@ -209,9 +122,9 @@ func TestIntegrationQueueRouteRabbitToRabbit(t *testing.T) {
 	brokertest.DeclareQueue(t, h.brokers["rabbit1"].Config(), src)
 	h.exchangeWithQueue("rabbit2", ex, "fanout", dq, "")
 	st := h.add(routes.Spec{Kind: routes.KindQueue, Dest: "rabbit2", Src: "rabbit1", Exchange: ex, Queue: src})
-	brokertest.SendAll(t, h.session("rabbit1"), "/amq/queue/"+src, 500, streamN, numbered)
-	got := h.collect("rabbit2", "/amq/queue/"+dq, streamN, 30*time.Second)
-	checkInOrderOnce(t, got, streamN)
+	brokertest.SendAll(t, h.session("rabbit1"), "/amq/queue/"+src, 500, streamN, brokertest.Numbered)
+	got := brokertest.Collect(t, h.session("rabbit2"), "/amq/queue/"+dq, streamN, 30*time.Second)
+	brokertest.CheckInOrderOnce(t, got, streamN)
 	brokertest.Eventually(t, 10*time.Second, 50*time.Millisecond, func() error {
 		s, _ := h.m.Get(st.ID)
 		if s.Forwarded != streamN || s.InFlight != 0 {
@@ -227,9 +140,9 @@ func TestIntegrationQueueRouteRabbitToProton(t *testing.T) {
 	brokertest.DeclareQueue(t, h.brokers["rabbit1"].Config(), src)
 	// Host:port names the broker, as qpid-route users write it.
 	h.add(routes.Spec{Kind: routes.KindQueue, Dest: h.brokers["proton1"].Addr(), Src: "guest/guest@" + h.brokers["rabbit1"].Addr(), Exchange: addr, Queue: src})
-	brokertest.SendAll(t, h.session("rabbit1"), "/amq/queue/"+src, 500, streamN, numbered)
-	got := h.collect("proton1", addr, streamN, 30*time.Second)
-	checkInOrderOnce(t, got, streamN)
+	brokertest.SendAll(t, h.session("rabbit1"), "/amq/queue/"+src, 500, streamN, brokertest.Numbered)
+	got := brokertest.Collect(t, h.session("proton1"), addr, streamN, 30*time.Second)
+	brokertest.CheckInOrderOnce(t, got, streamN)
 }
 
 func TestIntegrationExchangeRouteKey(t *testing.T) {
@@ -242,12 +155,12 @@ func TestIntegrationExchangeRouteKey(t *testing.T) {
 	s := h.session("rabbit1")
 	for i, key := range []string{"us.orders", "eu.orders", "eu.refunds", "eu.orders"} {
 		brokertest.SendAll(t, s, "/exchange/"+ex+"/"+key, 1, 1, func(int) *goamqp.Message {
-			m := numbered(i)
+			m := brokertest.Numbered(i)
 			m.ApplicationProperties["key"] = key
 			return m
 		})
 	}
-	got := h.collect("rabbit2", "/amq/queue/"+dq, 2, 20*time.Second)
+	got := brokertest.Collect(t, h.session("rabbit2"), "/amq/queue/"+dq, 2, 20*time.Second)
 	if fmt.Sprint(got) != "[1 3]" {
 		t.Fatalf("crossed: %v, want only the eu.orders messages [1 3]", got)
 	}
@@ -276,11 +189,11 @@ func TestIntegrationDurableExchangeRouteKeepsCollecting(t *testing.T) {
 	h.waitState(st.ID, routes.StateOperational)
 	h.m.Stop(context.Background()) // the router goes away; its subscription stays
 
-	brokertest.SendAll(t, h.session("rabbit1"), "/exchange/"+ex+"/k", 500, n, numbered)
+	brokertest.SendAll(t, h.session("rabbit1"), "/exchange/"+ex+"/k", 500, n, brokertest.Numbered)
 	h.start()
 	h.add(spec)
-	got := h.collect("rabbit2", "/amq/queue/"+dq, n, 30*time.Second)
-	checkInOrderOnce(t, got, n)
+	got := brokertest.Collect(t, h.session("rabbit2"), "/amq/queue/"+dq, n, 30*time.Second)
+	brokertest.CheckInOrderOnce(t, got, n)
 
 	// Deleting the route removes its subscription at the source.
 	if err := h.m.DeleteSpec(context.Background(), spec); err != nil {
@@ -300,7 +213,7 @@ func TestIntegrationDestinationKilledMidStream(t *testing.T) {
 	h.exchangeWithQueue("rabbit2", ex, "fanout", dq, "")
 	const credit = 200
 	st := h.add(routes.Spec{Kind: routes.KindQueue, Dest: "rabbit2", Src: "rabbit1", Exchange: ex, Queue: src, Credit: credit})
-	brokertest.SendAll(t, h.session("rabbit1"), "/amq/queue/"+src, 500, n, numbered)
+	brokertest.SendAll(t, h.session("rabbit1"), "/amq/queue/"+src, 500, n, brokertest.Numbered)
 	brokertest.Eventually(t, 60*time.Second, 10*time.Millisecond, func() error {
 		if s, _ := h.m.Get(st.ID); s.Forwarded < n/4 {
 			return fmt.Errorf("forwarded %d", s.Forwarded)
@@ -311,10 +224,55 @@ func TestIntegrationDestinationKilledMidStream(t *testing.T) {
 	h.waitState(st.ID, routes.StateWaiting)
 	brokertest.Restart(t, "rabbit2")
 	h.waitState(st.ID, routes.StateOperational)
-	got := h.collect("rabbit2", "/amq/queue/"+dq, n, 60*time.Second)
-	dups := checkNoLoss(t, got, n)
+	got := brokertest.Collect(t, h.session("rabbit2"), "/amq/queue/"+dq, n, 60*time.Second)
+	dups := brokertest.CheckNoLoss(t, got, n)
 	t.Logf("%d messages, %d duplicates after kill -9 of the destination (window %d)", n, dups, credit)
 	if dups > credit {
 		t.Fatalf("%d duplicates, more than the in-flight window %d", dups, credit)
+	}
+}
+
+// sendPoison publishes a message go-amqp cannot decode, with Proton's
+// Python binding (testdata/poison.py).
+func sendPoison(t *testing.T, b brokertest.Broker, addr string) {
+	t.Helper()
+	out, err := exec.Command("/usr/bin/python3", "../testdata/poison.py", b.URL, addr).CombinedOutput()
+	if err != nil {
+		t.Fatalf("poison.py: %v\n%s", err, out)
+	}
+}
+
+// A poison message sets its route Failed with the decoder's words, and
+// another route over the same brokers keeps flowing.
+func TestIntegrationPoisonMessageFailsOnlyItsRoute(t *testing.T) {
+	h := newHarness(t, "rabbit1", "rabbit2")
+	h.opts.PoisonRuns = 3
+	bad, good := brokertest.UniqueName(t, "bad"), brokertest.UniqueName(t, "good")
+	ex, dq := brokertest.UniqueName(t, "ex"), brokertest.UniqueName(t, "dq")
+	cfg := h.brokers["rabbit1"].Config()
+	brokertest.DeclareQueue(t, cfg, bad)
+	brokertest.DeclareQueue(t, cfg, good)
+	h.exchangeWithQueue("rabbit2", ex, "fanout", dq, "")
+
+	s := h.session("rabbit1")
+	brokertest.SendAll(t, s, "/amq/queue/"+bad, 10, 5, brokertest.Numbered)
+	sendPoison(t, h.brokers["rabbit1"], "/amq/queue/"+bad)
+	badRoute := h.add(routes.Spec{Kind: routes.KindQueue, Dest: "rabbit2", Src: "rabbit1", Exchange: ex, Queue: bad})
+	goodRoute := h.add(routes.Spec{Kind: routes.KindQueue, Dest: "rabbit2", Src: "rabbit1", Exchange: ex, Queue: good})
+
+	st := h.waitState(badRoute.ID, routes.StateFailed)
+	if !strings.Contains(st.LastError, "poison message") || !strings.Contains(st.LastError, "decimal") {
+		t.Fatalf("failed route's error %q: want the poison message and the decoder's words", st.LastError)
+	}
+	if st.Forwarded < 5 {
+		t.Fatalf("forwarded %d: the 5 messages before the poison one must cross", st.Forwarded)
+	}
+	brokertest.SendAll(t, s, "/amq/queue/"+good, 100, 100, func(i int) *goamqp.Message { return brokertest.Numbered(100 + i) })
+	got := brokertest.Collect(t, h.session("rabbit2"), "/amq/queue/"+dq, 105, 30*time.Second)
+	if n := brokertest.CheckNoLossFrom(t, got, 100, 200); n != 0 {
+		t.Logf("%d duplicates", n)
+	}
+	if g, _ := h.m.Get(goodRoute.ID); g.State != routes.StateOperational {
+		t.Fatalf("good route is %s: %s", g.State, g.LastError)
 	}
 }

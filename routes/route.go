@@ -74,7 +74,15 @@ func (r *route) run(ctx context.Context) {
 		}
 		r.setState(StateConnecting, nil, 0)
 		began := time.Now()
-		err := r.runOnce(ctx)
+		// After an undecodable message, creep up to it one message at a
+		// time: the messages before it are settled before it is even
+		// fetched (otherwise its link failure strands them too), and the
+		// poison message is then alone at the head of the queue.
+		credit := r.spec.Credit
+		if poison > 0 {
+			credit = 1
+		}
+		err := r.runOnce(ctx, credit)
 		if ctx.Err() != nil {
 			return
 		}
@@ -142,7 +150,7 @@ func (r *route) waitBrokers(ctx context.Context) bool {
 }
 
 // runOnce attaches the route's links and forwards until one fails.
-func (r *route) runOnce(ctx context.Context) error {
+func (r *route) runOnce(ctx context.Context, credit int) error {
 	setup, cancel := context.WithTimeout(ctx, r.m.opts.SetupTimeout)
 	defer cancel()
 	srcSess, _, err := r.src.Conn.NewSession(setup)
@@ -169,7 +177,7 @@ func (r *route) runOnce(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("attach sender to %s on %s: %w", dstSpec.Address, r.spec.Dest, err)
 	}
-	cfg := links.Config{Window: r.spec.Credit, OutcomeTimeout: r.spec.OutcomeTimeout}
+	cfg := links.Config{Window: credit, OutcomeTimeout: r.spec.OutcomeTimeout}
 	if r.spec.OnReject == DeadLetter {
 		if cfg.DeadLetter, err = r.deadLetterSink(setup, srcSess); err != nil {
 			return err
@@ -180,8 +188,8 @@ func (r *route) runOnce(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("source %s on %s: %w", srcNode, r.spec.Src, err)
 	}
-	window := max(1, r.spec.Credit/2)
-	rcv, err := famqp.NewReceiver(setup, srcSess, srcSpec, famqp.ReceiverConfig{Window: window, MaxUnsettled: r.spec.Credit})
+	window := max(1, credit/2)
+	rcv, err := famqp.NewReceiver(setup, srcSess, srcSpec, famqp.ReceiverConfig{Window: window, MaxUnsettled: credit})
 	if err != nil {
 		return fmt.Errorf("attach receiver to %s on %s: %w", srcSpec.Address, r.spec.Src, err)
 	}

@@ -4,8 +4,10 @@
 package routes
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -75,7 +77,7 @@ type Spec struct {
 	DeadLetterQueue string       `json:"dead_letter_queue,omitempty" yaml:"dead_letter_queue"`
 	// OutcomeTimeout bounds the wait for the destination's outcome; past it
 	// the message is handled as unroutable (OnReject).
-	OutcomeTimeout time.Duration `json:"outcome_timeout" yaml:"-"`
+	OutcomeTimeout time.Duration `json:"-" yaml:"-"`
 }
 
 // WithDefaults returns s with zero options set to their defaults.
@@ -204,6 +206,49 @@ func (s Spec) Validate() error {
 	}
 	if len(p) > 0 {
 		return &SpecError{Problems: p}
+	}
+	return nil
+}
+
+// specJSON is Spec on the wire: outcome_timeout as a Go duration string
+// ("30s"), which operators read and write more easily than nanoseconds.
+type specJSON struct {
+	specAlias
+	OutcomeTimeout string `json:"outcome_timeout,omitempty"`
+}
+
+type specAlias Spec // without Spec's JSON methods
+
+// MarshalJSON writes outcome_timeout as a duration string.
+func (s Spec) MarshalJSON() ([]byte, error) {
+	j := specJSON{specAlias: specAlias(s)}
+	if s.OutcomeTimeout != 0 {
+		j.OutcomeTimeout = s.OutcomeTimeout.String()
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads outcome_timeout as a duration string and refuses
+// unknown fields (a misspelt option must not be silently ignored).
+func (s *Spec) UnmarshalJSON(b []byte) error {
+	var j specJSON
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) { // name the field as the client wrote it
+			te.Field = strings.TrimPrefix(te.Field, "specAlias.")
+		}
+		return err
+	}
+	*s = Spec(j.specAlias)
+	s.OutcomeTimeout = 0
+	if j.OutcomeTimeout != "" {
+		d, err := time.ParseDuration(j.OutcomeTimeout)
+		if err != nil {
+			return fmt.Errorf("outcome_timeout %q: want a duration such as 30s", j.OutcomeTimeout)
+		}
+		s.OutcomeTimeout = d
 	}
 	return nil
 }

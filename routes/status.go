@@ -40,7 +40,7 @@ type Status struct {
 	State       State     `json:"state"`
 	Since       time.Time `json:"since"`
 	LastError   string    `json:"last_error,omitempty"`
-	LastErrorAt time.Time `json:"last_error_at,omitempty"`
+	LastErrorAt time.Time `json:"last_error_at,omitzero"`
 	RetryIn     string    `json:"retry_in,omitempty"`
 	Counters
 }

@@ -140,3 +140,99 @@ func OpenReceiver(t testing.TB, s *goamqp.Session, spec famqp.LinkSpec, window i
 	return r
 }
 
+// Numbered is message i of a test stream: every section set, with the
+// sequence number in the application properties.
+func Numbered(i int) *goamqp.Message {
+	subj := "orders.created"
+	return &goamqp.Message{
+		Header:                &goamqp.MessageHeader{Durable: true, Priority: 6},
+		Annotations:           goamqp.Annotations{"x-opt-origin": "paris"},
+		Properties:            &goamqp.MessageProperties{MessageID: fmt.Sprintf("id-%06d", i), Subject: &subj, CorrelationID: "corr"},
+		ApplicationProperties: map[string]any{"seq": int64(i), "tenant": "acme"},
+		Data:                  [][]byte{[]byte(fmt.Sprintf("m-%06d", i))},
+	}
+}
+
+// Collect receives from addr on s until want distinct sequence numbers
+// (of Numbered messages) arrived or nothing came for stall; it returns the
+// sequence numbers in arrival order (duplicates included) and checks every
+// message's sections.
+func Collect(t testing.TB, s *goamqp.Session, addr string, want int, stall time.Duration) []int64 {
+	t.Helper()
+	r := OpenReceiver(t, s, famqp.LinkSpec{Address: addr}, 500)
+	var got []int64
+	seen := map[int64]bool{}
+	for len(seen) < want {
+		ctx, cancel := context.WithTimeout(context.Background(), stall)
+		msg, err := r.Receive(ctx)
+		if err != nil {
+			cancel()
+			t.Fatalf("%s: after %d distinct of %d: %v", addr, len(seen), want, err)
+		}
+		if err := r.Accept(ctx, msg); err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		cancel()
+		seq, ok := msg.ApplicationProperties["seq"].(int64)
+		if !ok {
+			t.Fatalf("message without seq: %+v", msg)
+		}
+		CheckSections(t, seq, msg)
+		got = append(got, seq)
+		seen[seq] = true
+	}
+	return got
+}
+
+func CheckSections(t testing.TB, seq int64, m *goamqp.Message) {
+	t.Helper()
+	want := Numbered(int(seq))
+	switch {
+	case m.Header == nil || !m.Header.Durable || m.Header.Priority != 6:
+		t.Fatalf("seq %d: header %+v", seq, m.Header)
+	case m.Annotations["x-opt-origin"] != "paris":
+		t.Fatalf("seq %d: annotations %v", seq, m.Annotations)
+	case m.ApplicationProperties["tenant"] != "acme":
+		t.Fatalf("seq %d: application properties %v", seq, m.ApplicationProperties)
+	case m.Properties == nil || m.Properties.MessageID != want.Properties.MessageID || m.Properties.Subject == nil || *m.Properties.Subject != "orders.created":
+		t.Fatalf("seq %d: properties %+v", seq, m.Properties)
+	case string(m.GetData()) != string(want.GetData()):
+		t.Fatalf("seq %d: body %q", seq, m.GetData())
+	}
+}
+
+func CheckInOrderOnce(t testing.TB, got []int64, n int) {
+	t.Helper()
+	if len(got) != n {
+		t.Fatalf("received %d messages, want %d (duplicates?)", len(got), n)
+	}
+	for i, s := range got {
+		if s != int64(i) {
+			t.Fatalf("message %d has seq %d: out of order", i, s)
+		}
+	}
+}
+
+// CheckNoLoss fails unless every seq in [0,n) arrived; it returns the
+// number of duplicates.
+func CheckNoLoss(t testing.TB, got []int64, n int) int {
+	t.Helper()
+	return CheckNoLossFrom(t, got, 0, n)
+}
+
+// CheckNoLossFrom fails unless every seq in [from,to) arrived; it returns
+// the number of duplicates.
+func CheckNoLossFrom(t testing.TB, got []int64, from, to int) int {
+	t.Helper()
+	seen := map[int64]int{}
+	for _, s := range got {
+		seen[s]++
+	}
+	for i := from; i < to; i++ {
+		if seen[int64(i)] == 0 {
+			t.Fatalf("seq %d lost (%d distinct, want [%d,%d))", i, len(seen), from, to)
+		}
+	}
+	return len(got) - len(seen)
+}

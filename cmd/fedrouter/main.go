@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -39,7 +40,7 @@ func newApp() *cli.App {
 		Name:    "fedrouter",
 		Usage:   "AMQP 1.0 federation router",
 		Version: version,
-		Commands: []*cli.Command{
+		Commands: append([]*cli.Command{
 			{
 				Name:  "run",
 				Usage: "run the router daemon",
@@ -60,7 +61,7 @@ func newApp() *cli.App {
 				Usage:  "list the broker profiles",
 				Action: listProfiles,
 			},
-		},
+		}, apiCommands()...),
 	}
 }
 
@@ -115,7 +116,13 @@ func runDaemon(c *cli.Context) error {
 	if err := r.Start(); err != nil {
 		return err
 	}
-	log.Info().Str("router", cfg.RouterID).Int("brokers", len(cfg.Brokers)).Str("version", version).Msg("fedrouter started")
+	admin, err := startAdmin(cfg, r, log)
+	if err != nil {
+		r.Stop()
+		return err
+	}
+	log.Info().Str("router", cfg.RouterID).Int("brokers", len(cfg.Brokers)).Int("routes", len(cfg.Routes)).
+		Str("admin", adminAddr(admin)).Str("version", version).Msg("fedrouter started")
 	var tick <-chan time.Time
 	if every := c.Duration("status-every"); every > 0 {
 		t := time.NewTicker(every)
@@ -128,11 +135,39 @@ func runDaemon(c *cli.Context) error {
 			printStatus(c.App.Writer, r.Status())
 		case <-ctx.Done():
 			log.Info().Msg("stopping")
+			if admin != nil {
+				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				_ = admin.Close(sctx)
+				cancel()
+			}
 			r.Stop()
 			printStatus(c.App.Writer, r.Status())
 			return nil
 		}
 	}
+}
+
+// startAdmin starts the admin API unless admin.listen is "" or "off".
+func startAdmin(cfg *router.Config, r *router.Router, log zerolog.Logger) (*router.AdminServer, error) {
+	if cfg.Admin.Listen == "" || cfg.Admin.Listen == "off" {
+		return nil, nil
+	}
+	token, err := cfg.AdminToken()
+	if err != nil {
+		return nil, err
+	}
+	srv := router.NewAdminServer(r, router.AdminOptions{Listen: cfg.Admin.Listen, Token: token, Log: log})
+	if err := srv.Start(); err != nil {
+		return nil, err
+	}
+	return srv, nil
+}
+
+func adminAddr(s *router.AdminServer) string {
+	if s == nil {
+		return "off"
+	}
+	return s.Addr()
 }
 
 // printStatus prints the connection table the way qpid-route's link list

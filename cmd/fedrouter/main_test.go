@@ -86,6 +86,7 @@ brokers:
   - {name: gone, url: "amqp://127.0.0.1:1", profile: generic}
 reconnect: {min: 100ms, max: 1s}
 log: {level: debug, format: json}
+admin: {listen: off}
 `, bs[0].URL, bs[0].MgmtURL, bs[1].URL)
 	path := filepath.Join(t.TempDir(), "router.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {

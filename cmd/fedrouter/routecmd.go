@@ -1,0 +1,413 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/fedrouter/fedrouter/router"
+	"github.com/fedrouter/fedrouter/routes"
+)
+
+// apiCommands are the qpid-route style verbs that talk to a running router
+// through its admin API (docs/cli.md).
+func apiCommands() []*cli.Command {
+	return []*cli.Command{
+		{
+			Name:  "queue",
+			Usage: "add or delete queue routes (source queue to destination exchange)",
+			Subcommands: []*cli.Command{
+				addCommand(routes.KindQueue),
+				delCommand(routes.KindQueue),
+			},
+		},
+		{
+			Name:  "route",
+			Usage: "add, delete, list and map exchange routes",
+			Subcommands: []*cli.Command{
+				addCommand(routes.KindExchange),
+				delCommand(routes.KindExchange),
+				apiCommand("route", "list", "list the routes (all kinds), optionally only those to one destination broker", "[<dest>]", 0, 1, true, listRoutes),
+				apiCommand("route", "flush", "delete every runtime route (to one destination broker, if given); configured routes stay", "[<dest>]", 0, 1, false, flushRoutes),
+				apiCommand("route", "map", "show the routes between brokers, as qpid-route's route map does", "", 0, 0, true, mapRoutes),
+			},
+		},
+		{
+			Name:  "link",
+			Usage: "show links (broker pairs that routes run over)",
+			Subcommands: []*cli.Command{
+				apiCommand("link", "list", "list the links", "", 0, 0, true, listLinks),
+			},
+		},
+		{
+			Name:  "broker",
+			Usage: "show broker connections",
+			Subcommands: []*cli.Command{
+				apiCommand("broker", "list", "list the broker connections", "", 0, 0, true, listBrokers),
+			},
+		},
+	}
+}
+
+// apiCommand builds a leaf command with the client flags (and --json for
+// listings) whose action gets a ready client and checked arguments.
+func apiCommand(parent, name, usage, argsUsage string, minArgs, maxArgs int, listing bool, run func(*cli.Context, *apiClient) error) *cli.Command {
+	path := parent + " " + name // urfave/cli v2 does not give a subcommand its full name
+	flags := clientFlags()
+	if listing {
+		flags = append(flags, &cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table"})
+	}
+	return &cli.Command{
+		Name:      name,
+		Usage:     usage,
+		ArgsUsage: argsUsage,
+		Flags:     flags,
+		OnUsageError: func(c *cli.Context, err error, _ bool) error {
+			// One line and exit status 2, as for a wrong argument count,
+			// instead of the whole help text.
+			return cli.Exit(fmt.Sprintf("fedrouter %s: %v (see --help)", path, err), 2)
+		},
+		Action: func(c *cli.Context) error {
+			if err := checkArgs(c, path, minArgs, maxArgs); err != nil {
+				return err
+			}
+			client, err := newAPIClient(c)
+			if err != nil {
+				return cli.Exit("fedrouter: "+err.Error(), 2)
+			}
+			defer client.close()
+			return run(c, client)
+		},
+	}
+}
+
+// checkArgs enforces the argument count with qpid-route's kind of usage
+// line. urfave/cli stops reading flags at the first argument, so a flag
+// after the arguments shows up as an extra argument: say so.
+func checkArgs(c *cli.Context, path string, min, max int) error {
+	n := c.NArg()
+	if n >= min && n <= max {
+		return nil
+	}
+	usage := strings.TrimSpace("fedrouter " + path + " [options] " + c.Command.ArgsUsage)
+	msg := fmt.Sprintf("usage: %s (got %d argument%s)", usage, n, plural(n))
+	for _, a := range c.Args().Slice() {
+		if strings.HasPrefix(a, "-") && len(a) > 1 {
+			msg += fmt.Sprintf("; options go before the arguments, found %q after them", a)
+			break
+		}
+	}
+	return cli.Exit(msg, 2)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// parentOf is the command a route kind's add and del sit under.
+func parentOf(kind routes.Kind) string {
+	if kind == routes.KindQueue {
+		return "queue"
+	}
+	return "route"
+}
+
+// lastArg is the fourth argument's name: the source queue or binding key.
+func lastArg(kind routes.Kind) string {
+	if kind == routes.KindQueue {
+		return "<queue>"
+	}
+	return "<key>"
+}
+
+func addCommand(kind routes.Kind) *cli.Command {
+	add := func(c *cli.Context, api *apiClient) error { return addRoute(c, api, kind) }
+	cmd := apiCommand(parentOf(kind), "add", "add a route", "<dest> <src> <exchange> "+lastArg(kind), 4, 4, false, add)
+	cmd.Usage = map[routes.Kind]string{
+		routes.KindQueue:    "add a route from queue <queue> on <src> to exchange <exchange> on <dest>",
+		routes.KindExchange: "add a route from exchange <exchange> on <src>, bound with <key>, to the same exchange on <dest>",
+	}[kind]
+	cmd.Flags = append(cmd.Flags,
+		&cli.BoolFlag{Name: "durable", Aliases: []string{"d"}, Usage: "keep the route across router restarts (state file)"},
+		&cli.IntFlag{Name: "ack", Usage: "qpid-route's batch acknowledgement `N` (accepted and shown; fedrouter settles each message)"},
+		&cli.IntFlag{Name: "credit", Value: routes.DefaultCredit, Usage: fmt.Sprintf("messages in flight at most, `N` (1..%d)", routes.MaxCredit)},
+		&cli.BoolFlag{Name: "src-local", Aliases: []string{"s"}, Usage: "push route: the router local to the source owns it"},
+		&cli.IntFlag{Name: "cost", Value: routes.DefaultCost, Usage: "link cost `N` for the topology"},
+		&cli.StringFlag{Name: "on-reject", Value: string(routes.RejectAtSource), Usage: "`POLICY` for a message the destination refuses: reject | dead-letter"},
+		&cli.StringFlag{Name: "dead-letter-queue", Usage: "`QUEUE` on the source broker for --on-reject dead-letter"},
+		&cli.DurationFlag{Name: "outcome-timeout", Value: routes.DefaultOutcomeTimeout, Usage: "wait at most `D` for the destination's outcome"},
+	)
+	if kind == routes.KindExchange {
+		cmd.Flags = append(cmd.Flags, &cli.StringFlag{Name: "dest-exchange", Usage: "deliver to exchange `X` on <dest> instead of <exchange>"})
+	}
+	return cmd
+}
+
+func delCommand(kind routes.Kind) *cli.Command {
+	del := func(c *cli.Context, api *apiClient) error { return deleteRoute(c, api, kind) }
+	return apiCommand(parentOf(kind), "del", "delete a route", "<dest> <src> <exchange> "+lastArg(kind), 4, 4, false, del)
+}
+
+// specFromArgs is the route the four arguments name.
+func specFromArgs(c *cli.Context, kind routes.Kind) routes.Spec {
+	a := c.Args()
+	spec := routes.Spec{Kind: kind, Dest: a.Get(0), Src: a.Get(1), Exchange: a.Get(2)}
+	if kind == routes.KindQueue {
+		spec.Queue = a.Get(3)
+	} else {
+		spec.Key = a.Get(3)
+	}
+	return spec
+}
+
+func addRoute(c *cli.Context, api *apiClient, kind routes.Kind) error {
+	spec := specFromArgs(c, kind)
+	spec.Durable = c.Bool("durable")
+	spec.Ack = c.Int("ack")
+	spec.Credit = c.Int("credit")
+	spec.Push = c.Bool("src-local")
+	spec.Cost = c.Int("cost")
+	spec.OnReject = routes.RejectPolicy(c.String("on-reject"))
+	spec.DeadLetterQueue = c.String("dead-letter-queue")
+	spec.OutcomeTimeout = c.Duration("outcome-timeout")
+	if spec.Kind == routes.KindExchange {
+		spec.DestExchange = c.String("dest-exchange")
+	}
+	var st routes.Status
+	err := api.call(c.Context, http.MethodPost, "/api/v1/routes", spec, &st)
+	var ae *apiError
+	if errors.As(err, &ae) && ae.Status == http.StatusConflict && ae.Message == routes.ErrDuplicate.Error() {
+		// qpid-route's behaviour: a warning, and success, so scripts that
+		// add their routes on every start keep working.
+		if !c.Bool("quiet") {
+			fmt.Fprintf(c.App.ErrWriter, "%s: %s\n", routes.ErrDuplicate, spec)
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if c.Bool("verbose") {
+		fmt.Fprintf(c.App.Writer, "added route %s: %s (%s)\n", st.ID, st.Spec, st.State)
+	}
+	return nil
+}
+
+func deleteRoute(c *cli.Context, api *apiClient, kind routes.Kind) error {
+	spec := specFromArgs(c, kind)
+	if err := api.call(c.Context, http.MethodPost, "/api/v1/routes/delete", spec, nil); err != nil {
+		return err
+	}
+	if c.Bool("verbose") {
+		fmt.Fprintf(c.App.Writer, "deleted route %s: %s\n", spec.ID(), spec)
+	}
+	return nil
+}
+
+func flushRoutes(c *cli.Context, api *apiClient) error {
+	path := "/api/v1/routes/flush"
+	if dest := c.Args().First(); dest != "" {
+		path += "?dest=" + url.QueryEscape(dest)
+	}
+	var d router.Deleted
+	if err := api.call(c.Context, http.MethodPost, path, nil, &d); err != nil {
+		return err
+	}
+	if !c.Bool("quiet") {
+		fmt.Fprintf(c.App.Writer, "%d route%s deleted\n", d.Deleted, plural(d.Deleted))
+	}
+	return nil
+}
+
+// fetchRoutes gets the routes, only those to dest if it is not "".
+func fetchRoutes(c *cli.Context, api *apiClient, dest string) ([]routes.Status, error) {
+	var sts []routes.Status
+	if err := api.call(c.Context, http.MethodGet, "/api/v1/routes", nil, &sts); err != nil {
+		return nil, err
+	}
+	if dest == "" {
+		return sts, nil
+	}
+	kept := sts[:0]
+	for _, st := range sts {
+		if st.Spec.Dest == dest {
+			kept = append(kept, st)
+		}
+	}
+	return kept, nil
+}
+
+func listRoutes(c *cli.Context, api *apiClient) error {
+	sts, err := fetchRoutes(c, api, c.Args().First())
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, sts)
+	}
+	printRoutes(c.App.Writer, sts)
+	return nil
+}
+
+// printRoutes prints qpid-route's route list columns plus the state and
+// counters a route has here.
+func printRoutes(out io.Writer, sts []routes.Status) {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tDest\tSrc\tExchange\tQueue/Key\tDurable\tState\tForwarded\tIn flight\tLast Error")
+	for _, st := range sts {
+		s := st.Spec
+		ex, last := s.Exchange, s.Queue
+		if s.Kind == routes.KindExchange {
+			last = s.Key
+			if s.DestExchange != "" {
+				ex += " => " + s.DestExchange
+			}
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n",
+			st.ID, s.Dest, s.Src, ex, last, yesNo(s.Durable), st.State, st.Forwarded, st.InFlight, orDash(st.LastError))
+	}
+	w.Flush()
+}
+
+// mapLine is one line of the route map: a route, or two routes between
+// the same brokers in opposite directions for the same exchange and key.
+type mapLine struct {
+	Line          string   `json:"line"`
+	Dest          string   `json:"dest"`
+	Src           string   `json:"src"`
+	Bidirectional bool     `json:"bidirectional"`
+	Routes        []string `json:"routes"` // route IDs
+}
+
+func mapRoutes(c *cli.Context, api *apiClient) error {
+	sts, err := fetchRoutes(c, api, "")
+	if err != nil {
+		return err
+	}
+	lines := routeMap(sts)
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, lines)
+	}
+	fmt.Fprintln(c.App.Writer, "Static Routes:")
+	if len(lines) == 0 {
+		fmt.Fprintln(c.App.Writer, "  none found")
+	}
+	for _, l := range lines {
+		fmt.Fprintln(c.App.Writer, "  "+l.Line)
+	}
+	return nil
+}
+
+// routeMap renders the routes as qpid-route's map does, merging each pair
+// of exchange routes that mirror each other into one "A <=> B" line.
+func routeMap(sts []routes.Status) []mapLine {
+	sorted := append([]routes.Status(nil), sts...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Spec.String() < sorted[j].Spec.String() })
+	used := make([]bool, len(sorted))
+	lines := []mapLine{}
+	for i, st := range sorted {
+		if used[i] {
+			continue
+		}
+		used[i] = true
+		l := mapLine{Line: st.Spec.String(), Dest: st.Spec.Dest, Src: st.Spec.Src, Routes: []string{st.ID}}
+		for j := i + 1; j < len(sorted); j++ {
+			if !used[j] && mirrors(st.Spec, sorted[j].Spec) {
+				used[j] = true
+				l.Bidirectional = true
+				l.Routes = append(l.Routes, sorted[j].ID)
+				l.Line = strings.Replace(l.Line, " <= ", " <=> ", 1)
+				break
+			}
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
+
+// mirrors reports whether b carries the same exchange and key as a in the
+// opposite direction.
+func mirrors(a, b routes.Spec) bool {
+	return a.Kind == routes.KindExchange && b.Kind == routes.KindExchange &&
+		a.Dest == b.Src && a.Src == b.Dest && a.Key == b.Key &&
+		a.Exchange == b.DestNode() && a.DestNode() == b.Exchange
+}
+
+func listLinks(c *cli.Context, api *apiClient) error {
+	var links []routes.LinkStatus
+	if err := api.call(c.Context, http.MethodGet, "/api/v1/links", nil, &links); err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, links)
+	}
+	w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "Src\tDest\tState\tRoutes\tLast Error")
+	for _, l := range links {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\n", l.Src, l.Dest, l.State, l.Routes, orDash(l.LastError))
+	}
+	return w.Flush()
+}
+
+func listBrokers(c *cli.Context, api *apiClient) error {
+	var bs []router.BrokerStatus
+	if err := api.call(c.Context, http.MethodGet, "/api/v1/brokers", nil, &bs); err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, bs)
+	}
+	printBrokers(c.App.Writer, bs, time.Now())
+	return nil
+}
+
+// printBrokers prints the connection table as printStatus does for the
+// daemon, with the retry schedule of a Waiting connection.
+func printBrokers(out io.Writer, bs []router.BrokerStatus, now time.Time) {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "Broker\tURL\tState\tSince\tLast Error")
+	for _, b := range bs {
+		state := b.State
+		if b.RetryIn != "" {
+			state = fmt.Sprintf("%s (attempt %d, retry in %s)", b.State, b.Attempt, b.RetryIn)
+		}
+		since := "-"
+		if !b.Since.IsZero() {
+			since = now.Sub(b.Since).Round(time.Second).String()
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", b.Broker, orDash(b.URL), state, since, orDash(b.LastError))
+	}
+	w.Flush()
+}
+
+func printJSON(out io.Writer, v any) error {
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

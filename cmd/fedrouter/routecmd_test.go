@@ -1,0 +1,349 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/urfave/cli/v2"
+	"go.uber.org/goleak"
+
+	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/router"
+	"github.com/fedrouter/fedrouter/routes"
+)
+
+// fakeRouter is an in-memory router.Service with brokers a, b and c.
+type fakeRouter struct {
+	mu     sync.Mutex
+	routes map[string]routes.Status
+	last   routes.Spec // the last spec AddRoute got
+}
+
+func (f *fakeRouter) AddRoute(ctx context.Context, spec routes.Spec) (routes.Status, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.last = spec
+	if err := spec.WithDefaults().Validate(); err != nil {
+		return routes.Status{}, err
+	}
+	for _, b := range []string{spec.Dest, spec.Src} {
+		if b != "a" && b != "b" && b != "c" {
+			return routes.Status{}, fmt.Errorf("%w %q", routes.ErrUnknownBroker, b)
+		}
+	}
+	if _, dup := f.routes[spec.ID()]; dup {
+		return routes.Status{}, routes.ErrDuplicate
+	}
+	st := routes.Status{ID: spec.ID(), Spec: spec, Origin: routes.OriginRuntime, State: routes.StateOperational,
+		Counters: routes.Counters{Forwarded: 42, InFlight: 3}}
+	f.routes[st.ID] = st
+	return st, nil
+}
+
+func (f *fakeRouter) DeleteRoute(ctx context.Context, spec routes.Spec) error {
+	return f.DeleteRouteID(ctx, spec.ID())
+}
+
+func (f *fakeRouter) DeleteRouteID(ctx context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.routes[id]; !ok {
+		return routes.ErrNotFound
+	}
+	delete(f.routes, id)
+	return nil
+}
+
+func (f *fakeRouter) FlushRoutes(ctx context.Context, dest string) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for id, st := range f.routes {
+		if dest == "" || st.Spec.Dest == dest {
+			delete(f.routes, id)
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (f *fakeRouter) Routes() []routes.Status {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := []routes.Status{}
+	for _, st := range f.routes {
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Spec.String() < out[j].Spec.String() })
+	return out
+}
+
+func (f *fakeRouter) Links() []routes.LinkStatus {
+	return []routes.LinkStatus{{Src: "a", Dest: "b", State: routes.StateOperational, Routes: 2},
+		{Src: "c", Dest: "b", State: routes.StateWaiting, LastError: "c: connection refused"}}
+}
+
+func (f *fakeRouter) Brokers() []famqp.Status {
+	return []famqp.Status{
+		{Broker: "a", State: famqp.Operational, URL: "amqp://h1:5672", Since: time.Now().Add(-time.Minute)},
+		{Broker: "c", State: famqp.Waiting, URL: "amqp://h3:5672", Since: time.Now(), Attempt: 3, RetryIn: 4 * time.Second,
+			LastError: errors.New("dial tcp h3:5672: connection refused")},
+	}
+}
+
+func (f *fakeRouter) RouterID() string { return "cli-test" }
+
+// cliHarness runs the CLI in-process against an admin API on loopback.
+type cliHarness struct {
+	t   *testing.T
+	svc *fakeRouter
+	url string
+}
+
+func startRouterAPI(t *testing.T, token string) *cliHarness {
+	t.Helper()
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // runs after Close below
+	h := &cliHarness{t: t, svc: &fakeRouter{routes: map[string]routes.Status{}}}
+	srv := router.NewAdminServer(h.svc, router.AdminOptions{Listen: "127.0.0.1:0", Token: token, Log: zerolog.Nop()})
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	h.url = "http://" + srv.Addr()
+	return h
+}
+
+// runCLI runs fedrouter with args and returns stdout, stderr as main would
+// print it, and the exit status main would give.
+func runCLI(args ...string) (stdout, stderr string, code int) {
+	var out, errOut bytes.Buffer
+	app := newApp()
+	app.Writer, app.ErrWriter = &out, &errOut
+	app.ExitErrHandler = func(*cli.Context, error) {} // keep os.Exit out of the test
+	err := app.Run(append([]string{"fedrouter"}, args...))
+	var ec cli.ExitCoder
+	switch {
+	case err == nil:
+	case errors.As(err, &ec):
+		fmt.Fprintln(&errOut, err) // what cli.HandleExitCoder prints
+		code = ec.ExitCode()
+	default:
+		fmt.Fprintln(&errOut, "fedrouter:", err) // what main prints
+		code = 1
+	}
+	return out.String(), errOut.String(), code
+}
+
+// run runs a command against the harness's router and checks the status.
+func (h *cliHarness) run(wantCode int, args ...string) (string, string) {
+	h.t.Helper()
+	args = append(args[:2:2], append([]string{"--router", h.url}, args[2:]...)...)
+	out, errOut, code := runCLI(args...)
+	if code != wantCode {
+		h.t.Fatalf("fedrouter %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, wantCode, out, errOut)
+	}
+	return out, errOut
+}
+
+func TestCLIAddDuplicateDelete(t *testing.T) {
+	h := startRouterAPI(t, "")
+	out, errOut := h.run(0, "queue", "add", "-d", "--credit", "50", "-s", "--on-reject", "dead-letter", "--dead-letter-queue", "dlq", "b", "a", "amq.direct", "orders")
+	if out != "" || errOut != "" {
+		t.Fatalf("add printed %q %q; qpid-route prints nothing", out, errOut)
+	}
+	want := routes.Spec{Kind: routes.KindQueue, Dest: "b", Src: "a", Exchange: "amq.direct", Queue: "orders", Durable: true,
+		Credit: 50, Push: true, Cost: 1, OnReject: routes.DeadLetter, DeadLetterQueue: "dlq", OutcomeTimeout: routes.DefaultOutcomeTimeout}
+	if h.svc.last != want {
+		t.Fatalf("router got %+v\nwant %+v", h.svc.last, want)
+	}
+	_, errOut = h.run(0, "queue", "add", "b", "a", "amq.direct", "orders")
+	if errOut != "Duplicate route - ignoring: b(ex=amq.direct) <= a(queue=orders)\n" {
+		t.Fatalf("duplicate: stderr %q", errOut)
+	}
+	if _, errOut = h.run(0, "queue", "add", "-q", "b", "a", "amq.direct", "orders"); errOut != "" {
+		t.Fatalf("duplicate with -q: stderr %q", errOut)
+	}
+	out, _ = h.run(0, "route", "add", "-v", "--dest-exchange", "fed.in", "b", "a", "amq.topic", "stock.#")
+	if !strings.Contains(out, "added route ") || !strings.Contains(out, "b(ex=fed.in) <= a(ex=amq.topic key=stock.#) (Operational)") {
+		t.Fatalf("add -v printed %q", out)
+	}
+	h.run(0, "queue", "del", "b", "a", "amq.direct", "orders")
+	_, errOut = h.run(1, "queue", "del", "b", "a", "amq.direct", "orders")
+	if errOut != "fedrouter: routes: no such route\n" {
+		t.Fatalf("deleting a missing route: stderr %q", errOut)
+	}
+}
+
+func TestCLIServerErrorsAreOneLine(t *testing.T) {
+	h := startRouterAPI(t, "")
+	_, errOut := h.run(1, "route", "add", "b", "zz", "amq.topic", "#")
+	if errOut != "fedrouter: routes: unknown broker \"zz\"\n" {
+		t.Fatalf("unknown broker: %q", errOut)
+	}
+	_, errOut = h.run(1, "queue", "add", "--on-reject", "drop", "b", "a", "ex", "q")
+	if errOut != "fedrouter: routes: invalid route: on_reject \"drop\": want reject or dead-letter\n" {
+		t.Fatalf("invalid route: %q", errOut)
+	}
+}
+
+func TestCLIListAndFlush(t *testing.T) {
+	h := startRouterAPI(t, "")
+	h.run(0, "queue", "add", "-d", "b", "a", "amq.direct", "orders")
+	h.run(0, "route", "add", "c", "a", "amq.topic", "#")
+	out, _ := h.run(0, "route", "list")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	header := regexp.MustCompile(`^ID\s+Dest\s+Src\s+Exchange\s+Queue/Key\s+Durable\s+State\s+Forwarded\s+In flight\s+Last Error$`)
+	row := regexp.MustCompile(`^[0-9a-f]{12}\s+b\s+a\s+amq\.direct\s+orders\s+yes\s+Operational\s+42\s+3\s+-$`)
+	if len(lines) != 3 || !header.MatchString(lines[0]) || !row.MatchString(lines[1]) {
+		t.Fatalf("route list:\n%s", out)
+	}
+	out, _ = h.run(0, "route", "list", "--json", "c")
+	var sts []routes.Status
+	if err := json.Unmarshal([]byte(out), &sts); err != nil || len(sts) != 1 || sts[0].Spec.Key != "#" || sts[0].Forwarded != 42 {
+		t.Fatalf("route list --json c: %v\n%s", err, out)
+	}
+	if out, _ = h.run(0, "route", "flush", "c"); out != "1 route deleted\n" {
+		t.Fatalf("flush c: %q", out)
+	}
+	if out, _ = h.run(0, "route", "flush"); out != "1 route deleted\n" {
+		t.Fatalf("flush: %q", out)
+	}
+	if out, _ = h.run(0, "route", "list", "--json"); strings.TrimSpace(out) != "[]" {
+		t.Fatalf("empty list --json: %q", out)
+	}
+}
+
+func TestCLIRouteMapMergesMirroredRoutes(t *testing.T) {
+	h := startRouterAPI(t, "")
+	out, _ := h.run(0, "route", "map")
+	if out != "Static Routes:\n  none found\n" {
+		t.Fatalf("empty map: %q", out)
+	}
+	h.run(0, "route", "add", "b", "a", "amq.topic", "news.#")
+	h.run(0, "route", "add", "a", "b", "amq.topic", "news.#")
+	h.run(0, "route", "add", "a", "b", "amq.topic", "other") // same brokers, other key: not merged
+	h.run(0, "queue", "add", "c", "a", "amq.direct", "orders")
+	out, _ = h.run(0, "route", "map")
+	want := "Static Routes:\n" +
+		"  a(ex=amq.topic) <=> b(ex=amq.topic key=news.#)\n" +
+		"  a(ex=amq.topic) <= b(ex=amq.topic key=other)\n" +
+		"  c(ex=amq.direct) <= a(queue=orders)\n"
+	if out != want {
+		t.Fatalf("route map:\n%s\nwant:\n%s", out, want)
+	}
+	out, _ = h.run(0, "route", "map", "--json")
+	var lines []mapLine
+	if err := json.Unmarshal([]byte(out), &lines); err != nil || len(lines) != 3 || !lines[0].Bidirectional || len(lines[0].Routes) != 2 || lines[1].Bidirectional {
+		t.Fatalf("route map --json: %v\n%s", err, out)
+	}
+}
+
+func TestCLILinkAndBrokerList(t *testing.T) {
+	h := startRouterAPI(t, "")
+	out, _ := h.run(0, "link", "list")
+	for _, re := range []string{`(?m)^Src\s+Dest\s+State\s+Routes\s+Last Error$`, `(?m)^a\s+b\s+Operational\s+2\s+-$`, `(?m)^c\s+b\s+Waiting\s+0\s+c: connection refused$`} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("link list does not match %s:\n%s", re, out)
+		}
+	}
+	out, _ = h.run(0, "link", "list", "--json")
+	if !strings.Contains(out, `"last_error": "c: connection refused"`) {
+		t.Errorf("link list --json:\n%s", out)
+	}
+	out, _ = h.run(0, "broker", "list")
+	for _, re := range []string{`(?m)^Broker\s+URL\s+State\s+Since\s+Last Error$`, `(?m)^a\s+amqp://h1:5672\s+Operational\s+1m0s\s+-$`,
+		`(?m)^c\s+amqp://h3:5672\s+Waiting \(attempt 3, retry in 4s\)\s+0s\s+dial tcp h3:5672: connection refused$`} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("broker list does not match %s:\n%s", re, out)
+		}
+	}
+	out, _ = h.run(0, "broker", "list", "--json")
+	var bs []router.BrokerStatus
+	if err := json.Unmarshal([]byte(out), &bs); err != nil || len(bs) != 2 || bs[1].LastError != "dial tcp h3:5672: connection refused" || bs[1].RetryIn != "4s" {
+		t.Errorf("broker list --json: %v\n%s", err, out)
+	}
+}
+
+func TestCLIUsageErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"queue", "add", "b", "a"}, "usage: fedrouter queue add [options] <dest> <src> <exchange> <queue> (got 2 arguments)\n"},
+		{[]string{"route", "del", "b", "a", "x"}, "usage: fedrouter route del [options] <dest> <src> <exchange> <key> (got 3 arguments)\n"},
+		{[]string{"route", "add", "b", "a", "x", "k", "-d"}, "usage: fedrouter route add [options] <dest> <src> <exchange> <key> (got 5 arguments); options go before the arguments, found \"-d\" after them\n"},
+		{[]string{"route", "list", "b", "c"}, "usage: fedrouter route list [options] [<dest>] (got 2 arguments)\n"},
+		{[]string{"route", "map", "x"}, "usage: fedrouter route map [options] (got 1 argument)\n"},
+		{[]string{"link", "list", "x"}, "usage: fedrouter link list [options] (got 1 argument)\n"},
+		{[]string{"route", "add", "--credit", "many", "b", "a", "x", "k"}, "fedrouter route add: invalid value \"many\" for flag -credit: parse error (see --help)\n"},
+		{[]string{"queue", "add", "--dest-exchange", "x", "b", "a", "x", "q"}, "fedrouter queue add: flag provided but not defined: -dest-exchange (see --help)\n"},
+		{[]string{"broker", "list", "--router", "ftp://h"}, "fedrouter: --router \"ftp://h\": want the admin API's URL, like http://127.0.0.1:9595\n"},
+	} {
+		out, errOut, code := runCLI(c.args...)
+		if code != 2 || errOut != c.want || out != "" {
+			t.Errorf("fedrouter %s: exit %d, stdout %q, stderr %q; want exit 2 and %q", strings.Join(c.args, " "), code, out, errOut, c.want)
+		}
+	}
+}
+
+func TestCLIToken(t *testing.T) {
+	h := startRouterAPI(t, "s3cret")
+	t.Setenv("FEDROUTER_TOKEN", "")
+	_, errOut := h.run(1, "route", "list")
+	if !strings.Contains(errOut, "fedrouter: missing admin token") || !strings.Contains(errOut, "(give --token or set FEDROUTER_TOKEN)") {
+		t.Fatalf("no token: %q", errOut)
+	}
+	h.run(0, "route", "list", "--token", "s3cret")
+	t.Setenv("FEDROUTER_TOKEN", "s3cret")
+	t.Setenv("FEDROUTER_ROUTER", strings.TrimPrefix(h.url, "http://")) // a bare host:port is taken as http
+	if _, errOut, code := runCLI("queue", "add", "b", "a", "amq.direct", "orders"); code != 0 {
+		t.Fatalf("token and router from the environment: exit %d: %s", code, errOut)
+	}
+}
+
+func TestCLIUnreachableRouter(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now: connection refused
+	_, errOut, code := runCLI("route", "list", "--router", "http://"+addr)
+	want := "fedrouter: cannot reach router at http://" + addr + ": dial tcp " + addr + ": connect: connection refused (is `fedrouter run` running? --router)\n"
+	if code != 1 || errOut != want {
+		t.Fatalf("exit %d, stderr %q\nwant exit 1, %q", code, errOut, want)
+	}
+}
+
+func TestCLITimeout(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	// A listener that accepts and never answers.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, errOut, code := runCLI("broker", "list", "--timeout", "100ms", "--router", "http://"+ln.Addr().String())
+	if code != 1 || !strings.Contains(errOut, "did not answer within 100ms (--timeout)") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}

@@ -1,0 +1,538 @@
+package router
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	stdlog "log"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+
+	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/routes"
+)
+
+// Limits of the admin API. docs/admin-api.md states them.
+const (
+	// MaxAdminBody bounds a request body: a route spec is a few hundred
+	// bytes, so anything near this is a mistake or an attack.
+	MaxAdminBody = 1 << 20
+	// adminRequestTimeout bounds one call into the Service, so a wedged
+	// router answers 503 instead of holding the connection for ever.
+	adminRequestTimeout = 30 * time.Second
+	// adminWriteTimeout must exceed adminRequestTimeout, or the client
+	// would see a reset instead of the 503.
+	adminWriteTimeout = adminRequestTimeout + 10*time.Second
+)
+
+// AdminOptions configure an AdminServer; zero values take the defaults.
+type AdminOptions struct {
+	// Listen is host:port; default DefaultAdminListen. Port 0 picks a free
+	// port (see Addr).
+	Listen string
+	// Token, when set, is required on every endpoint but /healthz as
+	// "Authorization: Bearer TOKEN".
+	Token string
+	// Log receives one line per mutating request and server errors.
+	Log zerolog.Logger
+	// Registry is where /metrics gathers from. Default: a new registry with
+	// the Go and process collectors. The route and broker collector is
+	// always added to it.
+	Registry *prometheus.Registry
+}
+
+// AdminServer is the admin HTTP+JSON API, the Prometheus endpoint and the
+// health probes. It owns one goroutine (the HTTP server) from Start to Close.
+type AdminServer struct {
+	svc     Service
+	opts    AdminOptions
+	log     zerolog.Logger
+	handler http.Handler
+	regErr  error // registering the metrics collector failed; Start reports it
+
+	mu     sync.Mutex
+	srv    *http.Server  // set by Start; guarded by mu
+	ln     net.Listener  // set by Start; guarded by mu
+	closed bool          // Close was called; guarded by mu
+	done   chan struct{} // closed when the serve goroutine returns
+	// served is Serve's error other than ErrServerClosed. Written only by
+	// the serve goroutine before it closes done; read only after done.
+	served error
+}
+
+// NewAdminServer builds the API over svc. It does not listen: call Start.
+func NewAdminServer(svc Service, opts AdminOptions) *AdminServer {
+	if opts.Listen == "" {
+		opts.Listen = DefaultAdminListen
+	}
+	a := &AdminServer{svc: svc, opts: opts, log: opts.Log.With().Str("component", "admin").Logger()}
+	reg := opts.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	if err := reg.Register(newServiceCollector(svc)); err != nil {
+		a.regErr = fmt.Errorf("admin API: register metrics: %w", err)
+	}
+	a.handler = a.routes(reg)
+	return a
+}
+
+// Handler is the API's http.Handler, for tests and for embedding in
+// another server.
+func (a *AdminServer) Handler() http.Handler { return a.handler }
+
+// Start listens on opts.Listen and serves in the background. A listen
+// failure (address in use, bad address) is returned at once.
+func (a *AdminServer) Start() error {
+	if a.regErr != nil {
+		return a.regErr
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed || a.srv != nil {
+		return errors.New("admin API: Start called twice or after Close")
+	}
+	ln, err := net.Listen("tcp", a.opts.Listen)
+	if err != nil {
+		return fmt.Errorf("admin API: listen on %s: %w", a.opts.Listen, err)
+	}
+	a.ln = ln
+	a.srv = &http.Server{
+		Handler:           a.handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      adminWriteTimeout,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		// net/http's own complaints (malformed requests, handler panics)
+		// go to our log rather than the standard logger's stderr.
+		ErrorLog: stdlog.New(a.log, "", 0),
+	}
+	a.done = make(chan struct{})
+	go a.serve(a.srv, ln)
+	a.log.Info().Str("listen", ln.Addr().String()).Bool("auth", a.opts.Token != "").Msg("admin API listening")
+	return nil
+}
+
+// serve runs the HTTP server until Close; the only goroutine AdminServer
+// starts.
+func (a *AdminServer) serve(srv *http.Server, ln net.Listener) {
+	defer close(a.done)
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		a.log.Error().Err(err).Msg("admin API stopped serving")
+		a.served = err
+	}
+}
+
+// Addr is the address listened on (with the real port when Listen asked
+// for port 0), or "" before Start.
+func (a *AdminServer) Addr() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ln == nil {
+		return ""
+	}
+	return a.ln.Addr().String()
+}
+
+// Close stops accepting, lets requests in progress finish until ctx ends,
+// then drops the rest, and waits for the serve goroutine. It returns the
+// error that stopped serving early, if any.
+func (a *AdminServer) Close(ctx context.Context) error {
+	a.mu.Lock()
+	srv, done := a.srv, a.done
+	a.closed = true
+	a.mu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	err := srv.Shutdown(ctx)
+	if err != nil {
+		srv.Close() // ctx ended with requests in progress: drop them
+		err = fmt.Errorf("admin API: shutdown: %w", err)
+	}
+	<-done
+	if a.served != nil {
+		return fmt.Errorf("admin API: serve: %w", a.served)
+	}
+	return err
+}
+
+// routes builds the handler: authentication, then the mux, with JSON
+// errors for unknown paths and methods.
+func (a *AdminServer) routes(reg *prometheus.Registry) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/routes", a.listRoutes)
+	mux.HandleFunc("POST /api/v1/routes", a.addRoute)
+	mux.HandleFunc("POST /api/v1/routes/delete", a.deleteRoute)
+	mux.HandleFunc("DELETE /api/v1/routes/{id}", a.deleteRouteID)
+	mux.HandleFunc("POST /api/v1/routes/flush", a.flushRoutes)
+	mux.HandleFunc("GET /api/v1/links", a.listLinks)
+	mux.HandleFunc("GET /api/v1/brokers", a.listBrokers)
+	mux.HandleFunc("GET /api/v1/router", a.routerInfo)
+	mux.HandleFunc("GET /healthz", healthz)
+	mux.HandleFunc("GET /readyz", a.readyz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	return a.authenticate(jsonNotFound(mux))
+}
+
+// authenticate requires the bearer token on everything but /healthz, which
+// only says the process serves and so may be probed without a secret.
+func (a *AdminServer) authenticate(next http.Handler) http.Handler {
+	if a.opts.Token == "" {
+		return next
+	}
+	want := []byte("Bearer " + a.opts.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		got := r.Header.Get("Authorization")
+		if got == "" {
+			writeError(w, http.StatusUnauthorized, "missing admin token: send the header \"Authorization: Bearer TOKEN\" (admin.token in the router's configuration)")
+			return
+		}
+		if subtle.ConstantTimeCompare([]byte(got), want) != 1 {
+			a.log.Warn().Str("remote", r.RemoteAddr).Str("path", r.URL.Path).Msg("admin API: wrong token")
+			writeError(w, http.StatusUnauthorized, "wrong admin token (want the router's admin.token as \"Authorization: Bearer TOKEN\")")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// jsonNotFound answers requests no pattern matches with a JSON error
+// instead of net/http's plain text, keeping 404 and 405 (with Allow) apart.
+func jsonNotFound(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern != "" {
+			mux.ServeHTTP(w, r) // not h: ServeHTTP also sets the path values
+			return
+		}
+		rec := &statusRecorder{header: http.Header{}}
+		h.ServeHTTP(rec, r)
+		switch rec.status {
+		case http.StatusMethodNotAllowed:
+			allow := rec.header.Get("Allow")
+			w.Header().Set("Allow", allow)
+			writeError(w, rec.status, fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allow))
+		case http.StatusNotFound:
+			writeError(w, rec.status, fmt.Sprintf("no such endpoint: %s %s (see docs/admin-api.md)", r.Method, r.URL.Path))
+		default: // a redirect (path cleaning): pass it on as is
+			for k, v := range rec.header {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.status)
+		}
+	})
+}
+
+// statusRecorder keeps the status and headers net/http's fallback handlers
+// write, dropping their plain-text body.
+type statusRecorder struct {
+	header http.Header
+	status int
+}
+
+func (s *statusRecorder) Header() http.Header { return s.header }
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+}
+func (s *statusRecorder) Write(p []byte) (int, error) {
+	s.WriteHeader(http.StatusOK)
+	return len(p), nil
+}
+
+func (a *AdminServer) listRoutes(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, nonNil(a.svc.Routes()))
+}
+
+func (a *AdminServer) addRoute(w http.ResponseWriter, r *http.Request) {
+	spec, ok := decodeSpec(w, r)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), adminRequestTimeout)
+	defer cancel()
+	st, err := a.svc.AddRoute(ctx, spec)
+	a.logMutation(r, "add route", spec.ID(), err).Str("spec", spec.String()).Send()
+	if err != nil {
+		writeServiceError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, st)
+}
+
+func (a *AdminServer) deleteRoute(w http.ResponseWriter, r *http.Request) {
+	spec, ok := decodeSpec(w, r)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), adminRequestTimeout)
+	defer cancel()
+	err := a.svc.DeleteRoute(ctx, spec)
+	a.logMutation(r, "delete route", spec.ID(), err).Str("spec", spec.String()).Send()
+	writeDeleted(w, 1, err)
+}
+
+func (a *AdminServer) deleteRouteID(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	ctx, cancel := context.WithTimeout(r.Context(), adminRequestTimeout)
+	defer cancel()
+	err := a.svc.DeleteRouteID(ctx, id)
+	a.logMutation(r, "delete route", id, err).Send()
+	writeDeleted(w, 1, err)
+}
+
+func (a *AdminServer) flushRoutes(w http.ResponseWriter, r *http.Request) {
+	dest := r.URL.Query().Get("dest")
+	ctx, cancel := context.WithTimeout(r.Context(), adminRequestTimeout)
+	defer cancel()
+	n, err := a.svc.FlushRoutes(ctx, dest)
+	a.logMutation(r, "flush routes", "", err).Str("dest", dest).Int("deleted", n).Send()
+	writeDeleted(w, n, err)
+}
+
+func (a *AdminServer) listLinks(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, nonNil(a.svc.Links()))
+}
+
+func (a *AdminServer) listBrokers(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, brokerStatuses(a.svc.Brokers()))
+}
+
+// RouterInfo is GET /api/v1/router.
+type RouterInfo struct {
+	RouterID string `json:"router_id"`
+	Routes   int    `json:"routes"`
+	Links    int    `json:"links"`
+	Brokers  int    `json:"brokers"`
+}
+
+func (a *AdminServer) routerInfo(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, RouterInfo{
+		RouterID: a.svc.RouterID(),
+		Routes:   len(a.svc.Routes()),
+		Links:    len(a.svc.Links()),
+		Brokers:  len(a.svc.Brokers()),
+	})
+}
+
+// healthz says the process is alive and serving HTTP; nothing more, so a
+// broker outage does not get the router restarted by its supervisor.
+func healthz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	io.WriteString(w, "ok\n")
+}
+
+// NotReady is the 503 body of /readyz.
+type NotReady struct {
+	Error   string         `json:"error"`
+	Brokers []BrokerStatus `json:"brokers"` // the brokers not Operational
+}
+
+// readyz is 200 only while every broker connection is Operational.
+func (a *AdminServer) readyz(w http.ResponseWriter, r *http.Request) {
+	var down []BrokerStatus
+	var names []string
+	for _, st := range a.svc.Brokers() {
+		if st.State != famqp.Operational {
+			down = append(down, brokerStatus(st))
+			names = append(names, fmt.Sprintf("%s (%s)", st.Broker, st.State))
+		}
+	}
+	if len(down) == 0 {
+		healthz(w, r)
+		return
+	}
+	writeJSON(w, http.StatusServiceUnavailable, NotReady{
+		Error:   fmt.Sprintf("not ready: %d broker(s) not Operational: %s", len(down), strings.Join(names, ", ")),
+		Brokers: down,
+	})
+}
+
+// logMutation starts the info line every mutating request gets.
+func (a *AdminServer) logMutation(r *http.Request, what, id string, err error) *zerolog.Event {
+	ev := a.log.Info()
+	if err != nil {
+		ev = a.log.Warn().Str("error", err.Error())
+	}
+	if id != "" {
+		ev = ev.Str("route", id)
+	}
+	return ev.Str("remote", r.RemoteAddr).Str("method", r.Method).Str("path", r.URL.Path).Str("op", what)
+}
+
+// decodeSpec reads a route spec from the body: at most MaxAdminBody bytes,
+// one JSON object, no unknown fields. On failure it has written the error.
+func decodeSpec(w http.ResponseWriter, r *http.Request) (routes.Spec, bool) {
+	var spec routes.Spec
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxAdminBody))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&spec)
+	if err == nil {
+		if _, next := dec.Token(); next != io.EOF {
+			err = errors.New("data after the route spec: send one JSON object")
+			var tooBig *http.MaxBytesError
+			if errors.As(next, &tooBig) {
+				err = next
+			}
+		}
+	}
+	if err != nil {
+		status, msg := bodyError(err)
+		writeError(w, status, msg)
+		return spec, false
+	}
+	return spec, true
+}
+
+// bodyError turns a decoding error into a status and a message naming
+// what is wrong with the body.
+func bodyError(err error) (int, string) {
+	var tooBig *http.MaxBytesError
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &tooBig):
+		return http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", tooBig.Limit)
+	case errors.Is(err, io.EOF):
+		return http.StatusBadRequest, "request body is empty: want a JSON route spec"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return http.StatusBadRequest, "request body: truncated JSON"
+	case errors.As(err, &syntax):
+		return http.StatusBadRequest, fmt.Sprintf("request body: invalid JSON at byte %d: %v", syntax.Offset, err)
+	case errors.As(err, &typ):
+		return http.StatusBadRequest, fmt.Sprintf("request body: field %q: got JSON %s, want %s", typ.Field, typ.Value, typ.Type)
+	}
+	// encoding/json reports unknown fields only as text:
+	// `json: unknown field "x"`.
+	return http.StatusBadRequest, "request body: " + strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// Deleted is the body of a successful delete or flush.
+type Deleted struct {
+	Deleted int `json:"deleted"`
+}
+
+func writeDeleted(w http.ResponseWriter, n int, err error) {
+	if err != nil {
+		writeServiceError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, Deleted{Deleted: n})
+}
+
+// ErrorBody is every error response: Error says what was wrong; Problems
+// lists each problem of an invalid route spec.
+type ErrorBody struct {
+	Error    string   `json:"error"`
+	Problems []string `json:"problems,omitempty"`
+}
+
+// writeServiceError maps the Service's errors to HTTP statuses.
+func writeServiceError(w http.ResponseWriter, err error) {
+	var se *routes.SpecError
+	if errors.As(err, &se) {
+		writeJSON(w, http.StatusBadRequest, ErrorBody{Error: err.Error(), Problems: se.Problems})
+		return
+	}
+	if errors.Is(err, routes.ErrDuplicate) {
+		// qpid-route's exact words: the CLI shows them as a warning.
+		writeError(w, http.StatusConflict, routes.ErrDuplicate.Error())
+		return
+	}
+	writeError(w, serviceErrorStatus(err), err.Error())
+}
+
+func serviceErrorStatus(err error) int {
+	switch {
+	case errors.Is(err, routes.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, routes.ErrConfigRoute):
+		return http.StatusConflict
+	case errors.Is(err, routes.ErrUnknownBroker):
+		return http.StatusBadRequest
+	case errors.Is(err, routes.ErrStopped), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, ErrorBody{Error: msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v) // the status is sent: a write error means the client left
+}
+
+// nonNil makes an empty list encode as [] rather than null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// BrokerStatus is famqp.Status as JSON: the state and the error as text
+// (an error value would marshal as {}), the retry delay as a duration.
+type BrokerStatus struct {
+	Broker      string    `json:"broker"`
+	State       string    `json:"state"`
+	Since       time.Time `json:"since"`
+	URL         string    `json:"url"`
+	LastError   string    `json:"last_error,omitempty"`
+	LastErrorAt time.Time `json:"last_error_at,omitzero"`
+	Attempt     int       `json:"attempt"`
+	RetryIn     string    `json:"retry_in,omitempty"`
+	Generation  uint64    `json:"generation"`
+}
+
+func brokerStatus(st famqp.Status) BrokerStatus {
+	b := BrokerStatus{
+		Broker:      st.Broker,
+		State:       st.State.String(),
+		Since:       st.Since,
+		URL:         st.URL,
+		LastErrorAt: st.LastErrorAt,
+		Attempt:     st.Attempt,
+		Generation:  st.Generation,
+	}
+	if st.LastError != nil {
+		b.LastError = st.LastError.Error()
+	}
+	if st.RetryIn > 0 {
+		b.RetryIn = st.RetryIn.String()
+	}
+	return b
+}
+
+func brokerStatuses(sts []famqp.Status) []BrokerStatus {
+	out := make([]BrokerStatus, 0, len(sts))
+	for _, st := range sts {
+		out = append(out, brokerStatus(st))
+	}
+	return out
+}

@@ -1,0 +1,515 @@
+package router
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
+
+	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/routes"
+)
+
+// fakeService is an in-memory Service: brokers a, b and c exist; routes
+// are kept by ID.
+type fakeService struct {
+	mu      sync.Mutex
+	routes  map[string]routes.Status
+	brokers []famqp.Status
+	links   []routes.LinkStatus
+	err     error // when set, every mutation fails with it
+}
+
+func newFakeService() *fakeService {
+	since := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	return &fakeService{
+		routes: map[string]routes.Status{},
+		brokers: []famqp.Status{
+			{Broker: "a", State: famqp.Operational, Since: since, URL: "amqp://h1:5672", Generation: 1},
+			{Broker: "b", State: famqp.Operational, Since: since, URL: "amqp://h2:5672", Generation: 3},
+		},
+		links: []routes.LinkStatus{{Src: "a", Dest: "b", State: routes.StateOperational, Routes: 1}},
+	}
+}
+
+func (f *fakeService) known(name string) bool {
+	for _, b := range f.brokers {
+		if b.Broker == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *fakeService) AddRoute(ctx context.Context, spec routes.Spec) (routes.Status, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return routes.Status{}, f.err
+	}
+	spec = spec.WithDefaults()
+	if err := spec.Validate(); err != nil {
+		return routes.Status{}, err
+	}
+	for _, b := range []string{spec.Dest, spec.Src} {
+		if !f.known(b) {
+			return routes.Status{}, fmt.Errorf("%w %q (configured: a, b)", routes.ErrUnknownBroker, b)
+		}
+	}
+	if _, dup := f.routes[spec.ID()]; dup {
+		return routes.Status{}, routes.ErrDuplicate
+	}
+	st := routes.Status{ID: spec.ID(), Spec: spec, Origin: routes.OriginRuntime, State: routes.StateWaiting}
+	f.routes[st.ID] = st
+	return st, nil
+}
+
+// addConfig adds a configured route with some traffic counted.
+func (f *fakeService) addConfig(spec routes.Spec) routes.Status {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	spec = spec.WithDefaults()
+	st := routes.Status{ID: spec.ID(), Spec: spec, Origin: routes.OriginConfig, State: routes.StateOperational,
+		Counters: routes.Counters{Forwarded: 7, Redelivered: 1, Rejected: 2, DeadLettered: 3, NoOutcome: 4, InFlight: 5}}
+	f.routes[st.ID] = st
+	return st
+}
+
+func (f *fakeService) DeleteRoute(ctx context.Context, spec routes.Spec) error {
+	return f.DeleteRouteID(ctx, spec.ID())
+}
+
+func (f *fakeService) DeleteRouteID(ctx context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return f.err
+	}
+	st, ok := f.routes[id]
+	switch {
+	case !ok:
+		return fmt.Errorf("%w with id %s", routes.ErrNotFound, id)
+	case st.Origin == routes.OriginConfig:
+		return routes.ErrConfigRoute
+	}
+	delete(f.routes, id)
+	return nil
+}
+
+func (f *fakeService) FlushRoutes(ctx context.Context, dest string) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return 0, f.err
+	}
+	n := 0
+	for id, st := range f.routes {
+		if st.Origin == routes.OriginRuntime && (dest == "" || st.Spec.Dest == dest) {
+			delete(f.routes, id)
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (f *fakeService) Routes() []routes.Status {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]routes.Status, 0, len(f.routes))
+	for _, st := range f.routes {
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Spec.String() < out[j].Spec.String() })
+	return out
+}
+
+func (f *fakeService) Links() []routes.LinkStatus { return f.links }
+
+func (f *fakeService) Brokers() []famqp.Status {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]famqp.Status(nil), f.brokers...)
+}
+
+func (f *fakeService) RouterID() string { return "test-router" }
+
+// adminHarness is a real AdminServer on a loopback port and a client.
+type adminHarness struct {
+	t    *testing.T
+	svc  *fakeService
+	srv  *AdminServer
+	base string
+	hc   *http.Client
+	log  *syncBuf
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func startAdmin(t *testing.T, token string) *adminHarness {
+	t.Helper()
+	// Registered first, so it runs after the server is closed.
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	h := &adminHarness{t: t, svc: newFakeService(), log: &syncBuf{}}
+	h.srv = NewAdminServer(h.svc, AdminOptions{Listen: "127.0.0.1:0", Token: token, Log: zerolog.New(h.log)})
+	if err := h.srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h.base = "http://" + h.srv.Addr()
+	tr := &http.Transport{}
+	h.hc = &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	t.Cleanup(func() {
+		tr.CloseIdleConnections()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := h.srv.Close(ctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return h
+}
+
+// do sends a request and returns the status and body.
+func (h *adminHarness) do(method, path, token string, body any) (int, string) {
+	h.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		js, err := json.Marshal(b)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		rd = bytes.NewReader(js)
+	}
+	req, err := http.NewRequest(method, h.base+path, rd)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := h.hc.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return resp.StatusCode, string(out)
+}
+
+// expect checks the status and that the body holds every want.
+func (h *adminHarness) expect(method, path string, body any, status int, want ...string) string {
+	h.t.Helper()
+	got, out := h.do(method, path, "", body)
+	if got != status {
+		h.t.Fatalf("%s %s: status %d, want %d\n%s", method, path, got, status, out)
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			h.t.Errorf("%s %s: body does not contain %q:\n%s", method, path, w, out)
+		}
+	}
+	return out
+}
+
+var queueRoute = routes.Spec{Kind: routes.KindQueue, Dest: "b", Src: "a", Exchange: "amq.direct", Queue: "orders"}
+
+func TestAdminAddListDelete(t *testing.T) {
+	h := startAdmin(t, "")
+	out := h.expect("POST", "/api/v1/routes", queueRoute, http.StatusCreated, `"state": "Waiting"`)
+	var st routes.Status
+	if err := json.Unmarshal([]byte(out), &st); err != nil || st.ID != queueRoute.ID() || st.Spec.Credit != routes.DefaultCredit {
+		t.Fatalf("created %+v (%v)", st, err)
+	}
+	h.expect("POST", "/api/v1/routes", queueRoute, http.StatusConflict, `"error": "Duplicate route - ignoring"`)
+	out = h.expect("GET", "/api/v1/routes", nil, http.StatusOK)
+	var list []routes.Status
+	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 1 || list[0].ID != st.ID {
+		t.Fatalf("list %s (%v)", out, err)
+	}
+	h.expect("POST", "/api/v1/routes/delete", queueRoute, http.StatusOK, `"deleted": 1`)
+	h.expect("POST", "/api/v1/routes/delete", queueRoute, http.StatusNotFound, "no such route")
+	h.expect("GET", "/api/v1/routes", nil, http.StatusOK, "[]")
+	if log := h.log.String(); !strings.Contains(log, `"route":"`+st.ID+`"`) || !strings.Contains(log, `"remote":"127.0.0.1:`) || !strings.Contains(log, `"op":"add route"`) {
+		t.Errorf("mutations not logged with route and remote:\n%s", log)
+	}
+}
+
+func TestAdminDuplicateBodyIsQpidWording(t *testing.T) {
+	h := startAdmin(t, "")
+	h.expect("POST", "/api/v1/routes", queueRoute, http.StatusCreated)
+	_, out := h.do("POST", "/api/v1/routes", "", queueRoute)
+	var body ErrorBody
+	if err := json.Unmarshal([]byte(out), &body); err != nil || body.Error != "Duplicate route - ignoring" {
+		t.Fatalf("duplicate body %s (%v)", out, err)
+	}
+}
+
+func TestAdminDeleteByIDAndConfigRoute(t *testing.T) {
+	h := startAdmin(t, "")
+	cfg := h.svc.addConfig(routes.Spec{Kind: routes.KindExchange, Dest: "a", Src: "b", Exchange: "amq.topic", Key: "#"})
+	h.expect("DELETE", "/api/v1/routes/"+cfg.ID, nil, http.StatusConflict, "defined in the configuration file")
+	h.expect("POST", "/api/v1/routes/delete", cfg.Spec, http.StatusConflict, "edit the file")
+	h.expect("DELETE", "/api/v1/routes/feedbeef", nil, http.StatusNotFound, "no such route with id feedbeef")
+	h.expect("POST", "/api/v1/routes", queueRoute, http.StatusCreated)
+	h.expect("DELETE", "/api/v1/routes/"+queueRoute.ID(), nil, http.StatusOK, `"deleted": 1`)
+}
+
+func TestAdminFlush(t *testing.T) {
+	h := startAdmin(t, "")
+	h.svc.addConfig(routes.Spec{Kind: routes.KindExchange, Dest: "b", Src: "a", Exchange: "amq.topic", Key: "#"})
+	h.expect("POST", "/api/v1/routes", queueRoute, http.StatusCreated)
+	other := queueRoute
+	other.Dest, other.Src = "a", "b"
+	h.expect("POST", "/api/v1/routes", other, http.StatusCreated)
+	h.expect("POST", "/api/v1/routes/flush?dest=b", nil, http.StatusOK, `"deleted": 1`)
+	h.expect("POST", "/api/v1/routes/flush", nil, http.StatusOK, `"deleted": 1`)
+	if n := len(h.svc.Routes()); n != 1 {
+		t.Fatalf("%d routes left, want the configured one", n)
+	}
+}
+
+func TestAdminBadRequests(t *testing.T) {
+	h := startAdmin(t, "")
+	unknown := queueRoute
+	unknown.Src = "zz"
+	sameBroker := queueRoute
+	sameBroker.Src = "b"
+	cases := []struct {
+		name   string
+		body   any
+		status int
+		want   []string
+	}{
+		{"unknown broker", unknown, 400, []string{`unknown broker \"zz\"`}},
+		{"invalid spec", routes.Spec{Kind: "topic", Dest: "b", Src: "b"}, 400, []string{`"problems"`, `kind \"topic\": want queue or exchange`, "the exchange is missing"}},
+		{"same broker", sameBroker, 400, []string{"same broker"}},
+		{"unknown field", `{"kind":"queue","colour":"red"}`, 400, []string{`unknown field \"colour\"`}},
+		{"bad JSON", `{"kind":`, 400, []string{"truncated JSON"}},
+		{"syntax", `{"kind" "queue"}`, 400, []string{"invalid JSON at byte"}},
+		{"wrong type", `{"credit":"lots"}`, 400, []string{`field \"credit\": got JSON string, want int`}},
+		{"empty", "", 400, []string{"request body is empty"}},
+		{"two objects", `{} {}`, 400, []string{"data after the route spec"}},
+		{"too big", `{"kind":"` + strings.Repeat("x", MaxAdminBody) + `"}`, 413, []string{"request body larger than 1048576 bytes"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h.t = t
+			h.expect("POST", "/api/v1/routes", c.body, c.status, append(c.want, `"error"`)...)
+		})
+	}
+	h.t = t
+	h.expect("POST", "/api/v1/routes/delete", `{"kind":"queue","bogus":1}`, 400, `unknown field \"bogus\"`)
+}
+
+func TestAdminServiceErrors(t *testing.T) {
+	h := startAdmin(t, "")
+	h.svc.err = routes.ErrStopped
+	h.expect("POST", "/api/v1/routes", queueRoute, http.StatusServiceUnavailable, "manager stopped")
+	h.svc.err = errors.New("disk full")
+	h.expect("POST", "/api/v1/routes/flush", nil, http.StatusInternalServerError, "disk full")
+	h.svc.err = fmt.Errorf("resolve: %w \"x\"", routes.ErrUnknownBroker)
+	h.expect("DELETE", "/api/v1/routes/abc", nil, http.StatusBadRequest, `unknown broker \"x\"`)
+}
+
+func TestAdminUnknownPathAndMethod(t *testing.T) {
+	h := startAdmin(t, "")
+	h.expect("GET", "/api/v1/nope", nil, http.StatusNotFound, `"error": "no such endpoint: GET /api/v1/nope`)
+	req, _ := http.NewRequest("PUT", h.base+"/api/v1/routes", nil)
+	resp, err := h.hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 405 || !strings.Contains(string(body), "method PUT not allowed on /api/v1/routes") || !strings.Contains(resp.Header.Get("Allow"), "POST") {
+		t.Fatalf("PUT: %d %v %s", resp.StatusCode, resp.Header, body)
+	}
+}
+
+func TestAdminLinksBrokersRouter(t *testing.T) {
+	h := startAdmin(t, "")
+	h.svc.mu.Lock()
+	h.svc.brokers = append(h.svc.brokers, famqp.Status{Broker: "c", State: famqp.Waiting, URL: "amqp://h3:5672",
+		LastError: errors.New("dial tcp: connection refused"), LastErrorAt: time.Unix(100, 0).UTC(), Attempt: 4, RetryIn: 8 * time.Second})
+	h.svc.mu.Unlock()
+	h.expect("GET", "/api/v1/links", nil, http.StatusOK, `"src": "a"`, `"routes": 1`, `"state": "Operational"`)
+	out := h.expect("GET", "/api/v1/brokers", nil, http.StatusOK)
+	var bs []BrokerStatus
+	if err := json.Unmarshal([]byte(out), &bs); err != nil || len(bs) != 3 {
+		t.Fatalf("brokers %s (%v)", out, err)
+	}
+	want := BrokerStatus{Broker: "c", State: "Waiting", URL: "amqp://h3:5672", LastError: "dial tcp: connection refused",
+		LastErrorAt: time.Unix(100, 0).UTC(), Attempt: 4, RetryIn: "8s"}
+	if bs[2] != want {
+		t.Errorf("broker c: got %+v, want %+v", bs[2], want)
+	}
+	if strings.Contains(out, `"last_error_at": "0001`) {
+		t.Errorf("zero last_error_at not omitted:\n%s", out)
+	}
+	h.svc.addConfig(queueRoute)
+	h.expect("GET", "/api/v1/router", nil, http.StatusOK, `"router_id": "test-router"`, `"routes": 1`, `"links": 1`, `"brokers": 3`)
+}
+
+func TestAdminHealthAndReady(t *testing.T) {
+	h := startAdmin(t, "")
+	h.expect("GET", "/healthz", nil, http.StatusOK, "ok")
+	h.expect("GET", "/readyz", nil, http.StatusOK, "ok")
+	h.svc.mu.Lock()
+	h.svc.brokers[1].State = famqp.Connecting
+	h.svc.mu.Unlock()
+	h.expect("GET", "/readyz", nil, http.StatusServiceUnavailable, "not ready: 1 broker(s) not Operational: b (Connecting)", `"broker": "b"`)
+	h.expect("GET", "/healthz", nil, http.StatusOK, "ok")
+}
+
+func TestAdminAuth(t *testing.T) {
+	h := startAdmin(t, "s3cret")
+	for _, c := range []struct {
+		path, token string
+		status      int
+		want        string
+	}{
+		{"/api/v1/routes", "", 401, "missing admin token"},
+		{"/api/v1/routes", "wrong", 401, "wrong admin token"},
+		{"/api/v1/routes", "s3cret", 200, "[]"},
+		{"/metrics", "", 401, "missing admin token"},
+		{"/readyz", "", 401, "missing admin token"},
+		{"/api/v1/nope", "", 401, "missing admin token"},
+		{"/healthz", "", 200, "ok"},
+		{"/metrics", "s3cret", 200, "fedrouter_broker_up"},
+	} {
+		status, out := h.do("GET", c.path, c.token, nil)
+		if status != c.status || !strings.Contains(out, c.want) {
+			t.Errorf("GET %s token %q: %d %s, want %d %q", c.path, c.token, status, out, c.status, c.want)
+		}
+	}
+	if status, out := h.do("POST", "/api/v1/routes", "s3cret", queueRoute); status != 201 {
+		t.Errorf("authorised add: %d %s", status, out)
+	}
+	if !strings.Contains(h.log.String(), "wrong token") {
+		t.Errorf("wrong token not logged:\n%s", h.log.String())
+	}
+}
+
+func TestAdminMetrics(t *testing.T) {
+	h := startAdmin(t, "")
+	st := h.svc.addConfig(queueRoute)
+	out := h.expect("GET", "/metrics", nil, http.StatusOK)
+	labels := fmt.Sprintf(`dest="b",route=%q,src="a"`, st.ID)
+	// Prometheus sorts label names: outcome comes between dest and route.
+	outcome := func(o string) string {
+		return fmt.Sprintf(`fedrouter_route_messages_total{dest="b",outcome=%q,route=%q,src="a"}`, o, st.ID)
+	}
+	for _, want := range []string{
+		"# TYPE fedrouter_route_messages_total counter",
+		outcome("forwarded") + " 7",
+		outcome("redelivered") + " 1",
+		outcome("rejected") + " 2",
+		outcome("dead_lettered") + " 3",
+		outcome("no_outcome") + " 4",
+		`fedrouter_route_in_flight{` + labels + `} 5`,
+		`fedrouter_route_up{` + labels + `} 1`,
+		`fedrouter_broker_up{broker="a"} 1`,
+		`fedrouter_broker_reconnect_attempts{broker="b"} 0`,
+		"go_goroutines",
+		"process_start_time_seconds",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(out)
+	}
+}
+
+func TestAdminStartErrorsAndClose(t *testing.T) {
+	a := startAdmin(t, "")
+	b := NewAdminServer(newFakeService(), AdminOptions{Listen: a.srv.Addr()})
+	err := b.Start()
+	if err == nil || !strings.Contains(err.Error(), "admin API: listen on "+a.srv.Addr()) || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("second listener on the same port: %v", err)
+	}
+	if err := b.Close(context.Background()); err != nil {
+		t.Fatalf("Close of an unstarted server: %v", err)
+	}
+	if err := a.srv.Start(); err == nil {
+		t.Fatal("Start twice succeeded")
+	}
+	if got := NewAdminServer(newFakeService(), AdminOptions{}).opts.Listen; got != DefaultAdminListen {
+		t.Fatalf("default listen %q", got)
+	}
+}
+
+func TestAdminCloseWaitsForRequests(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	svc := &blockingService{fakeService: newFakeService(), entered: make(chan struct{}), release: make(chan struct{})}
+	srv := NewAdminServer(svc, AdminOptions{Listen: "127.0.0.1:0"})
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	got := make(chan int, 1)
+	go func() {
+		resp, err := (&http.Client{Transport: tr}).Post("http://"+srv.Addr()+"/api/v1/routes/flush", "", nil)
+		if err != nil {
+			got <- -1
+			return
+		}
+		resp.Body.Close()
+		got <- resp.StatusCode
+	}()
+	<-svc.entered
+	closed := make(chan error, 1)
+	go func() { closed <- srv.Close(context.Background()) }()
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned %v with a request in progress", err)
+	case <-time.After(50 * time.Millisecond): // Close must still be waiting
+	}
+	close(svc.release)
+	if status := <-got; status != 200 {
+		t.Fatalf("request in progress during Close: status %d", status)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// blockingService's FlushRoutes waits for release, to hold a request open.
+type blockingService struct {
+	*fakeService
+	entered, release chan struct{}
+}
+
+func (b *blockingService) FlushRoutes(ctx context.Context, dest string) (int, error) {
+	close(b.entered)
+	<-b.release
+	return 0, nil
+}

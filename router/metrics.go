@@ -1,0 +1,88 @@
+package router
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/routes"
+)
+
+// Metric names and labels; docs/admin-api.md lists them.
+var (
+	routeLabels   = []string{"route", "dest", "src"}
+	outcomeLabels = []string{"route", "dest", "src", "outcome"}
+
+	descRouteMessages = prometheus.NewDesc("fedrouter_route_messages_total",
+		"Messages a route handled since the router started, by outcome: forwarded (accepted by the destination), redelivered (released back to the source), rejected (at the source), dead_lettered, no_outcome (destination silent past outcome_timeout).",
+		outcomeLabels, nil)
+	descRouteInFlight = prometheus.NewDesc("fedrouter_route_in_flight",
+		"Messages sent to the destination whose outcome is pending.", routeLabels, nil)
+	descRouteUp = prometheus.NewDesc("fedrouter_route_up",
+		"1 while the route is Operational (forwarding), else 0.", routeLabels, nil)
+	descBrokerUp = prometheus.NewDesc("fedrouter_broker_up",
+		"1 while the broker connection is Operational, else 0.", []string{"broker"}, nil)
+	descBrokerAttempts = prometheus.NewDesc("fedrouter_broker_reconnect_attempts",
+		"Failed connection attempts since the broker connection last succeeded.", []string{"broker"}, nil)
+)
+
+// serviceCollector turns the Service's route and broker status into
+// metrics at scrape time: the routes already count, so nothing is counted
+// twice and a deleted route simply stops being exported.
+type serviceCollector struct {
+	svc Service
+}
+
+func newServiceCollector(svc Service) prometheus.Collector { return serviceCollector{svc: svc} }
+
+func (c serviceCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descRouteMessages, descRouteInFlight, descRouteUp, descBrokerUp, descBrokerAttempts} {
+		ch <- d
+	}
+}
+
+func (c serviceCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, st := range c.svc.Routes() {
+		collectRoute(ch, st)
+	}
+	for _, st := range c.svc.Brokers() {
+		ch <- constMetric(descBrokerUp, prometheus.GaugeValue, boolValue(st.State == famqp.Operational), st.Broker)
+		ch <- constMetric(descBrokerAttempts, prometheus.GaugeValue, float64(st.Attempt), st.Broker)
+	}
+}
+
+func collectRoute(ch chan<- prometheus.Metric, st routes.Status) {
+	labels := []string{st.ID, st.Spec.Dest, st.Spec.Src}
+	outcomes := []struct {
+		name string
+		n    uint64
+	}{
+		{"forwarded", st.Forwarded},
+		{"redelivered", st.Redelivered},
+		{"rejected", st.Rejected},
+		{"dead_lettered", st.DeadLettered},
+		{"no_outcome", st.NoOutcome},
+	}
+	for _, o := range outcomes {
+		ch <- constMetric(descRouteMessages, prometheus.CounterValue, float64(o.n), append(labels, o.name)...)
+	}
+	ch <- constMetric(descRouteInFlight, prometheus.GaugeValue, float64(st.InFlight), labels...)
+	ch <- constMetric(descRouteUp, prometheus.GaugeValue, boolValue(st.State == routes.StateOperational), labels...)
+}
+
+// constMetric is prometheus.NewConstMetric that reports a bad label value
+// (invalid UTF-8 in a runtime route's broker) in the scrape instead of
+// panicking the router.
+func constMetric(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) prometheus.Metric {
+	m, err := prometheus.NewConstMetric(d, t, v, labels...)
+	if err != nil {
+		return prometheus.NewInvalidMetric(d, err)
+	}
+	return m
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,91 @@
+package routes
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSpecJSONRoundTrip(t *testing.T) {
+	in := Spec{Kind: KindExchange, Dest: "b", Src: "a", Exchange: "x", Key: "k", OutcomeTimeout: 1500 * time.Millisecond}.WithDefaults()
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"outcome_timeout":"1.5s"`) {
+		t.Fatalf("outcome_timeout not a duration string: %s", b)
+	}
+	var out Spec
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out != in {
+		t.Fatalf("round trip: %+v != %+v", out, in)
+	}
+	for _, bad := range []string{`{"kind":"queue","credits":5}`, `{"outcome_timeout":"soon"}`} {
+		if err := json.Unmarshal([]byte(bad), &out); err == nil {
+			t.Errorf("%s: accepted", bad)
+		}
+	}
+}
+
+func TestSpecValidate(t *testing.T) {
+	ok := Spec{Kind: KindQueue, Dest: "b", Src: "a", Exchange: "x", Queue: "q"}.WithDefaults()
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		mut  func(*Spec)
+		want string
+	}{
+		{"self", func(s *Spec) { s.Dest = "a" }, "same broker"},
+		{"no queue", func(s *Spec) { s.Queue = "" }, "source queue"},
+		{"kind", func(s *Spec) { s.Kind = "topic" }, `kind "topic"`},
+		{"credit", func(s *Spec) { s.Credit = MaxCredit + 1 }, "credit"},
+		{"dead letter without queue", func(s *Spec) { s.OnReject = DeadLetter }, "dead_letter_queue"},
+		{"queue on exchange route", func(s *Spec) { s.Kind = KindExchange }, "takes no queue"},
+		{"policy", func(s *Spec) { s.OnReject = "drop" }, `on_reject "drop"`},
+	}
+	for _, c := range cases {
+		s := ok
+		c.mut(&s)
+		err := s.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want it to mention %q", c.name, err, c.want)
+		}
+	}
+}
+
+func TestStateFileRoundTripAndDamage(t *testing.T) {
+	path := t.TempDir() + "/state.json"
+	if got, err := LoadState(path); err != nil || got != nil {
+		t.Fatalf("missing file: %v %v", got, err)
+	}
+	specs := []Spec{Spec{Kind: KindQueue, Dest: "b", Src: "a", Exchange: "x", Queue: "q", Durable: true}.WithDefaults()}
+	if err := SaveState(path, specs); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadState(path)
+	if err != nil || len(got) != 1 || got[0] != specs[0] {
+		t.Fatalf("load: %v %v", got, err)
+	}
+	if err := SaveState(path, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := LoadState(path); len(got) != 0 {
+		t.Fatalf("after saving none: %v", got)
+	}
+	for _, bad := range []string{"{", `{"version":2,"routes":[]}`, `{"version":1,"routes":[{"kind":"queue"}]}`} {
+		if err := writeFile(path, bad); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := LoadState(path); err == nil || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: error %v, want one naming the file", bad, err)
+		}
+	}
+}
+
+func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o600) }
