@@ -73,27 +73,11 @@ func (h *harness) mgmt(name string) *famqp.RabbitManagement {
 	return m
 }
 
-// fanout declares, on RabbitMQ broker name, exchange ex of kind bound to a
-// durable queue q with key; both removed at cleanup.
+// exchangeWithQueue declares, on RabbitMQ broker name, exchange ex of
+// kind bound to a durable queue q with key; removed at cleanup.
 func (h *harness) exchangeWithQueue(name, ex, kind, q, key string) {
 	h.t.Helper()
-	m := h.mgmt(name)
-	ctx := context.Background()
-	if err := m.DeclareExchange(ctx, ex, kind, true); err != nil {
-		h.t.Fatal(err)
-	}
-	if q != "" {
-		if err := m.DeclareQueue(ctx, q, famqp.QueueArgs{Durable: true}); err != nil {
-			h.t.Fatal(err)
-		}
-		if err := m.Bind(ctx, ex, q, key); err != nil {
-			h.t.Fatal(err)
-		}
-	}
-	h.t.Cleanup(func() {
-		_ = m.DeleteQueue(context.Background(), q)
-		_ = m.DeleteExchange(context.Background(), ex)
-	})
+	brokertest.DeclareExchangeQueue(h.t, h.brokers[name].Config(), ex, kind, q, key)
 }
 
 // waitState waits for the route to reach state.

@@ -236,3 +236,33 @@ func CheckNoLossFrom(t testing.TB, got []int64, from, to int) int {
 	}
 	return len(got) - len(seen)
 }
+
+// DeclareExchangeQueue declares, on the RabbitMQ broker of cfg, exchange ex
+// of kind and, unless q is "", a durable queue q bound to it with key; both
+// are deleted at cleanup.
+func DeclareExchangeQueue(t testing.TB, cfg famqp.BrokerConfig, ex, kind, q, key string) {
+	t.Helper()
+	m, err := famqp.NewRabbitManagement(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := m.DeclareExchange(ctx, ex, kind, true); err != nil {
+		t.Fatal(err)
+	}
+	if q != "" {
+		if err := m.DeclareQueue(ctx, q, famqp.QueueArgs{Durable: true}); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Bind(ctx, ex, q, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		if q != "" {
+			_ = m.DeleteQueue(context.Background(), q)
+		}
+		_ = m.DeleteExchange(context.Background(), ex)
+		m.Close()
+	})
+}
