@@ -5,7 +5,7 @@ BROKERS  := bash testdata/brokers.sh
 TEST_BROKERS ?= -r 2 -p 1 -y 1
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build vet test test-short integration demo brokers brokers-stop brokers-status fuzz clean
+.PHONY: all build vet test test-short integration bench demo brokers brokers-stop brokers-status fuzz clean
 
 all: build
 
@@ -26,6 +26,17 @@ test: vet
 	$(BROKERS) start $(TEST_BROKERS)
 	$(GO) test -race -count=1 -timeout 20m ./... ; rc=$$?; \
 	  if [ "$(KEEP_BROKERS)" != 1 ]; then $(BROKERS) stop; fi; exit $$rc
+
+# Benchmarks, reported as ratios against a baseline measured in the same
+# run: a queue route RabbitMQ -> RabbitMQ next to a raw go-amqp
+# receive-send-accept loop (BENCH_N messages of 256 bytes, BENCH_COUNT
+# rounds), and the shortest-path recompute.
+BENCH_N     ?= 20000
+BENCH_COUNT ?= 3
+bench:
+	$(BROKERS) start -r 2
+	$(GO) test -run '^$$' -bench Forward -benchtime $(BENCH_N)x -count $(BENCH_COUNT) ./routes/
+	$(GO) test -run '^$$' -bench . ./topology/
 
 # Starts brokers and a router against them, shows the connection states
 # through a broker kill and restart.
