@@ -37,6 +37,7 @@ type route struct {
 	lastErr   string
 	lastErrAt time.Time
 	retryAt   time.Time
+	loggedErr string // the error last logged at warn/error; "" once Operational
 }
 
 // stableRun: a run that forwarded for this long resets the backoff.
@@ -281,12 +282,24 @@ func (r *route) setState(s State, err error, retry time.Duration) {
 	if retry > 0 {
 		r.retryAt = time.Now().Add(retry)
 	}
+	// Retries that fail the same way again (a broker refusing every
+	// attempt) and the Connecting steps between them are logged at debug:
+	// an outage must not flood the log. Operational ends the outage.
+	repeat := r.loggedErr != "" && (s == StateConnecting || (err != nil && err.Error() == r.loggedErr))
+	switch {
+	case s == StateOperational:
+		r.loggedErr = ""
+	case err != nil:
+		r.loggedErr = err.Error()
+	}
 	r.mu.Unlock()
 	if !changed && err == nil {
 		return
 	}
 	ev := r.log.Info()
 	switch {
+	case repeat:
+		ev = r.log.Debug()
 	case s == StateFailed:
 		ev = r.log.Error()
 	case err != nil:
