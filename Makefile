@@ -21,10 +21,12 @@ test-short:
 
 # go vet + unit + integration tests with -race against real brokers, which
 # are installed if missing (root, Debian packages), started once for the
-# run and stopped after (KEEP_BROKERS=1 leaves them running).
+# run and stopped after (KEEP_BROKERS=1 leaves them running). Packages run
+# one at a time (-p 1): some tests kill and restart a shared broker, which
+# would break another package's test running beside them.
 test: vet
 	$(BROKERS) start $(TEST_BROKERS)
-	$(GO) test -race -count=1 -timeout 20m ./... ; rc=$$?; \
+	$(GO) test -p 1 -race -count=1 -timeout 20m ./... ; rc=$$?; \
 	  if [ "$(KEEP_BROKERS)" != 1 ]; then $(BROKERS) stop; fi; exit $$rc
 
 # Benchmarks, reported as ratios against a baseline measured in the same
