@@ -1,0 +1,308 @@
+package router
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	goamqp "github.com/Azure/go-amqp"
+	"github.com/rs/zerolog"
+
+	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/routes"
+)
+
+// The control plane's transport: routers talk to each other through the
+// brokers they share, never over a port of their own. On every broker the
+// router subscribes to the control address (a broadcast on multicast
+// brokers; its own inbox "<address>.<router id>" on queue-only ones) and
+// publishes there. What it carries is opaque here: the topology layer
+// encodes, signs and checks.
+
+// DefaultControlAddress is the control node's name on every broker.
+const DefaultControlAddress = "fedrouter.control"
+
+// Inbound is one control message received from a broker.
+type Inbound struct {
+	Broker string
+	Data   []byte
+}
+
+// ControlOptions configure a Control; zero values take the defaults.
+type ControlOptions struct {
+	RouterID string
+	Address  string        // default DefaultControlAddress
+	Inbox    int           // bound of the inbound queue; default 256
+	Outbox   int           // bound of each broker's outbound queue; default 16
+	Backoff  famqp.Backoff // re-attach delays; default famqp.DefaultBackoff()
+	Log      zerolog.Logger
+}
+
+// ControlStats count what the transport did; drops are by policy (bounded
+// queues, newest kept out: advertisements are refreshed anyway).
+type ControlStats struct {
+	Received, Sent, DroppedIn, DroppedOut, SendErrors uint64
+}
+
+// Control runs one control link per broker: a goroutine each, owned here
+// and stopped by Stop.
+type Control struct {
+	opts    ControlOptions
+	inbound chan Inbound
+	links   map[string]*controlLink // by broker; fixed after NewControl
+
+	received, sent, droppedIn, droppedOut, sendErrors atomic.Uint64
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// outbound is a message to publish on one broker: once on a multicast
+// broker, once into each peer's inbox on a queue-only one.
+type outbound struct {
+	data  []byte
+	peers []string
+}
+
+type controlLink struct {
+	c      *Control
+	broker string
+	b      routes.Broker
+	out    chan outbound
+	log    zerolog.Logger
+}
+
+// NewControl prepares the control links; Start runs them.
+func NewControl(brokers map[string]routes.Broker, opts ControlOptions) *Control {
+	if opts.Address == "" {
+		opts.Address = DefaultControlAddress
+	}
+	if opts.Inbox <= 0 {
+		opts.Inbox = 256
+	}
+	if opts.Outbox <= 0 {
+		opts.Outbox = 16
+	}
+	if opts.Backoff.Min == 0 {
+		opts.Backoff = famqp.DefaultBackoff()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Control{opts: opts, inbound: make(chan Inbound, opts.Inbox), links: map[string]*controlLink{}, ctx: ctx, cancel: cancel}
+	for name, b := range brokers {
+		c.links[name] = &controlLink{c: c, broker: name, b: b, out: make(chan outbound, opts.Outbox),
+			log: opts.Log.With().Str("broker", name).Str("link", "control").Logger()}
+	}
+	return c
+}
+
+// Start starts one goroutine per broker.
+func (c *Control) Start() {
+	for _, l := range c.links {
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			l.run(c.ctx)
+		}()
+	}
+}
+
+// Stop stops every control link and waits for them.
+func (c *Control) Stop() {
+	c.cancel()
+	c.wg.Wait()
+}
+
+// Inbound delivers received control messages.
+func (c *Control) Inbound() <-chan Inbound { return c.inbound }
+
+// Brokers lists the brokers with a control link, sorted.
+func (c *Control) Brokers() []string {
+	out := make([]string, 0, len(c.links))
+	for n := range c.links {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Multicast says whether broker broadcasts control messages (else they go
+// to each peer's inbox).
+func (c *Control) Multicast(broker string) bool {
+	l, ok := c.links[broker]
+	return ok && l.b.Profile.Multicast()
+}
+
+// Send queues data for publication on broker; peers name the routers whose
+// inboxes get it on a queue-only broker. It never blocks: when the
+// broker's queue is full the message is dropped and counted (false).
+func (c *Control) Send(broker string, data []byte, peers []string) bool {
+	l, ok := c.links[broker]
+	if !ok {
+		return false
+	}
+	select {
+	case l.out <- outbound{data: data, peers: peers}:
+		return true
+	default:
+		c.droppedOut.Add(1)
+		return false
+	}
+}
+
+// Stats returns the transport's counters.
+func (c *Control) Stats() ControlStats {
+	return ControlStats{Received: c.received.Load(), Sent: c.sent.Load(), DroppedIn: c.droppedIn.Load(),
+		DroppedOut: c.droppedOut.Load(), SendErrors: c.sendErrors.Load()}
+}
+
+func (l *controlLink) run(ctx context.Context) {
+	attempt := 0
+	for {
+		if _, _, err := l.b.Conn.WaitOperational(ctx); err != nil {
+			if ctx.Err() != nil || famqp.Classify(err) == famqp.ScopeAuth {
+				return
+			}
+		}
+		began := time.Now()
+		err := l.runOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(began) > time.Minute {
+			attempt = 0
+		}
+		delay := l.c.opts.Backoff.Delay(attempt)
+		attempt++
+		ev := l.log.Warn()
+		if attempt > 1 {
+			ev = l.log.Debug()
+		}
+		ev.Err(err).Dur("retry_in", delay).Msg("control link down")
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// runOnce subscribes and publishes until something fails.
+func (l *controlLink) runOnce(ctx context.Context) error {
+	setup, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	sess, _, err := l.b.Conn.NewSession(setup)
+	if err != nil {
+		return err
+	}
+	defer closeSession(sess)
+	node := famqp.Node{Kind: famqp.Control, Name: l.c.opts.Address}
+	spec, err := l.b.Profile.Source(setup, node, famqp.Subscription{Name: l.c.opts.RouterID})
+	if err != nil {
+		return fmt.Errorf("control source: %w", err)
+	}
+	rcv, err := famqp.NewReceiver(setup, sess, spec, famqp.ReceiverConfig{Window: 50})
+	if err != nil {
+		return fmt.Errorf("control receiver %s: %w", spec.Address, err)
+	}
+	l.log.Debug().Str("address", spec.Address).Msg("control link up")
+	runCtx, stop := context.WithCancel(ctx)
+	recvErr := make(chan error, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		recvErr <- l.receive(runCtx, rcv)
+	}()
+	defer func() { stop(); wg.Wait() }() // the receive loop ends with runCtx
+	senders := map[string]*goamqp.Sender{}
+	for {
+		select {
+		case o := <-l.out:
+			if err := l.publish(runCtx, sess, senders, o); err != nil {
+				l.c.sendErrors.Add(1)
+				return err
+			}
+		case err := <-recvErr:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// receive hands every control message to the inbound queue, dropping (and
+// counting) when it is full: a newer advertisement follows anyway.
+func (l *controlLink) receive(ctx context.Context, rcv *famqp.Receiver) error {
+	for {
+		msg, err := rcv.Receive(ctx)
+		if err != nil {
+			return err
+		}
+		data := msg.GetData()
+		if err := rcv.Accept(ctx, msg); err != nil {
+			return err
+		}
+		l.c.received.Add(1)
+		select {
+		case l.c.inbound <- Inbound{Broker: l.broker, Data: data}:
+		default:
+			l.c.droppedIn.Add(1)
+		}
+	}
+}
+
+// publish sends o on the broker, to the broadcast target or to each peer's
+// inbox, creating senders on first use, and waits for the outcomes.
+func (l *controlLink) publish(ctx context.Context, sess *goamqp.Session, senders map[string]*goamqp.Sender, o outbound) error {
+	keys := []string{""}
+	if !l.b.Profile.Multicast() {
+		keys = o.peers
+	}
+	for _, peer := range keys {
+		snd, err := l.sender(ctx, sess, senders, peer)
+		if err != nil {
+			return err
+		}
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		msg := goamqp.NewMessage(o.data)
+		msg.Properties = &goamqp.MessageProperties{Subject: ptr("fedrouter.lsa")}
+		r, err := snd.SendWithReceipt(wctx, msg, nil)
+		if err == nil {
+			_, err = r.Wait(wctx)
+		}
+		cancel()
+		if err != nil {
+			return fmt.Errorf("control publish: %w", err)
+		}
+		l.c.sent.Add(1)
+	}
+	return nil
+}
+
+func (l *controlLink) sender(ctx context.Context, sess *goamqp.Session, senders map[string]*goamqp.Sender, peer string) (*goamqp.Sender, error) {
+	if s, ok := senders[peer]; ok {
+		return s, nil
+	}
+	spec, err := l.b.Profile.Target(famqp.Node{Kind: famqp.Control, Name: l.c.opts.Address, Key: peer})
+	if err != nil {
+		return nil, err
+	}
+	s, err := sess.NewSender(ctx, spec.Address, spec.SenderOptions())
+	if err != nil {
+		return nil, fmt.Errorf("control sender %s: %w", spec.Address, err)
+	}
+	senders[peer] = s
+	return s, nil
+}
+
+func closeSession(s *goamqp.Session) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = s.Close(ctx)
+}
+
+func ptr[T any](v T) *T { return &v }
