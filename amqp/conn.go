@@ -388,3 +388,12 @@ func (c *Conn) hold(t transport) error {
 		}
 	}
 }
+
+// CloseSession ends a session without waiting long: RabbitMQ answers link
+// detaches lazily (go-amqp would wait forever), and ending the session
+// reclaims every link on it, handing their unsettled messages back.
+func CloseSession(s *goamqp.Session) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = s.Close(ctx)
+}

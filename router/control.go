@@ -198,7 +198,7 @@ func (l *controlLink) runOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer closeSession(sess)
+	defer famqp.CloseSession(sess)
 	node := famqp.Node{Kind: famqp.Control, Name: l.c.opts.Address}
 	spec, err := l.b.Profile.Source(setup, node, famqp.Subscription{Name: l.c.opts.RouterID})
 	if err != nil {
@@ -299,10 +299,5 @@ func (l *controlLink) sender(ctx context.Context, sess *goamqp.Session, senders 
 	return s, nil
 }
 
-func closeSession(s *goamqp.Session) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	_ = s.Close(ctx)
-}
 
 func ptr[T any](v T) *T { return &v }

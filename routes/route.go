@@ -158,12 +158,12 @@ func (r *route) runOnce(ctx context.Context, credit int) error {
 	if err != nil {
 		return err
 	}
-	defer closeSession(srcSess)
+	defer famqp.CloseSession(srcSess)
 	dstSess, _, err := r.dst.Conn.NewSession(setup)
 	if err != nil {
 		return err
 	}
-	defer closeSession(dstSess)
+	defer famqp.CloseSession(dstSess)
 
 	srcNode, sub, dstNode := r.nodes()
 	// RabbitMQ accepts and drops sends to a missing node: look first.
@@ -251,13 +251,6 @@ func (r *route) unsubscribe(ctx context.Context) {
 	}
 }
 
-// closeSession ends a session without waiting long: RabbitMQ answers link
-// detaches lazily and the session end reclaims every link on it.
-func closeSession(s *goamqp.Session) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	_ = s.Close(ctx)
-}
 
 func (r *route) setWaiting(reason string) {
 	r.mu.Lock()
