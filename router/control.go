@@ -299,5 +299,4 @@ func (l *controlLink) sender(ctx context.Context, sess *goamqp.Session, senders 
 	return s, nil
 }
 
-
 func ptr[T any](v T) *T { return &v }

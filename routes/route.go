@@ -251,7 +251,6 @@ func (r *route) unsubscribe(ctx context.Context) {
 	}
 }
 
-
 func (r *route) setWaiting(reason string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
