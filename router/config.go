@@ -34,6 +34,8 @@ type Config struct {
 	Routes []RouteSpec `yaml:"routes"`
 	// Admin is the admin API listener (CLI, metrics, health).
 	Admin AdminSpec `yaml:"admin"`
+	// Topology is the link-state flooding between routers.
+	Topology TopologySpec `yaml:"topology"`
 	// StateFile keeps durable routes added at runtime. Relative paths are
 	// taken from the configuration file's directory.
 	StateFile string `yaml:"state_file"`
@@ -96,6 +98,24 @@ type AdminSpec struct {
 	TokenFile string `yaml:"token_file"`
 }
 
+// TopologySpec configures link-state flooding. Without a secret flooding
+// is off: unsigned advertisements are never sent nor accepted.
+type TopologySpec struct {
+	Secret     string `yaml:"secret"`      // the network secret (HMAC-SHA256 key), or
+	SecretFile string `yaml:"secret_file"` // a file holding it
+	// Refresh: how often the router re-advertises; default 30s.
+	Refresh Duration `yaml:"refresh"`
+	// MaxAge: a router not heard from for this long is dropped with its
+	// links; default 90s, at least 2 × refresh.
+	MaxAge Duration `yaml:"max_age"`
+	// ControlAddress is the control node on every broker.
+	ControlAddress string `yaml:"control_address"`
+	// Peers are router ids whose inboxes this router publishes to on
+	// queue-only brokers (where there is no broadcast). Routers heard on
+	// multicast brokers are added by themselves.
+	Peers []string `yaml:"peers"`
+}
+
 // DefaultAdminListen is where the admin API listens unless configured.
 const DefaultAdminListen = "127.0.0.1:9595"
 
@@ -129,6 +149,8 @@ func DefaultConfig() Config {
 		Reconnect: ReconnectSpec{Min: Duration(b.Min), Max: Duration(b.Max), ConnectTimeout: Duration(10 * time.Second)},
 		Log:       LogSpec{Level: "info", Format: "text"},
 		Admin:     AdminSpec{Listen: DefaultAdminListen},
+		Topology: TopologySpec{Refresh: Duration(30 * time.Second), MaxAge: Duration(90 * time.Second),
+			ControlAddress: DefaultControlAddress},
 	}
 }
 
@@ -288,6 +310,7 @@ func (c *Config) validate() []string {
 	if c.Admin.Token != "" && c.Admin.TokenFile != "" {
 		add("admin", "admin: give token or token_file, not both")
 	}
+	p = append(p, c.validateTopology()...)
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
@@ -331,6 +354,46 @@ func (c *Config) validateRoutes(brokers map[string]int) []string {
 		seen[spec.Identity()] = i
 	}
 	return p
+}
+
+func (c *Config) validateTopology() []string {
+	var p []string
+	add := func(format string, args ...any) { p = append(p, c.at("topology")+": topology: "+fmt.Sprintf(format, args...)) }
+	t := c.Topology
+	if t.Secret != "" && t.SecretFile != "" {
+		add("give secret or secret_file, not both")
+	}
+	if t.Secret != "" && len(t.Secret) < 16 {
+		add("secret is %d characters; use at least 16", len(t.Secret))
+	}
+	if t.Refresh <= 0 {
+		add("refresh must be positive")
+	}
+	if t.MaxAge < 2*t.Refresh {
+		add("max_age %s must be at least twice refresh %s", time.Duration(t.MaxAge), time.Duration(t.Refresh))
+	}
+	if !nameRE.MatchString(t.ControlAddress) {
+		add("control_address %q: use letters, digits, '.', '_' and '-'", t.ControlAddress)
+	}
+	for _, peer := range t.Peers {
+		if !nameRE.MatchString(peer) || peer == c.RouterID {
+			add("peer %q: want another router's id", peer)
+		}
+	}
+	return p
+}
+
+// TopologySecret returns the network secret ("" = flooding off), reading
+// secret_file if set.
+func (c *Config) TopologySecret() (string, error) {
+	if c.Topology.SecretFile == "" {
+		return c.Topology.Secret, nil
+	}
+	b, err := os.ReadFile(c.Topology.SecretFile)
+	if err != nil {
+		return "", fmt.Errorf("config: topology.secret_file: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
 }
 
 // Resolved returns the route's Spec with the file's outcome_timeout and
