@@ -40,8 +40,10 @@ bench:
 	$(GO) test -run '^$$' -bench Forward -benchtime $(BENCH_N)x -count $(BENCH_COUNT) ./routes/
 	$(GO) test -run '^$$' -bench . ./topology/
 
-# Starts brokers and a router against them, shows the connection states
-# through a broker kill and restart.
+# Starts two RabbitMQ nodes and the Proton C broker, a router with
+# testdata/demo.yaml (a queue route, an exchange route, a route to Proton),
+# publishes at one broker, shows the messages arriving at the other and
+# prints route list, link list and route map.
 demo: build
 	bash testdata/demo.sh
 

@@ -358,7 +358,9 @@ func (c *Config) validateRoutes(brokers map[string]int) []string {
 
 func (c *Config) validateTopology() []string {
 	var p []string
-	add := func(format string, args ...any) { p = append(p, c.at("topology")+": topology: "+fmt.Sprintf(format, args...)) }
+	add := func(format string, args ...any) {
+		p = append(p, c.at("topology")+": topology: "+fmt.Sprintf(format, args...))
+	}
 	t := c.Topology
 	if t.Secret != "" && t.SecretFile != "" {
 		add("give secret or secret_file, not both")

@@ -1,9 +1,15 @@
 package router
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fedrouter/fedrouter/routes"
 )
 
 func TestParseGoodConfig(t *testing.T) {
@@ -63,10 +69,181 @@ func TestBadConfigsNameFileLineAndProblem(t *testing.T) {
 func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("router_id: r\nbrokers:\n  - {name: a, url: 'amqp://h', profile: generic}\n"))
 	f.Add([]byte("router_id: [\n"))
+	f.Add([]byte(routeConfig("routes:", "  - {kind: queue, src: a, dest: b, exchange: x, queue: q, outcome_timeout: 5s}", "admin: {listen: ':1'}")))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := ParseConfig("fuzz.yaml", data)
 		if err == nil && (cfg.RouterID == "" || len(cfg.Brokers) == 0) {
 			t.Fatalf("accepted an incomplete config: %+v", cfg)
 		}
 	})
+}
+
+// routeConfig is a valid router with brokers a and b (lines 1-4) and the
+// given lines from line 5 on.
+func routeConfig(lines ...string) string {
+	return "router_id: r\nbrokers:\n  - {name: a, url: 'amqp://h', profile: generic}\n  - {name: b, url: 'amqp://h2', profile: generic}\n" +
+		strings.Join(lines, "\n") + "\n"
+}
+
+// TestBadRouteAndAdminConfigs checks the whole problem list, so each
+// mistake is reported once, at its line, with the route named.
+func TestBadRouteAndAdminConfigs(t *testing.T) {
+	const q = "b(ex=x) <= a(queue=q)"
+	cases := []struct {
+		name string
+		yaml string
+		want []string
+	}{
+		{"unknown key in a route",
+			routeConfig("routes:", "  - kind: queue", "    src: a", "    dest: b", "    exchange: x", "    queue: q", "    colour: red"),
+			[]string{`f.yaml:11: unknown key "colour"`}},
+		{"broker not in brokers",
+			routeConfig("routes:", "  - {kind: queue, src: a, dest: zz, exchange: x, queue: q}"),
+			[]string{`f.yaml:6: route zz(ex=x) <= a(queue=q): broker "zz" is not in brokers`}},
+		{"from a broker to itself",
+			routeConfig("routes:", "  - {kind: queue, src: a, dest: a, exchange: x, queue: q}"),
+			[]string{`f.yaml:6: route a(ex=x) <= a(queue=q): source and destination are the same broker "a": a route from a broker to itself is refused`}},
+		{"queue route without queue",
+			routeConfig("routes:", "  - {kind: queue, src: a, dest: b, exchange: x}"),
+			[]string{`f.yaml:6: route b(ex=x) <= a(queue=): a queue route needs the source queue`}},
+		{"exchange route with a queue",
+			routeConfig("routes:", "  - {kind: exchange, src: a, dest: b, exchange: x, key: k, queue: q}"),
+			[]string{`f.yaml:6: route b(ex=x) <= a(ex=x key=k): an exchange route takes no queue (did you mean kind: queue?)`}},
+		{"bad kind",
+			routeConfig("routes:", "  - {kind: topic, src: a, dest: b, exchange: x, key: k}"),
+			[]string{`f.yaml:6: route b(ex=x) <= a(ex=x key=k): kind "topic": want queue or exchange`}},
+		{"bad on_reject",
+			routeConfig("routes:", "  - {kind: queue, src: a, dest: b, exchange: x, queue: q, on_reject: drop}"),
+			[]string{`f.yaml:6: route ` + q + `: on_reject "drop": want reject or dead-letter`}},
+		{"dead-letter without a queue",
+			routeConfig("routes:", "  - {kind: queue, src: a, dest: b, exchange: x, queue: q, on_reject: dead-letter}"),
+			[]string{`f.yaml:6: route ` + q + `: on_reject dead-letter needs dead_letter_queue (a queue on the source broker)`}},
+		{"dead_letter_queue without dead-letter",
+			routeConfig("routes:", "  - {kind: queue, src: a, dest: b, exchange: x, queue: q, dead_letter_queue: dlq}"),
+			[]string{`f.yaml:6: route ` + q + `: dead_letter_queue is set but on_reject is "reject"; set on_reject: dead-letter`}},
+		{"negative credit", // 0 is not an error: it means the default
+			routeConfig("routes:", "  - {kind: queue, src: a, dest: b, exchange: x, queue: q, credit: -1}"),
+			[]string{`f.yaml:6: route ` + q + `: credit -1: want 1..10000`}},
+		{"credit too big",
+			routeConfig("routes:", "  - {kind: queue, src: a, dest: b, exchange: x, queue: q, credit: 10001}"),
+			[]string{`f.yaml:6: route ` + q + `: credit 10001: want 1..10000`}},
+		{"route defined twice", // same identity; options do not matter
+			routeConfig("routes:", "  - {kind: queue, src: a, dest: b, exchange: x, queue: q}", "  - {kind: queue, src: a, dest: b, exchange: x, queue: q, credit: 9}"),
+			[]string{`f.yaml:7: route ` + q + `: defined twice (also at f.yaml:6)`}},
+		{"bad outcome_timeout",
+			routeConfig("routes:", "  - {kind: queue, src: a, dest: b, exchange: x, queue: q, outcome_timeout: soon}"),
+			[]string{`f.yaml:6: "soon" is not a duration (e.g. 2s, 1m)`}},
+		{"negative outcome_timeout",
+			routeConfig("routes:", "  - {kind: queue, src: a, dest: b, exchange: x, queue: q, outcome_timeout: -1s}"),
+			[]string{`f.yaml:6: route ` + q + `: outcome_timeout must be positive`}},
+		{"two problems in two routes",
+			routeConfig("routes:", "  - {kind: queue, src: a, dest: b, exchange: x, queue: q, cost: -2}", "  - {kind: exchange, src: b, dest: a, key: k}"),
+			[]string{`f.yaml:6: route ` + q + `: cost -2: want 1 or more`, `f.yaml:7: route a(ex=) <= b(ex= key=k): the exchange is missing`}},
+		{"admin.listen without a port",
+			routeConfig("admin:", "  listen: localhost"),
+			[]string{`f.yaml:5: admin.listen "localhost": want host:port (or off)`}},
+		{"token and token_file",
+			routeConfig("log: {level: info}", "admin:", "  token: s3cret", "  token_file: /etc/fedrouter/token"),
+			[]string{`f.yaml:6: admin: give token or token_file, not both`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseConfig("f.yaml", []byte(c.yaml))
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("got %v, want a *ConfigError\n%s", err, c.yaml)
+			}
+			if !slices.Equal(ce.Problems, c.want) {
+				t.Errorf("problems:\n  %s\nwant:\n  %s", strings.Join(ce.Problems, "\n  "), strings.Join(c.want, "\n  "))
+			}
+		})
+	}
+}
+
+func TestRouteSpecsResolveDefaults(t *testing.T) {
+	cfg, err := LoadConfig("../testdata/config/routes.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := cfg.RouteSpecs()
+	if len(specs) != 2 {
+		t.Fatalf("%d routes, want 2", len(specs))
+	}
+	want := routes.Spec{Kind: routes.KindQueue, Src: "lyon", Dest: "nice", Exchange: "amq.direct", Queue: "orders",
+		Credit: 500, Cost: 1, OnReject: routes.RejectAtSource, OutcomeTimeout: 30 * time.Second}
+	if specs[0] != want {
+		t.Errorf("defaults:\n got %+v\nwant %+v", specs[0], want)
+	}
+	want = routes.Spec{Kind: routes.KindExchange, Src: "lyon", Dest: "nice", Exchange: "amq.topic", Key: "stock.#",
+		DestExchange: "lyon.stock", Durable: true, Ack: 10, Credit: 50, Push: true, Cost: 3,
+		OnReject: routes.DeadLetter, DeadLetterQueue: "fedrouter.dlq", OutcomeTimeout: 5 * time.Second}
+	if specs[1] != want {
+		t.Errorf("every option:\n got %+v\nwant %+v", specs[1], want)
+	}
+	if cfg.Admin.Listen != "127.0.0.1:9696" {
+		t.Errorf("admin.listen %q", cfg.Admin.Listen)
+	}
+	if tok, err := cfg.AdminToken(); err != nil || tok != "s3cret" {
+		t.Errorf("admin token %q, %v", tok, err)
+	}
+}
+
+func TestStatePath(t *testing.T) {
+	cfg, err := LoadConfig("../testdata/config/routes.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A relative state_file is taken from the configuration file's directory,
+	// not the working directory: the daemon's cwd is no business of the file.
+	if got, want := cfg.StatePath(), filepath.Join("..", "testdata", "config", "state", "lyon.routes.json"); got != want {
+		t.Errorf("relative: %q, want %q", got, want)
+	}
+	abs := filepath.Join(t.TempDir(), "r.json")
+	cases := []struct{ file, stateFile, want string }{
+		{"/etc/fedrouter/router.yaml", "", "/etc/fedrouter/fedrouter-r.routes.json"},
+		{"/etc/fedrouter/router.yaml", abs, abs},
+		{"/etc/fedrouter/router.yaml", "../var/r.json", "/etc/var/r.json"},
+		{"router.yaml", "", "fedrouter-r.routes.json"},
+	}
+	for _, c := range cases {
+		y := routeConfig()
+		if c.stateFile != "" {
+			y += "state_file: " + c.stateFile + "\n"
+		}
+		cfg, err := ParseConfig(c.file, []byte(y))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.StatePath(); got != c.want {
+			t.Errorf("file %s, state_file %q: %q, want %q", c.file, c.stateFile, got, c.want)
+		}
+	}
+}
+
+func TestAdminDefaultsAndTokenFile(t *testing.T) {
+	cfg, err := ParseConfig("f.yaml", []byte(routeConfig()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Admin.Listen != DefaultAdminListen || DefaultAdminListen != "127.0.0.1:9595" {
+		t.Errorf("default admin.listen %q", cfg.Admin.Listen)
+	}
+	if _, err := ParseConfig("f.yaml", []byte(routeConfig("admin: {listen: 'off'}"))); err != nil {
+		t.Errorf("listen off: %v", err)
+	}
+	tf := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tf, []byte("from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err = ParseConfig("f.yaml", []byte(routeConfig("admin: {token_file: '"+tf+"'}")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok, err := cfg.AdminToken(); err != nil || tok != "from-file" {
+		t.Errorf("token_file: %q, %v (want the file's content, trimmed)", tok, err)
+	}
+	cfg, _ = ParseConfig("f.yaml", []byte(routeConfig("admin: {token_file: '"+tf+".missing'}")))
+	if _, err := cfg.AdminToken(); err == nil || !strings.Contains(err.Error(), "admin.token_file") {
+		t.Errorf("missing token_file: %v", err)
+	}
 }

@@ -193,4 +193,3 @@ func waitRoute(t *testing.T, p *routerProc, ok func(routes.Status) error) routes
 	})
 	return st
 }
-
