@@ -29,6 +29,7 @@ func newRabbitProfile(cfg BrokerConfig) (Profile, error) {
 const (
 	controlQueueMaxLen  = 10000
 	controlQueueExpires = 10 * 60 * 1000 // ms unused before RabbitMQ deletes it
+	subscriptionExpires = 10 * 60 * 1000 // ms a transient subscription outlives its consumer
 )
 
 func (p *rabbitProfile) Name() string    { return "rabbitmq" }
@@ -78,9 +79,15 @@ func (p *rabbitProfile) Source(ctx context.Context, n Node, sub Subscription) (L
 	if sub.Name == "" {
 		return LinkSpec{}, fmt.Errorf("%s: a subscription needs a name", n)
 	}
-	// Transient: auto-delete once the router's consumer goes, so a crashed
-	// router does not leave it filling up; it is also deleted on close.
-	args := QueueArgs{Durable: sub.Durable, AutoDelete: !sub.Durable}
+	// Transient: not durable (gone with a broker restart), but not
+	// auto-delete either, so a link failure or a router restart loses
+	// nothing; it expires once unused for subscriptionExpires, so a router
+	// that never comes back does not leave it filling up, and it is deleted
+	// with its route (Unsubscribe) or when the router stops.
+	args := QueueArgs{Durable: sub.Durable}
+	if !sub.Durable {
+		args.Arguments = map[string]any{"x-expires": subscriptionExpires}
+	}
 	if err := p.declareAndBind(ctx, n.Name, sub.Name, n.Key, args); err != nil {
 		return LinkSpec{}, err
 	}

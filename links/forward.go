@@ -63,6 +63,10 @@ type Config struct {
 	// Annotations added to dead-lettered messages besides the reason
 	// (route id, destination).
 	DeadLetterAnnotations map[string]string
+	// Limit, when > 0, ends the run cleanly (nil) once this many messages
+	// have been received and settled: a route probing past a suspected
+	// poison message runs in such short steps.
+	Limit int
 	// MaxAbandoned: after this many sends without outcome on one run, the
 	// run ends so the destination link is rebuilt (go-amqp keeps a record
 	// of every unsettled delivery; this bounds it). Default 1000.
@@ -71,8 +75,13 @@ type Config struct {
 
 // Counters are a route's message counts; safe for concurrent reads.
 type Counters struct {
-	Forwarded, Redelivered, Rejected, DeadLettered, NoOutcome atomic.Uint64
-	InFlight                                                  atomic.Int64
+	Sent, Forwarded, Redelivered, Rejected, DeadLettered, NoOutcome atomic.Uint64
+	InFlight                                                        atomic.Int64
+}
+
+// Settled is how many messages left the source one way or another.
+func (c *Counters) Settled() uint64 {
+	return c.Forwarded.Load() + c.Redelivered.Load() + c.Rejected.Load() + c.DeadLettered.Load()
 }
 
 // Annotation keys put on dead-lettered messages.
@@ -146,7 +155,7 @@ func Undecodable(err error) (string, bool) {
 }
 
 func sendLoop(ctx context.Context, queue chan<- pending, src Source, dst Sink, cfg Config, c *Counters) error {
-	for {
+	for n := 0; cfg.Limit <= 0 || n < cfg.Limit; n++ {
 		msg, err := src.Receive(ctx)
 		if err != nil {
 			return fmt.Errorf("links: receive: %w", err)
@@ -158,6 +167,8 @@ func sendLoop(ctx context.Context, queue chan<- pending, src Source, dst Sink, c
 				return fmt.Errorf("links: send: %w", err)
 			}
 			p.sendErr = err
+		} else {
+			c.Sent.Add(1)
 		}
 		p.deadline = time.Now().Add(cfg.OutcomeTimeout)
 		c.InFlight.Add(1)
@@ -167,6 +178,7 @@ func sendLoop(ctx context.Context, queue chan<- pending, src Source, dst Sink, c
 			return ctx.Err()
 		}
 	}
+	return nil // the limit: the settle loop drains what is in flight
 }
 
 // perMessage says whether a send error concerns only that message (the

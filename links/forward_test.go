@@ -239,3 +239,15 @@ func TestUndecodable(t *testing.T) {
 		t.Fatal("remote detach taken for undecodable")
 	}
 }
+
+func TestForwardLimitEndsCleanly(t *testing.T) {
+	src := newSource(10)
+	var c Counters
+	err := Forward(context.Background(), src, &fakeSink{outcome: accepted}, Config{Window: 1, Limit: 4, OutcomeTimeout: time.Second}, &c)
+	if err != nil {
+		t.Fatalf("err %v, want a clean end at the limit", err)
+	}
+	if c.Forwarded.Load() != 4 || c.Sent.Load() != 4 || c.Settled() != 4 || src.count() != 4 {
+		t.Fatalf("forwarded %d sent %d settled %d", c.Forwarded.Load(), c.Sent.Load(), src.count())
+	}
+}

@@ -107,7 +107,7 @@ func TestIntegrationQueueRouteRabbitToRabbit(t *testing.T) {
 	h.exchangeWithQueue("rabbit2", ex, "fanout", dq, "")
 	st := h.add(routes.Spec{Kind: routes.KindQueue, Dest: "rabbit2", Src: "rabbit1", Exchange: ex, Queue: src})
 	brokertest.SendAll(t, h.session("rabbit1"), "/amq/queue/"+src, 500, streamN, brokertest.Numbered)
-	got := brokertest.Collect(t, h.session("rabbit2"), "/amq/queue/"+dq, streamN, 30*time.Second)
+	got := brokertest.Collect(t, h.conns["rabbit2"], "/amq/queue/"+dq, streamN, 30*time.Second)
 	brokertest.CheckInOrderOnce(t, got, streamN)
 	brokertest.Eventually(t, 10*time.Second, 50*time.Millisecond, func() error {
 		s, _ := h.m.Get(st.ID)
@@ -125,7 +125,7 @@ func TestIntegrationQueueRouteRabbitToProton(t *testing.T) {
 	// Host:port names the broker, as qpid-route users write it.
 	h.add(routes.Spec{Kind: routes.KindQueue, Dest: h.brokers["proton1"].Addr(), Src: "guest/guest@" + h.brokers["rabbit1"].Addr(), Exchange: addr, Queue: src})
 	brokertest.SendAll(t, h.session("rabbit1"), "/amq/queue/"+src, 500, streamN, brokertest.Numbered)
-	got := brokertest.Collect(t, h.session("proton1"), addr, streamN, 30*time.Second)
+	got := brokertest.Collect(t, h.conns["proton1"], addr, streamN, 30*time.Second)
 	brokertest.CheckInOrderOnce(t, got, streamN)
 }
 
@@ -144,7 +144,7 @@ func TestIntegrationExchangeRouteKey(t *testing.T) {
 			return m
 		})
 	}
-	got := brokertest.Collect(t, h.session("rabbit2"), "/amq/queue/"+dq, 2, 20*time.Second)
+	got := brokertest.Collect(t, h.conns["rabbit2"], "/amq/queue/"+dq, 2, 20*time.Second)
 	if fmt.Sprint(got) != "[1 3]" {
 		t.Fatalf("crossed: %v, want only the eu.orders messages [1 3]", got)
 	}
@@ -176,7 +176,7 @@ func TestIntegrationDurableExchangeRouteKeepsCollecting(t *testing.T) {
 	brokertest.SendAll(t, h.session("rabbit1"), "/exchange/"+ex+"/k", 500, n, brokertest.Numbered)
 	h.start()
 	h.add(spec)
-	got := brokertest.Collect(t, h.session("rabbit2"), "/amq/queue/"+dq, n, 30*time.Second)
+	got := brokertest.Collect(t, h.conns["rabbit2"], "/amq/queue/"+dq, n, 30*time.Second)
 	brokertest.CheckInOrderOnce(t, got, n)
 
 	// Deleting the route removes its subscription at the source.
@@ -208,7 +208,7 @@ func TestIntegrationDestinationKilledMidStream(t *testing.T) {
 	h.waitState(st.ID, routes.StateWaiting)
 	brokertest.Restart(t, "rabbit2")
 	h.waitState(st.ID, routes.StateOperational)
-	got := brokertest.Collect(t, h.session("rabbit2"), "/amq/queue/"+dq, n, 60*time.Second)
+	got := brokertest.Collect(t, h.conns["rabbit2"], "/amq/queue/"+dq, n, 60*time.Second)
 	dups := brokertest.CheckNoLoss(t, got, n)
 	t.Logf("%d messages, %d duplicates after kill -9 of the destination (window %d)", n, dups, credit)
 	if dups > credit {
@@ -218,19 +218,22 @@ func TestIntegrationDestinationKilledMidStream(t *testing.T) {
 
 // sendPoison publishes a message go-amqp cannot decode, with Proton's
 // Python binding (testdata/poison.py).
-func sendPoison(t *testing.T, b brokertest.Broker, addr string) {
+func sendPoison(t *testing.T, b brokertest.Broker, addr string, args ...string) {
 	t.Helper()
-	out, err := exec.Command("/usr/bin/python3", "../testdata/poison.py", b.URL, addr).CombinedOutput()
+	out, err := exec.Command("/usr/bin/python3", append([]string{"../testdata/poison.py", b.URL, addr}, args...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("poison.py: %v\n%s", err, out)
 	}
 }
 
 // A poison message sets its route Failed with the decoder's words, and
-// another route over the same brokers keeps flowing.
+// another route over the same brokers keeps flowing. Once the operator
+// takes the poison message away, the route's next retry carries on.
 func TestIntegrationPoisonMessageFailsOnlyItsRoute(t *testing.T) {
 	h := newHarness(t, "rabbit1", "rabbit2")
-	h.opts.PoisonRuns = 3
+	h.m.Stop(context.Background())
+	h.opts.FailedRetry = time.Second
+	h.start()
 	bad, good := brokertest.UniqueName(t, "bad"), brokertest.UniqueName(t, "good")
 	ex, dq := brokertest.UniqueName(t, "ex"), brokertest.UniqueName(t, "dq")
 	cfg := h.brokers["rabbit1"].Config()
@@ -252,11 +255,18 @@ func TestIntegrationPoisonMessageFailsOnlyItsRoute(t *testing.T) {
 		t.Fatalf("forwarded %d: the 5 messages before the poison one must cross", st.Forwarded)
 	}
 	brokertest.SendAll(t, s, "/amq/queue/"+good, 100, 100, func(i int) *goamqp.Message { return brokertest.Numbered(100 + i) })
-	got := brokertest.Collect(t, h.session("rabbit2"), "/amq/queue/"+dq, 105, 30*time.Second)
+	got := brokertest.Collect(t, h.conns["rabbit2"], "/amq/queue/"+dq, 105, 30*time.Second)
 	if n := brokertest.CheckNoLossFrom(t, got, 100, 200); n != 0 {
 		t.Logf("%d duplicates", n)
 	}
 	if g, _ := h.m.Get(goodRoute.ID); g.State != routes.StateOperational {
 		t.Fatalf("good route is %s: %s", g.State, g.LastError)
 	}
+
+	// The operator removes the poison message; what was behind it crosses.
+	brokertest.SendAll(t, s, "/amq/queue/"+bad, 100, 1000, func(i int) *goamqp.Message { return brokertest.Numbered(1000 + i) })
+	sendPoison(t, h.brokers["rabbit1"], "/amq/queue/"+bad, "--take")
+	got = brokertest.Collect(t, h.conns["rabbit2"], "/amq/queue/"+dq, 1000, 30*time.Second)
+	brokertest.CheckNoLossFrom(t, got, 1000, 2000)
+	h.waitState(badRoute.ID, routes.StateOperational)
 }

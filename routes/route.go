@@ -37,6 +37,7 @@ type route struct {
 	lastErr   string
 	lastErrAt time.Time
 	retryAt   time.Time
+	detail    string // why the route is in its state (what it waits for)
 	loggedErr string // the error last logged at warn/error; "" once Operational
 }
 
@@ -68,39 +69,48 @@ func (r *route) stop() {
 func (r *route) run(ctx context.Context) {
 	defer close(r.done)
 	defer r.setState(StateClosed, nil, 0)
-	attempt, poison := 0, 0
+	attempt, suspect := 0, 0
 	for {
 		if !r.waitBrokers(ctx) {
 			return
 		}
 		r.setState(StateConnecting, nil, 0)
-		began := time.Now()
-		// After an undecodable message, creep up to it one message at a
-		// time: the messages before it are settled before it is even
-		// fetched (otherwise its link failure strands them too), and the
-		// poison message is then alone at the head of the queue.
-		credit := r.spec.Credit
-		if poison > 0 {
-			credit = 1
+		began, sent, settled := time.Now(), r.c.Sent.Load(), r.c.Settled()
+		// After a run that died on the message at the head of the source
+		// (undecodable, or the destination failing on it), probe one
+		// message at a time: the messages before it are settled before it
+		// is even fetched (otherwise its failure strands them too), and
+		// once more than a full window has passed, it is gone and the
+		// route runs at full speed again.
+		credit, limit := r.spec.Credit, 0
+		if suspect > 0 {
+			credit, limit = 1, r.spec.Credit+1
 		}
-		err := r.runOnce(ctx, credit)
+		err := r.runOnce(ctx, credit, limit)
 		if ctx.Err() != nil {
 			return
+		}
+		if err == nil { // a probe passed the suspect's position
+			suspect, attempt = 0, 0
+			continue
 		}
 		if time.Since(began) >= stableRun {
 			attempt = 0
 		}
 		state, delay := StateWaiting, r.m.opts.Backoff.Delay(attempt)
 		attempt++
-		if detail, ok := links.Undecodable(err); ok {
-			poison++
-			if poison >= r.m.opts.PoisonRuns {
+		detail, undecodable := links.Undecodable(err)
+		stuck := r.c.Sent.Load() > sent && r.c.Settled() == settled
+		switch {
+		case undecodable || stuck:
+			suspect++
+			if suspect >= r.m.opts.PoisonRuns {
 				state, delay = StateFailed, r.m.opts.FailedRetry
-				err = fmt.Errorf("poison message: the next message at the source cannot be decoded (%s); it came back %d times; remove it from the source queue — the route retries every %s", detail, poison, delay)
-				poison = r.m.opts.PoisonRuns - 1 // one more failure after the retry: Failed again
+				err = poisonError(err, detail, undecodable, suspect, delay)
+				suspect = r.m.opts.PoisonRuns - 1 // one more failure after the retry: Failed again
 			}
-		} else {
-			poison = 0
+		default:
+			suspect = 0
 			if setupFailure(err) {
 				state = StateFailed
 			}
@@ -112,6 +122,15 @@ func (r *route) run(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// poisonError says what blocks a route whose runs keep dying on the same
+// message, and what the operator can do.
+func poisonError(err error, detail string, undecodable bool, times int, retry time.Duration) error {
+	if undecodable {
+		return fmt.Errorf("poison message: the next message at the source cannot be decoded (%s); it came back %d times; remove it from the source queue — the route retries every %s", detail, times, retry)
+	}
+	return fmt.Errorf("poison message: the route fails on the message at the head of the source (%d times in a row, nothing settled): %w; remove or fix it at the source — the route retries every %s", times, err, retry)
 }
 
 // setupFailure says whether err means the route cannot work as configured
@@ -151,7 +170,7 @@ func (r *route) waitBrokers(ctx context.Context) bool {
 }
 
 // runOnce attaches the route's links and forwards until one fails.
-func (r *route) runOnce(ctx context.Context, credit int) error {
+func (r *route) runOnce(ctx context.Context, credit, limit int) error {
 	setup, cancel := context.WithTimeout(ctx, r.m.opts.SetupTimeout)
 	defer cancel()
 	srcSess, _, err := r.src.Conn.NewSession(setup)
@@ -178,7 +197,7 @@ func (r *route) runOnce(ctx context.Context, credit int) error {
 	if err != nil {
 		return fmt.Errorf("attach sender to %s on %s: %w", dstSpec.Address, r.spec.Dest, err)
 	}
-	cfg := links.Config{Window: credit, OutcomeTimeout: r.spec.OutcomeTimeout}
+	cfg := links.Config{Window: credit, Limit: limit, OutcomeTimeout: r.spec.OutcomeTimeout}
 	if r.spec.OnReject == DeadLetter {
 		if cfg.DeadLetter, err = r.deadLetterSink(setup, srcSess); err != nil {
 			return err
@@ -257,7 +276,7 @@ func (r *route) setWaiting(reason string) {
 	if r.state != StateWaiting {
 		r.state, r.since = StateWaiting, time.Now()
 	}
-	r.lastErr = reason
+	r.detail = reason
 	r.retryAt = time.Time{}
 }
 
@@ -265,7 +284,7 @@ func (r *route) setState(s State, err error, retry time.Duration) {
 	r.mu.Lock()
 	changed := r.state != s
 	if changed {
-		r.state, r.since = s, time.Now()
+		r.state, r.since, r.detail = s, time.Now(), ""
 	}
 	if err != nil {
 		r.lastErr, r.lastErrAt = err.Error(), time.Now()
@@ -307,12 +326,12 @@ func (r *route) status() Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := Status{ID: r.id, Spec: r.spec, Origin: r.origin, State: r.state, Since: r.since,
-		LastError: r.lastErr, LastErrorAt: r.lastErrAt}
+		Detail: r.detail, LastError: r.lastErr, LastErrorAt: r.lastErrAt}
 	if !r.retryAt.IsZero() {
 		st.RetryIn = time.Until(r.retryAt).Round(time.Second).String()
 	}
 	st.Counters = Counters{
-		Forwarded: r.c.Forwarded.Load(), Redelivered: r.c.Redelivered.Load(), Rejected: r.c.Rejected.Load(),
+		Sent: r.c.Sent.Load(), Forwarded: r.c.Forwarded.Load(), Redelivered: r.c.Redelivered.Load(), Rejected: r.c.Rejected.Load(),
 		DeadLettered: r.c.DeadLettered.Load(), NoOutcome: r.c.NoOutcome.Load(), InFlight: r.c.InFlight.Load(),
 	}
 	return st

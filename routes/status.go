@@ -24,6 +24,7 @@ const (
 
 // Counters are a route's message counts since the router started.
 type Counters struct {
+	Sent         uint64 `json:"sent"`          // sent to the destination (a redelivered message counts again)
 	Forwarded    uint64 `json:"forwarded"`     // accepted by the destination, settled at the source
 	Redelivered  uint64 `json:"redelivered"`   // released back to the source (destination released)
 	Rejected     uint64 `json:"rejected"`      // rejected at the source (policy reject)
@@ -39,6 +40,7 @@ type Status struct {
 	Origin      Origin    `json:"origin"`
 	State       State     `json:"state"`
 	Since       time.Time `json:"since"`
+	Detail      string    `json:"detail,omitempty"` // what the route waits for in its state
 	LastError   string    `json:"last_error,omitempty"`
 	LastErrorAt time.Time `json:"last_error_at,omitzero"`
 	RetryIn     string    `json:"retry_in,omitempty"`

@@ -153,12 +153,17 @@ func Numbered(i int) *goamqp.Message {
 	}
 }
 
-// Collect receives from addr on s until want distinct sequence numbers
+// Collect receives from addr on c until want distinct sequence numbers
 // (of Numbered messages) arrived or nothing came for stall; it returns the
 // sequence numbers in arrival order (duplicates included) and checks every
 // message's sections.
-func Collect(t testing.TB, s *goamqp.Session, addr string, want int, stall time.Duration) []int64 {
+//
+// It receives on a session of its own, ended on return: a receiver left
+// attached would keep taking (and holding) messages.
+func Collect(t testing.TB, c *famqp.Conn, addr string, want int, stall time.Duration) []int64 {
 	t.Helper()
+	s := Session(t, c)
+	defer famqp.CloseSession(s)
 	r := OpenReceiver(t, s, famqp.LinkSpec{Address: addr}, 500)
 	var got []int64
 	seen := map[int64]bool{}

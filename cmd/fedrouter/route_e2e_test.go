@@ -146,7 +146,7 @@ log: {level: info, format: json}
 		}
 		return nil
 	})
-	got := brokertest.Collect(t, brokertest.Session(t, brokertest.Dial(t, bs[1].Config(), famqp.ConnOptions{})), "/amq/queue/"+dq, n, 60*time.Second)
+	got := brokertest.Collect(t, brokertest.Dial(t, bs[1].Config(), famqp.ConnOptions{}), "/amq/queue/"+dq, n, 60*time.Second)
 	dups := brokertest.CheckNoLoss(t, got, n)
 	t.Logf("router kill -9 mid-stream: %d messages, %d duplicates (credit %d)", n, dups, credit)
 	if dups > credit {
