@@ -34,9 +34,17 @@ type Paths struct {
 	names []string       // sorted broker names; index = graph vertex
 	index map[string]int // name → vertex
 	cost  [][]int64      // cost[v][w] of the direct up edge, 0 if none
+	out   [][]arc        // out[v]: up edges v→w, ascending w (cheapest of parallel links)
+	in    [][]arc        // in[w]: up edges v→w, ascending v
 	dist  [][]int64      // dist[src][dst], -1 if unreachable
 	hops  [][]int        // hops on the chosen path
 	par   [][]int        // par[src][dst]: predecessor of dst on src's tree, -1 if none
+}
+
+// arc is one up edge in an adjacency list: the far end and the cost.
+type arc struct {
+	to   int
+	cost int64
 }
 
 // Compute builds the shortest paths of the up edges. Ties are broken by
@@ -61,7 +69,6 @@ func Compute(edges []Edge) (*Paths, error) {
 		p.index[n] = i
 	}
 	n := len(p.names)
-	g := graph.New(n)
 	p.cost = make([][]int64, n)
 	for i := range p.cost {
 		p.cost[i] = make([]int64, n)
@@ -73,48 +80,99 @@ func Compute(edges []Edge) (*Paths, error) {
 		v, w := p.index[e.From], p.index[e.To]
 		if c := p.cost[v][w]; c == 0 || e.Cost < c { // parallel links: the cheapest counts
 			p.cost[v][w] = e.Cost
-			g.AddCost(v, w, e.Cost)
 		}
 	}
-	sorted := graph.Sort(g)
+	p.adjacency()
 	p.dist, p.par, p.hops = make([][]int64, n), make([][]int, n), make([][]int, n)
 	for s := 0; s < n; s++ {
-		_, p.dist[s] = graph.ShortestPaths(sorted, s)
-	}
-	for s := 0; s < n; s++ {
-		p.par[s], p.hops[s] = p.tree(s)
+		_, p.dist[s] = graph.ShortestPaths(adjacency{p.out, nil}, s)
+		p.par[s], p.hops[s] = p.tree(s, p.dist[s], nil)
 	}
 	return p, nil
+}
+
+// adjacency derives the sparse edge lists from the cost matrix: Dijkstra
+// and the tie-breaking walk then cost O(E) per source instead of O(n²),
+// which is what makes 1,000 brokers affordable.
+func (p *Paths) adjacency() {
+	n := len(p.names)
+	p.out, p.in = make([][]arc, n), make([][]arc, n)
+	for v := 0; v < n; v++ {
+		for w, c := range p.cost[v] {
+			if c > 0 {
+				p.out[v] = append(p.out[v], arc{w, c})
+				p.in[w] = append(p.in[w], arc{v, c})
+			}
+		}
+	}
+}
+
+// skipFunc reports whether the edge v→w is to be left out.
+type skipFunc func(v, w int) bool
+
+// adjacency is a graph.Iterator over edge lists, optionally leaving some
+// edges out (Alternative's avoided links).
+type adjacency struct {
+	lists [][]arc
+	skip  skipFunc
+}
+
+func (a adjacency) Order() int { return len(a.lists) }
+
+func (a adjacency) Visit(v int, do func(w int, c int64) bool) bool {
+	for _, e := range a.lists[v] {
+		if a.skip != nil && a.skip(v, e.to) {
+			continue
+		}
+		if do(e.to, e.cost) {
+			return true
+		}
+	}
+	return false
 }
 
 // tree picks, for every destination, the predecessor with the smallest name
 // among those on a shortest path (the library's own choice depends on heap
 // order), and counts hops along the chosen path.
-func (p *Paths) tree(s int) (par, hops []int) {
+func (p *Paths) tree(s int, dist []int64, skip skipFunc) (par, hops []int) {
 	n := len(p.names)
 	par, hops = make([]int, n), make([]int, n)
-	order := make([]int, 0, n)
 	for v := 0; v < n; v++ {
 		par[v], hops[v] = -1, -1
-		if p.dist[s][v] >= 0 {
-			order = append(order, v)
-		}
-	}
-	// Visit in order of distance so a predecessor's hop count is known.
-	sort.SliceStable(order, func(i, j int) bool { return p.dist[s][order[i]] < p.dist[s][order[j]] })
-	hops[s] = 0
-	for _, v := range order {
-		if v == s {
+		if v == s || dist[v] < 0 {
 			continue
 		}
-		for u := 0; u < n; u++ { // ascending: smallest name wins
-			if c := p.cost[u][v]; c > 0 && p.dist[s][u] >= 0 && p.dist[s][u]+c == p.dist[s][v] {
-				par[v], hops[v] = u, hops[u]+1
+		for _, e := range p.in[v] { // ascending: smallest name wins
+			u := e.to
+			if (skip == nil || !skip(u, v)) && dist[u] >= 0 && dist[u]+e.cost == dist[v] {
+				par[v] = u
 				break
 			}
 		}
 	}
+	hops[s] = 0
+	var chain []int
+	for v := 0; v < n; v++ {
+		chain = countHops(v, par, hops, chain[:0])
+	}
 	return par, hops
+}
+
+// countHops fills in hops[v] by walking up the chosen tree to the first
+// vertex whose count is known, then back down; every vertex is walked
+// once, so a whole tree costs O(n). A predecessor is strictly closer to
+// the source (costs are > 0), so the walk cannot loop.
+func countHops(v int, par, hops, chain []int) []int {
+	for ; v != -1 && hops[v] < 0; v = par[v] {
+		chain = append(chain, v)
+	}
+	if v == -1 { // unreachable: no chain to the source
+		return chain
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		hops[chain[i]] = hops[par[chain[i]]] + 1
+	}
+	return chain
 }
 
 // Brokers lists the brokers of the graph, sorted.
@@ -134,8 +192,8 @@ func (p *Paths) Route(src, dst string) (r Route, ok bool) {
 		v = p.par[s][v]
 	}
 	r.NextHop = p.names[v]
-	for w := 0; w < len(p.names); w++ {
-		if c := p.cost[s][w]; c > 0 && p.dist[w][d] >= 0 && c+p.dist[w][d] == p.dist[s][d] {
+	for _, e := range p.out[s] {
+		if w := e.to; p.dist[w][d] >= 0 && e.cost+p.dist[w][d] == p.dist[s][d] {
 			r.NextHops = append(r.NextHops, p.names[w])
 		}
 	}

@@ -129,40 +129,64 @@ func TestValidOriginsGiveOneCopyPerBroker(t *testing.T) {
 	}
 }
 
-// Costs agree with a brute-force Floyd–Warshall on random graphs, and every
-// equal-cost next hop really lies on a shortest path.
+// Costs, hops, next hops, equal-cost next hops and paths agree with a
+// brute-force Floyd–Warshall on random graphs of up to 30 brokers; the
+// chosen path follows the tie rule (on a shortest path, the predecessor
+// with the smallest name).
 func TestCostsMatchBruteForce(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for trial := 0; trial < 200; trial++ {
-		es := randomGraph(r, 2+r.IntN(7))
+		es := randomGraph(r, 2+r.IntN(29))
 		p := mustCompute(t, es)
 		fw := floyd(p.Brokers(), es)
 		for _, s := range p.Brokers() {
 			for _, d := range p.Brokers() {
-				route, ok := p.Route(s, d)
-				want, reach := fw[s+"|"+d]
 				if s == d {
 					continue
 				}
-				if ok != reach || (ok && route.Cost != want) {
-					t.Fatalf("trial %d %s→%s: got %+v %v, brute force %d %v", trial, s, d, route, ok, want, reach)
+				got, ok := p.Route(s, d)
+				want, path, reach := fw.route(s, d)
+				if ok != reach || !reflect.DeepEqual(got, want) {
+					t.Fatalf("trial %d %s→%s: got %+v %v, brute force %+v %v\nedges %v", trial, s, d, got, ok, want, reach, es)
 				}
-				if !ok {
-					continue
-				}
-				if len(p.Path(s, d))-1 != route.Hops {
-					t.Fatalf("%s→%s: path %v vs hops %d", s, d, p.Path(s, d), route.Hops)
-				}
-				for _, nh := range route.NextHops {
-					rest, ok := fw[nh+"|"+d]
-					if nh == d {
-						rest, ok = 0, true
-					}
-					if !ok || p.cost[p.index[s]][p.index[nh]]+rest != route.Cost {
-						t.Fatalf("%s→%s: next hop %s is not on a shortest path", s, d, nh)
-					}
+				if gp := p.Path(s, d); !reflect.DeepEqual(gp, path) || p.Reachable(s, d) != reach {
+					t.Fatalf("trial %d %s→%s: path %v, brute force %v", trial, s, d, gp, path)
 				}
 			}
+		}
+	}
+}
+
+// Alternative(src, dst, avoid) is what a recompute without the avoided
+// link would give, and agrees with brute force.
+func TestAlternativeMatchesRecompute(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for trial := 0; trial < 200; trial++ {
+		es := randomGraph(r, 3+r.IntN(20))
+		p := mustCompute(t, es)
+		names := p.Brokers()
+		s, d := names[r.IntN(len(names))], names[r.IntN(len(names))]
+		route, ok := p.Route(s, d)
+		if !ok {
+			if _, _, alt := p.Alternative(s, d); alt {
+				t.Fatalf("trial %d: an alternative %s→%s without any path", trial, s, d)
+			}
+			continue
+		}
+		avoid := Edge{From: s, To: route.NextHop}
+		var rest []Edge
+		for _, e := range es {
+			if e.From != avoid.From || e.To != avoid.To {
+				rest = append(rest, e)
+			}
+		}
+		want, wantPath, wantOK := floyd(names, rest).route(s, d)
+		got, path, ok := p.Alternative(s, d, avoid)
+		if ok != wantOK || !reflect.DeepEqual(got, want) || !reflect.DeepEqual(path, wantPath) {
+			t.Fatalf("trial %d %s→%s avoiding %v: got %+v %v %v, want %+v %v %v", trial, s, d, avoid, got, path, ok, want, wantPath, wantOK)
+		}
+		if q := mustCompute(t, rest); ok && !reflect.DeepEqual(q.Path(s, d), path) {
+			t.Fatalf("trial %d: recompute path %v, alternative %v", trial, q.Path(s, d), path)
 		}
 	}
 }
@@ -182,29 +206,77 @@ func randomGraph(r *rand.Rand, n int) []Edge {
 	return es
 }
 
-func floyd(names []string, es []Edge) map[string]int64 {
-	d := map[string]int64{}
+// bruteForce holds all-pairs distances by Floyd–Warshall over the up
+// edges, -1 where unreachable; names in Compute's (sorted) order.
+type bruteForce struct {
+	names []string
+	index map[string]int
+	cost  [][]int64 // cheapest direct up edge, 0 if none
+	dist  [][]int64
+}
+
+func floyd(names []string, es []Edge) *bruteForce {
+	n := len(names)
+	b := &bruteForce{names: names, index: map[string]int{}}
+	for i, s := range names {
+		b.index[s] = i
+	}
+	b.cost, b.dist = make([][]int64, n), make([][]int64, n)
+	for i := range b.cost {
+		b.cost[i], b.dist[i] = make([]int64, n), make([]int64, n)
+		for j := range b.dist[i] {
+			b.dist[i][j] = -1
+		}
+		b.dist[i][i] = 0
+	}
 	for _, e := range es {
-		k := e.From + "|" + e.To
-		if v, ok := d[k]; e.Up && (!ok || e.Cost < v) {
-			d[k] = e.Cost
+		i, j := b.index[e.From], b.index[e.To]
+		if c := b.cost[i][j]; e.Up && (c == 0 || e.Cost < c) {
+			b.cost[i][j], b.dist[i][j] = e.Cost, e.Cost
 		}
 	}
-	for _, k := range names {
-		for _, i := range names {
-			for _, j := range names {
-				a, ok1 := d[i+"|"+k]
-				b, ok2 := d[k+"|"+j]
-				if !ok1 || !ok2 || i == j {
-					continue
-				}
-				if v, ok := d[i+"|"+j]; !ok || a+b < v {
-					d[i+"|"+j] = a + b
+	for k := 0; k < n; k++ {
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				a, c := b.dist[i][k], b.dist[k][j]
+				if a >= 0 && c >= 0 && (b.dist[i][j] < 0 || a+c < b.dist[i][j]) {
+					b.dist[i][j] = a + c
 				}
 			}
 		}
 	}
-	return d
+	return b
+}
+
+// route derives what Route and Path must return from the distances alone.
+func (b *bruteForce) route(src, dst string) (Route, []string, bool) {
+	s, d := b.index[src], b.index[dst]
+	if b.dist[s][d] < 0 {
+		return Route{}, nil, false
+	}
+	var path []string
+	for v := d; v != s; v = b.parent(s, v) {
+		path = append([]string{b.names[v]}, path...)
+	}
+	path = append([]string{src}, path...)
+	r := Route{Dest: dst, Cost: b.dist[s][d], Hops: len(path) - 1, NextHop: path[1]}
+	for w := range b.names {
+		if c := b.cost[s][w]; c > 0 && b.dist[w][d] >= 0 && c+b.dist[w][d] == b.dist[s][d] {
+			r.NextHops = append(r.NextHops, b.names[w])
+		}
+	}
+	return r, path, true
+}
+
+// parent is v's predecessor on src's tree: the smallest-named u with a
+// shortest path through the edge u→v.
+func (b *bruteForce) parent(s, v int) int {
+	for u := range b.names {
+		if c := b.cost[u][v]; c > 0 && b.dist[s][u] >= 0 && b.dist[s][u]+c == b.dist[s][v] {
+			return u
+		}
+	}
+	panic("no parent on a reachable vertex")
 }
 
 func TestComputeRejectsBadEdges(t *testing.T) {
