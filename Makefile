@@ -1,8 +1,9 @@
 # fedrouter — see README.md. `make test` and `make demo` are the contract.
 GO       ?= go
 BROKERS  := bash testdata/brokers.sh
-# Brokers the tests use: RabbitMQ nodes, Proton C brokers, Proton Python brokers.
-TEST_BROKERS ?= -r 2 -p 1 -y 1
+# Brokers the tests use: RabbitMQ nodes (four: the topology test attaches
+# three routers to a chain of them), Proton C brokers, Proton Python brokers.
+TEST_BROKERS ?= -r 4 -p 1 -y 1
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
 .PHONY: all build vet test test-short integration bench demo brokers brokers-stop brokers-status fuzz clean

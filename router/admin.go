@@ -182,6 +182,7 @@ func (a *AdminServer) routes(reg *prometheus.Registry) http.Handler {
 	mux.HandleFunc("GET /api/v1/links", a.listLinks)
 	mux.HandleFunc("GET /api/v1/brokers", a.listBrokers)
 	mux.HandleFunc("GET /api/v1/router", a.routerInfo)
+	mux.HandleFunc("GET /api/v1/topology", a.topology)
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
@@ -311,6 +312,27 @@ func (a *AdminServer) flushRoutes(w http.ResponseWriter, r *http.Request) {
 
 func (a *AdminServer) listLinks(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, nonNil(a.svc.Links()))
+}
+
+// topology serves the link-state view as JSON, or as Graphviz with
+// ?format=dot.
+func (a *AdminServer) topology(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), adminRequestTimeout)
+	defer cancel()
+	snap, err := a.svc.Topology(ctx)
+	if err != nil {
+		writeServiceError(w, err)
+		return
+	}
+	switch f := r.URL.Query().Get("format"); f {
+	case "", "json":
+		writeJSON(w, http.StatusOK, snap)
+	case "dot":
+		w.Header().Set("Content-Type", "text/vnd.graphviz; charset=utf-8")
+		io.WriteString(w, snap.DOT())
+	default:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("format %q: want json or dot", f))
+	}
 }
 
 func (a *AdminServer) listBrokers(w http.ResponseWriter, r *http.Request) {
@@ -463,7 +485,7 @@ func writeServiceError(w http.ResponseWriter, err error) {
 
 func serviceErrorStatus(err error) int {
 	switch {
-	case errors.Is(err, routes.ErrNotFound):
+	case errors.Is(err, routes.ErrNotFound), errors.Is(err, ErrTopologyOff):
 		return http.StatusNotFound
 	case errors.Is(err, routes.ErrConfigRoute):
 		return http.StatusConflict

@@ -19,11 +19,13 @@ import (
 
 	famqp "github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/routes"
+	"github.com/fedrouter/fedrouter/topology"
 )
 
 // fakeService is an in-memory Service: brokers a, b and c exist; routes
 // are kept by ID.
 type fakeService struct {
+	topo    *topology.Snapshot // nil: flooding off
 	mu      sync.Mutex
 	routes  map[string]routes.Status
 	brokers []famqp.Status
@@ -143,6 +145,16 @@ func (f *fakeService) Brokers() []famqp.Status {
 }
 
 func (f *fakeService) RouterID() string { return "test-router" }
+
+// Topology: link-state flooding is off unless the test set a snapshot.
+func (f *fakeService) Topology(context.Context) (topology.Snapshot, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.topo == nil {
+		return topology.Snapshot{}, ErrTopologyOff
+	}
+	return *f.topo, nil
+}
 
 // adminHarness is a real AdminServer on a loopback port and a client.
 type adminHarness struct {
@@ -512,4 +524,34 @@ func (b *blockingService) FlushRoutes(ctx context.Context, dest string) (int, er
 	close(b.entered)
 	<-b.release
 	return 0, nil
+}
+
+// sampleSnapshot is a real node's view: one router, brokers a and b, a
+// link a→b.
+func sampleSnapshot(t *testing.T) *topology.Snapshot {
+	t.Helper()
+	cfg := topology.DefaultConfig()
+	cfg.RouterID, cfg.Instance, cfg.Secret = "r1", 1, []byte("0123456789abcdef")
+	n, err := topology.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1000, 0)
+	if _, err := n.SetLocal([]topology.BrokerState{{Name: "a", State: "Operational"}, {Name: "b", State: "Operational"}},
+		[]topology.Link{{From: "a", To: "b", Cost: 3, Up: true}}, now); err != nil {
+		t.Fatal(err)
+	}
+	s := n.Snapshot(now)
+	return &s
+}
+
+func TestAdminTopology(t *testing.T) {
+	h := startAdmin(t, "")
+	h.expect("GET", "/api/v1/topology", nil, http.StatusNotFound, "flooding is off")
+	h.svc.mu.Lock()
+	h.svc.topo = sampleSnapshot(t)
+	h.svc.mu.Unlock()
+	h.expect("GET", "/api/v1/topology", nil, http.StatusOK, `"router": "r1"`, `"from": "a"`, `"cost": 3`)
+	h.expect("GET", "/api/v1/topology?format=dot", nil, http.StatusOK, "digraph", `"a" -> "b"`)
+	h.expect("GET", "/api/v1/topology?format=svg", nil, http.StatusBadRequest, "want json or dot")
 }

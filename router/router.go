@@ -4,6 +4,7 @@ package router
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	famqp "github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/routes"
+	"github.com/fedrouter/fedrouter/topology"
 )
 
 // Router holds one resilient connection per configured broker.
@@ -24,7 +26,12 @@ type Router struct {
 	conns    map[string]*famqp.Conn   // by broker name; guarded by mu
 	profiles map[string]famqp.Profile // by broker name; guarded by mu
 	routes   *routes.Manager          // set by Start
+	control  *Control                 // set by Start when flooding is on
+	topo     *topoDriver              // set by Start when flooding is on
 }
+
+// ErrTopologyOff: the router floods no link state (no topology secret).
+var ErrTopologyOff = errors.New("router: link-state flooding is off (no topology.secret in the configuration)")
 
 // New builds a router from a validated configuration. It does not connect.
 func New(cfg *Config, log zerolog.Logger) *Router {
@@ -51,7 +58,41 @@ func (r *Router) Start() error {
 		r.Stop()
 		return err
 	}
+	if err := r.startTopology(brokers); err != nil {
+		r.Stop()
+		return err
+	}
 	return nil
+}
+
+// startTopology starts link-state flooding over every broker, unless the
+// configuration has no secret (then the router runs alone, and says so).
+func (r *Router) startTopology(brokers map[string]routes.Broker) error {
+	secret, err := r.cfg.TopologySecret()
+	if err != nil {
+		return err
+	}
+	if secret == "" {
+		r.log.Warn().Msg("no topology.secret: link-state flooding is off; this router neither sends nor accepts advertisements")
+		return nil
+	}
+	r.control = NewControl(brokers, ControlOptions{RouterID: r.cfg.RouterID, Address: r.cfg.Topology.ControlAddress,
+		Backoff: r.cfg.Backoff(), Log: r.log})
+	r.topo, err = newTopoDriver(r.cfg, secret, r.control, r.localTopology, r.log)
+	if err != nil {
+		return fmt.Errorf("router: topology: %w", err)
+	}
+	r.control.Start()
+	r.topo.start()
+	return nil
+}
+
+// Topology returns the link-state view of the network.
+func (r *Router) Topology(ctx context.Context) (topology.Snapshot, error) {
+	if r.topo == nil {
+		return topology.Snapshot{}, ErrTopologyOff
+	}
+	return r.topo.snapshot(ctx)
 }
 
 func (r *Router) dialAll() error {
@@ -146,6 +187,12 @@ func (r *Router) WaitOperational(ctx context.Context) error {
 // Stop stops the routes, then closes every connection and waits for their
 // goroutines. The closed connections stay listed (state Closed) in Status.
 func (r *Router) Stop() {
+	if r.topo != nil {
+		r.topo.stop()
+	}
+	if r.control != nil {
+		r.control.Stop()
+	}
 	if r.routes != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		r.routes.Stop(ctx)

@@ -5,6 +5,7 @@ import (
 
 	famqp "github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/routes"
+	"github.com/fedrouter/fedrouter/topology"
 )
 
 // Service is what the admin API serves: the router's routes, links and
@@ -35,4 +36,7 @@ type Service interface {
 	Brokers() []famqp.Status
 	// RouterID names this router.
 	RouterID() string
+	// Topology returns the link-state view; ErrTopologyOff when the
+	// router floods no link state.
+	Topology(ctx context.Context) (topology.Snapshot, error)
 }

@@ -48,6 +48,7 @@ func apiCommands() []*cli.Command {
 				apiCommand("link", "list", "list the links", "", 0, 0, true, listLinks),
 			},
 		},
+		topologyCommand(),
 		{
 			Name:  "broker",
 			Usage: "show broker connections",
@@ -307,7 +308,7 @@ func mapRoutes(c *cli.Context, api *apiClient) error {
 	for _, l := range lines {
 		fmt.Fprintln(c.App.Writer, "  "+l.Line)
 	}
-	return nil
+	return printMapNextHops(c, api)
 }
 
 // routeMap renders the routes as qpid-route's map does, merging each pair

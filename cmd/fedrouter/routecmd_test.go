@@ -21,10 +21,12 @@ import (
 	famqp "github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/router"
 	"github.com/fedrouter/fedrouter/routes"
+	"github.com/fedrouter/fedrouter/topology"
 )
 
 // fakeRouter is an in-memory router.Service with brokers a, b and c.
 type fakeRouter struct {
+	topo   *topology.Snapshot // nil: flooding off
 	mu     sync.Mutex
 	routes map[string]routes.Status
 	last   routes.Spec // the last spec AddRoute got
@@ -103,6 +105,16 @@ func (f *fakeRouter) Brokers() []famqp.Status {
 }
 
 func (f *fakeRouter) RouterID() string { return "cli-test" }
+
+// Topology: link-state flooding is off unless the test set a snapshot.
+func (f *fakeRouter) Topology(context.Context) (topology.Snapshot, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.topo == nil {
+		return topology.Snapshot{}, router.ErrTopologyOff
+	}
+	return *f.topo, nil
+}
 
 // cliHarness runs the CLI in-process against an admin API on loopback.
 type cliHarness struct {
@@ -345,5 +357,41 @@ func TestCLITimeout(t *testing.T) {
 	_, errOut, code := runCLI("broker", "list", "--timeout", "100ms", "--router", "http://"+ln.Addr().String())
 	if code != 1 || !strings.Contains(errOut, "did not answer within 100ms (--timeout)") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestCLITopology(t *testing.T) {
+	h := startRouterAPI(t, "")
+	_, errOut, code := runCLI("topology", "--router", h.url)
+	if code != 1 || !strings.Contains(errOut, "flooding is off") {
+		t.Fatalf("topology with flooding off: exit %d: %s", code, errOut)
+	}
+	cfg := topology.DefaultConfig()
+	cfg.RouterID, cfg.Instance, cfg.Secret = "r1", 1, []byte("0123456789abcdef")
+	n, err := topology.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	n.SetLocal([]topology.BrokerState{{Name: "a", State: "Operational"}, {Name: "b", State: "Operational"}},
+		[]topology.Link{{From: "a", To: "b", Cost: 3, Up: true}}, now)
+	snap := n.Snapshot(now)
+	h.svc.mu.Lock()
+	h.svc.topo = &snap
+	h.svc.mu.Unlock()
+	out, _, code := runCLI("topology", "--router", h.url)
+	for _, want := range []string{"Router r1: 1 routers, 2 brokers, 1 links", "(self)"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("topology: exit %d, want %q in:\n%s", code, want, out)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^a\s+b\s+3\s+up\s+r1`).MatchString(out) || !regexp.MustCompile(`(?m)^a\s+b\s+b\s+3\s+1\s+\[b\]`).MatchString(out) {
+		t.Fatalf("topology tables:\n%s", out)
+	}
+	if out, _, _ := runCLI("topology", "--router", h.url, "--dot"); !strings.Contains(out, `"a" -> "b"`) {
+		t.Fatalf("--dot:\n%s", out)
+	}
+	if out, _, _ := runCLI("route", "map", "--router", h.url); !strings.Contains(out, "Next hops (link state):") {
+		t.Fatalf("route map without next hops:\n%s", out)
 	}
 }

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/fedrouter/fedrouter/topology"
+)
+
+// topologyCommand is `fedrouter topology`: the link-state view of a running
+// router — routers heard, links with cost, state, originator and age, and
+// the next hops from every broker (what qdstat -n shows).
+func topologyCommand() *cli.Command {
+	cmd := apiCommand("", "topology", "show the federation graph and the next hops from every broker", "", 0, 0, true, showTopology)
+	cmd.Flags = append(cmd.Flags, &cli.BoolFlag{Name: "dot", Usage: "print the graph as Graphviz DOT"})
+	return cmd
+}
+
+func fetchTopology(c *cli.Context, api *apiClient) (topology.Snapshot, error) {
+	var snap topology.Snapshot
+	err := api.call(c.Context, http.MethodGet, "/api/v1/topology", nil, &snap)
+	return snap, err
+}
+
+func showTopology(c *cli.Context, api *apiClient) error {
+	snap, err := fetchTopology(c, api)
+	if err != nil {
+		return err
+	}
+	out := c.App.Writer
+	switch {
+	case c.Bool("json"):
+		return printJSON(out, snap)
+	case c.Bool("dot"):
+		_, err := io.WriteString(out, snap.DOT())
+		return err
+	}
+	fmt.Fprintf(out, "Router %s: %d routers, %d brokers, %d links, radius %d\n\n", snap.Router, len(snap.Routers), len(snap.Brokers), len(snap.Links), snap.Radius)
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "Router\tInstance\tSeq\tAge\tFrom")
+	for _, r := range snap.Routers {
+		from := orDash(r.From)
+		if r.Self {
+			from = "(self)"
+		}
+		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\n", r.Router, r.Instance, r.Seq, age(r.Age), from)
+	}
+	w.Flush()
+	fmt.Fprintln(out)
+	printTopoLinks(out, snap.Links)
+	fmt.Fprintln(out)
+	printNextHops(out, snap.Routes)
+	return nil
+}
+
+func printTopoLinks(out io.Writer, links []topology.LinkView) {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "From\tTo\tCost\tState\tRouter\tAge")
+	for _, l := range links {
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", l.From, l.To, l.Cost, l.State, l.Router, age(l.Age))
+	}
+	w.Flush()
+}
+
+// printNextHops prints the table like qdstat -n: from each broker, each
+// reachable destination, its next hop, cost and hops.
+func printNextHops(out io.Writer, routes []topology.BrokerRoutes) {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "From\tDest\tNext Hop\tCost\tHops\tEqual-cost Next Hops")
+	for _, br := range routes {
+		for _, r := range br.Routes {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%v\n", br.Broker, r.Dest, r.NextHop, r.Cost, r.Hops, r.NextHops)
+		}
+	}
+	w.Flush()
+}
+
+// printMapNextHops adds the shortest paths to `route map` when the router
+// floods link state; a router without it just has none to show.
+func printMapNextHops(c *cli.Context, api *apiClient) error {
+	snap, err := fetchTopology(c, api)
+	var ae *apiError
+	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(c.App.Writer, "\nNext hops (link state):")
+	printNextHops(c.App.Writer, snap.Routes)
+	return nil
+}
+
+func age(d time.Duration) string { return d.Round(time.Second).String() }

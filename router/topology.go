@@ -1,0 +1,189 @@
+package router
+
+import (
+	"context"
+	"math/rand/v2"
+	"sort"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/routes"
+	"github.com/fedrouter/fedrouter/topology"
+)
+
+// topoDriver runs the link-state core (topology.Node, a pure state
+// machine) against the world: it feeds it control messages from the
+// brokers, the router's own brokers and links, and the clock, and carries
+// out what it returns (floods through Control). One goroutine owns the
+// node; views are asked for through snapReq.
+type topoDriver struct {
+	node  *topology.Node // owned by run
+	ctl   *Control
+	local func() ([]topology.BrokerState, []topology.Link)
+	peers []string // configured peers: inboxes on queue-only brokers
+	self  string
+	log   zerolog.Logger
+
+	snapReq chan chan topology.Snapshot
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// localEvery is how often the router's own brokers and links are compared
+// with what it last advertised (a change is advertised at once after).
+const localEvery = 500 * time.Millisecond
+
+func newTopoDriver(cfg *Config, secret string, ctl *Control, local func() ([]topology.BrokerState, []topology.Link), log zerolog.Logger) (*topoDriver, error) {
+	tc := topology.DefaultConfig()
+	tc.RouterID, tc.Secret = cfg.RouterID, []byte(secret)
+	tc.Instance = time.Now().UnixNano()
+	tc.Refresh, tc.MaxAge = time.Duration(cfg.Topology.Refresh), time.Duration(cfg.Topology.MaxAge)
+	tc.Rand = rand.Float64
+	node, err := topology.New(tc)
+	if err != nil {
+		return nil, err
+	}
+	return &topoDriver{node: node, ctl: ctl, local: local, peers: cfg.Topology.Peers, self: cfg.RouterID,
+		log: log.With().Str("subsystem", "topology").Logger(), snapReq: make(chan chan topology.Snapshot), done: make(chan struct{})}, nil
+}
+
+func (d *topoDriver) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	d.cancel = cancel
+	go d.run(ctx)
+}
+
+func (d *topoDriver) stop() {
+	d.cancel()
+	<-d.done
+}
+
+// snapshot asks the driver's goroutine for the current view.
+func (d *topoDriver) snapshot(ctx context.Context) (topology.Snapshot, error) {
+	ch := make(chan topology.Snapshot, 1)
+	select {
+	case d.snapReq <- ch:
+	case <-d.done:
+		return topology.Snapshot{}, routes.ErrStopped
+	case <-ctx.Done():
+		return topology.Snapshot{}, ctx.Err()
+	}
+	select {
+	case s := <-ch:
+		return s, nil
+	case <-ctx.Done():
+		return topology.Snapshot{}, ctx.Err()
+	}
+}
+
+func (d *topoDriver) run(ctx context.Context) {
+	defer close(d.done)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	local := time.NewTicker(localEvery)
+	defer local.Stop()
+	d.setLocal(time.Now())
+	for {
+		var ready topology.Ready
+		select {
+		case in := <-d.ctl.Inbound():
+			ready = d.node.Receive(in.Data, in.Broker, time.Now())
+		case <-timer.C:
+			ready = d.node.Tick(time.Now())
+		case <-local.C:
+			d.setLocal(time.Now())
+		case ch := <-d.snapReq:
+			ch <- d.node.Snapshot(time.Now())
+		case <-ctx.Done():
+			return
+		}
+		d.carryOut(ready)
+		timer.Reset(time.Until(d.node.NextTick(time.Now())))
+	}
+}
+
+func (d *topoDriver) setLocal(now time.Time) {
+	brokers, links := d.local()
+	ready, err := d.node.SetLocal(brokers, links, now)
+	if err != nil {
+		d.log.Error().Err(err).Msg("local state refused")
+		return
+	}
+	d.carryOut(ready)
+}
+
+// carryOut floods what the node asks for and logs its events.
+func (d *topoDriver) carryOut(r topology.Ready) {
+	for _, out := range r.Flood {
+		for _, b := range out.To {
+			if !d.ctl.Send(b, out.Data, d.inboxes(b)) {
+				d.log.Debug().Str("broker", b).Msg("control queue full: advertisement dropped (a refresh follows)")
+			}
+		}
+	}
+	for _, e := range r.Events {
+		d.logEvent(e)
+	}
+	if r.TableChanged {
+		d.log.Info().Strs("brokers", r.Table.Brokers()).Int("radius", r.Table.Radius()).Msg("shortest-path table changed")
+	}
+}
+
+// inboxes are the routers to publish to on a queue-only broker: those the
+// node knows on it, and the configured peers.
+func (d *topoDriver) inboxes(broker string) []string {
+	if d.ctl.Multicast(broker) {
+		return nil
+	}
+	set := map[string]bool{}
+	for _, p := range append(d.node.Peers(broker), d.peers...) {
+		if p != d.self {
+			set[p] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for p := range set {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (d *topoDriver) logEvent(e topology.Event) {
+	ev := d.log.Debug()
+	switch e.Kind {
+	case topology.EventRejected, topology.EventDuplicateID, topology.EventVersionUnknown, topology.EventOriginateFailed:
+		ev = d.log.Warn()
+	case topology.EventExpired, topology.EventRestart:
+		ev = d.log.Info()
+	}
+	ev.Str("event", e.String()).Msg("link state")
+}
+
+// localTopology reports the router's brokers and links for its LSA: every
+// connection with its state, and one link per (src, dest) pair of routes,
+// with the lowest cost among them, up while both ends are Operational.
+func (r *Router) localTopology() ([]topology.BrokerState, []topology.Link) {
+	sts := r.Status()
+	state := map[string]famqp.State{}
+	brokers := make([]topology.BrokerState, 0, len(sts))
+	for _, st := range sts {
+		state[st.Broker] = st.State
+		brokers = append(brokers, topology.BrokerState{Name: st.Broker, State: st.State.String()})
+	}
+	cost := map[[2]string]int64{}
+	for _, rt := range r.routes.List() {
+		k := [2]string{rt.Spec.Src, rt.Spec.Dest}
+		if c, ok := cost[k]; !ok || int64(rt.Spec.Cost) < c {
+			cost[k] = int64(rt.Spec.Cost)
+		}
+	}
+	links := make([]topology.Link, 0, len(cost))
+	for k, c := range cost {
+		up := state[k[0]] == famqp.Operational && state[k[1]] == famqp.Operational
+		links = append(links, topology.Link{From: k[0], To: k[1], Cost: c, Up: up})
+	}
+	return brokers, links
+}
