@@ -555,3 +555,12 @@ func TestAdminTopology(t *testing.T) {
 	h.expect("GET", "/api/v1/topology?format=dot", nil, http.StatusOK, "digraph", `"a" -> "b"`)
 	h.expect("GET", "/api/v1/topology?format=svg", nil, http.StatusBadRequest, "want json or dot")
 }
+
+func TestAdminMetricsTopology(t *testing.T) {
+	h := startAdmin(t, "")
+	h.svc.mu.Lock()
+	h.svc.topo = sampleSnapshot(t)
+	h.svc.mu.Unlock()
+	h.expect("GET", "/metrics", nil, http.StatusOK, "fedrouter_topology_routers 1", `fedrouter_topology_links{state="up"} 1`,
+		`fedrouter_topology_lsa_total{outcome="originated"} 1`, `fedrouter_topology_lsa_total{outcome="bad_signature"} 0`)
+}

@@ -1,6 +1,9 @@
 package router
 
 import (
+	"context"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	famqp "github.com/fedrouter/fedrouter/amqp"
@@ -23,7 +26,17 @@ var (
 		"1 while the broker connection is Operational, else 0.", []string{"broker"}, nil)
 	descBrokerAttempts = prometheus.NewDesc("fedrouter_broker_reconnect_attempts",
 		"Failed connection attempts since the broker connection last succeeded.", []string{"broker"}, nil)
+	descTopoRouters = prometheus.NewDesc("fedrouter_topology_routers",
+		"Routers whose link-state advertisement this router holds, itself included.", nil, nil)
+	descTopoLinks = prometheus.NewDesc("fedrouter_topology_links",
+		"Links advertised in the federation graph, by state.", []string{"state"}, nil)
+	descTopoLSAs = prometheus.NewDesc("fedrouter_topology_lsa_total",
+		"Link-state advertisements handled, by what became of them (accepted, stale, duplicate, version, malformed, too_large, unsigned, bad_signature, expired, originated, reflooded).",
+		[]string{"outcome"}, nil)
 )
+
+// topologyScrapeTimeout bounds the wait for the topology driver in a scrape.
+const topologyScrapeTimeout = 2 * time.Second
 
 // serviceCollector turns the Service's route and broker status into
 // metrics at scrape time: the routes already count, so nothing is counted
@@ -35,7 +48,8 @@ type serviceCollector struct {
 func newServiceCollector(svc Service) prometheus.Collector { return serviceCollector{svc: svc} }
 
 func (c serviceCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRouteMessages, descRouteInFlight, descRouteUp, descBrokerUp, descBrokerAttempts} {
+	for _, d := range []*prometheus.Desc{descRouteMessages, descRouteInFlight, descRouteUp, descBrokerUp, descBrokerAttempts,
+		descTopoRouters, descTopoLinks, descTopoLSAs} {
 		ch <- d
 	}
 }
@@ -47,6 +61,32 @@ func (c serviceCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, st := range c.svc.Brokers() {
 		ch <- constMetric(descBrokerUp, prometheus.GaugeValue, boolValue(st.State == famqp.Operational), st.Broker)
 		ch <- constMetric(descBrokerAttempts, prometheus.GaugeValue, float64(st.Attempt), st.Broker)
+	}
+	c.collectTopology(ch)
+}
+
+// collectTopology exports the link-state view; nothing when flooding is
+// off (or the driver does not answer in time).
+func (c serviceCollector) collectTopology(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), topologyScrapeTimeout)
+	defer cancel()
+	snap, err := c.svc.Topology(ctx)
+	if err != nil {
+		return
+	}
+	ch <- constMetric(descTopoRouters, prometheus.GaugeValue, float64(len(snap.Routers)))
+	links := map[string]int{"up": 0, "down": 0, "broker-down": 0}
+	for _, l := range snap.Links {
+		links[l.State]++
+	}
+	for state, n := range links {
+		ch <- constMetric(descTopoLinks, prometheus.GaugeValue, float64(n), state)
+	}
+	k := snap.Counters
+	for name, n := range map[string]uint64{"accepted": k.Accepted, "stale": k.Stale, "duplicate": k.Duplicate,
+		"version": k.Version, "malformed": k.Malformed, "too_large": k.TooLarge, "unsigned": k.Unsigned,
+		"bad_signature": k.BadSignature, "expired": k.Expired, "originated": k.Originated, "reflooded": k.Reflooded} {
+		ch <- constMetric(descTopoLSAs, prometheus.CounterValue, float64(n), name)
 	}
 }
 
