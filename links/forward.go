@@ -63,6 +63,11 @@ type Config struct {
 	// Annotations added to dead-lettered messages besides the reason
 	// (route id, destination).
 	DeadLetterAnnotations map[string]string
+	// Prepare, when set, sees each message's forward copy before it is
+	// sent and may change it (a dynamic route adds its trace); returning
+	// false drops it: it is accepted at the source, not sent, and counted
+	// as Looped (it has already been where it would go).
+	Prepare func(out *goamqp.Message) bool
 	// Limit, when > 0, ends the run cleanly (nil) once this many messages
 	// have been received and settled: a route probing past a suspected
 	// poison message runs in such short steps.
@@ -75,13 +80,13 @@ type Config struct {
 
 // Counters are a route's message counts; safe for concurrent reads.
 type Counters struct {
-	Sent, Forwarded, Redelivered, Rejected, DeadLettered, NoOutcome atomic.Uint64
-	InFlight                                                        atomic.Int64
+	Sent, Forwarded, Redelivered, Rejected, DeadLettered, NoOutcome, Looped atomic.Uint64
+	InFlight                                                                atomic.Int64
 }
 
 // Settled is how many messages left the source one way or another.
 func (c *Counters) Settled() uint64 {
-	return c.Forwarded.Load() + c.Redelivered.Load() + c.Rejected.Load() + c.DeadLettered.Load()
+	return c.Forwarded.Load() + c.Redelivered.Load() + c.Rejected.Load() + c.DeadLettered.Load() + c.Looped.Load()
 }
 
 // Annotation keys put on dead-lettered messages.
@@ -98,6 +103,7 @@ type pending struct {
 	msg      *goamqp.Message // as received: settled through the source
 	receipt  Receipt         // nil when the send itself refused the message
 	sendErr  error           // why the send refused it (e.g. message too large)
+	looped   bool            // not sent: Prepare dropped it
 	deadline time.Time
 }
 
@@ -161,7 +167,19 @@ func sendLoop(ctx context.Context, queue chan<- pending, src Source, dst Sink, c
 			return fmt.Errorf("links: receive: %w", err)
 		}
 		p := pending{msg: msg}
-		p.receipt, err = dst.Send(ctx, famqp.ForwardCopy(msg))
+		out := famqp.ForwardCopy(msg)
+		if cfg.Prepare != nil && !cfg.Prepare(out) {
+			p.looped = true
+			p.deadline = time.Now()
+			c.InFlight.Add(1)
+			select {
+			case queue <- p: // settled in order with the rest
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			continue
+		}
+		p.receipt, err = dst.Send(ctx, out)
 		if err != nil {
 			if !perMessage(err) {
 				return fmt.Errorf("links: send: %w", err)
@@ -195,6 +213,14 @@ func perMessage(err error) bool {
 func settleLoop(ctx context.Context, queue <-chan pending, src Source, cfg Config, c *Counters) error {
 	abandoned := 0
 	for p := range queue {
+		if p.looped {
+			c.Looped.Add(1)
+			if err := wrapSettle("accept looped", src.Accept(ctx, p.msg)); err != nil {
+				return err
+			}
+			c.InFlight.Add(-1)
+			continue
+		}
 		state, err := outcome(ctx, p)
 		if err != nil {
 			if ctx.Err() != nil {

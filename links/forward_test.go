@@ -251,3 +251,27 @@ func TestForwardLimitEndsCleanly(t *testing.T) {
 		t.Fatalf("forwarded %d sent %d settled %d", c.Forwarded.Load(), c.Sent.Load(), src.count())
 	}
 }
+
+func TestForwardPrepareDropsLoopedMessages(t *testing.T) {
+	src := newSource(6)
+	dst := &fakeSink{outcome: accepted}
+	cfg := Config{Window: 2, OutcomeTimeout: time.Second, Prepare: func(m *goamqp.Message) bool {
+		if m.Annotations == nil {
+			m.Annotations = goamqp.Annotations{}
+		}
+		m.Annotations["x-trace"] = "seen"
+		return string(m.GetData()) != "2" && string(m.GetData()) != "4"
+	}}
+	c, _ := run(t, src, dst, cfg)
+	if c.Looped.Load() != 2 || c.Forwarded.Load() != 4 || len(dst.sent) != 4 {
+		t.Fatalf("looped %d forwarded %d sent %d", c.Looped.Load(), c.Forwarded.Load(), len(dst.sent))
+	}
+	for _, m := range dst.sent {
+		if m.Annotations["x-trace"] != "seen" {
+			t.Fatalf("Prepare's change not sent: %v", m.Annotations)
+		}
+	}
+	if got := strings.Join(src.order, " "); got != "0=accept 1=accept 2=accept 3=accept 4=accept 5=accept" {
+		t.Fatalf("settled out of order or not all: %s", got)
+	}
+}
