@@ -79,19 +79,25 @@ func (p *rabbitProfile) Source(ctx context.Context, n Node, sub Subscription) (L
 	if sub.Name == "" {
 		return LinkSpec{}, fmt.Errorf("%s: a subscription needs a name", n)
 	}
-	// Transient: not durable (gone with a broker restart), but not
-	// auto-delete either, so a link failure or a router restart loses
-	// nothing; it expires once unused for subscriptionExpires, so a router
-	// that never comes back does not leave it filling up, and it is deleted
-	// with its route (Unsubscribe) or when the router stops.
-	args := QueueArgs{Durable: sub.Durable}
-	if !sub.Durable {
-		args.Arguments = map[string]any{"x-expires": subscriptionExpires}
-	}
+	args := subscriptionArgs(sub)
 	if err := p.declareAndBind(ctx, n.Name, sub.Name, n.Key, args); err != nil {
 		return LinkSpec{}, err
 	}
 	return LinkSpec{Address: "/amq/queue/" + sub.Name}, nil
+}
+
+// subscriptionArgs are a subscription queue's properties. Transient: not
+// durable (gone with a broker restart), but not auto-delete either, so a
+// link failure or a router restart loses nothing; it expires once unused
+// for subscriptionExpires, so a router that never comes back does not
+// leave it filling up, and it is deleted with its route (Unsubscribe) or
+// when the router stops.
+func subscriptionArgs(sub Subscription) QueueArgs {
+	args := QueueArgs{Durable: sub.Durable}
+	if !sub.Durable {
+		args.Arguments = map[string]any{"x-expires": subscriptionExpires}
+	}
+	return args
 }
 
 func (p *rabbitProfile) declareAndBind(ctx context.Context, exchange, queue, key string, args QueueArgs) error {

@@ -153,19 +153,49 @@ func (m *RabbitManagement) ExchangeExists(ctx context.Context, name string) (boo
 	return false, err
 }
 
-// Binding is one exchange→queue binding.
+// Binding is one binding from an exchange to a queue or an exchange.
 type Binding struct {
-	Source          string `json:"source"`
-	Destination     string `json:"destination"`
-	DestinationType string `json:"destination_type"`
-	RoutingKey      string `json:"routing_key"`
-	PropertiesKey   string `json:"properties_key"`
+	Source          string         `json:"source"`
+	Destination     string         `json:"destination"`
+	DestinationType string         `json:"destination_type"` // "queue" or "exchange"
+	RoutingKey      string         `json:"routing_key"`
+	Arguments       map[string]any `json:"arguments"`
+	PropertiesKey   string         `json:"properties_key"` // names the binding in DELETE
 }
 
 // Bind binds queue to exchange with key (idempotent).
 func (m *RabbitManagement) Bind(ctx context.Context, exchange, queue, key string) error {
 	return m.do(ctx, http.MethodPost, "/api/bindings/"+m.vh()+"/e/"+url.PathEscape(exchange)+"/q/"+url.PathEscape(queue),
 		map[string]any{"routing_key": key}, nil)
+}
+
+// BindArgs binds queue to exchange with key and binding arguments
+// (idempotent for equal key and arguments).
+func (m *RabbitManagement) BindArgs(ctx context.Context, exchange, queue, key string, args map[string]any) error {
+	return m.do(ctx, http.MethodPost, "/api/bindings/"+m.vh()+"/e/"+url.PathEscape(exchange)+"/q/"+url.PathEscape(queue),
+		map[string]any{"routing_key": key, "arguments": args}, nil)
+}
+
+// BindExchange binds exchange dst to exchange src with key (an
+// exchange-to-exchange binding: what src routes with key goes on to dst).
+func (m *RabbitManagement) BindExchange(ctx context.Context, src, dst, key string) error {
+	return m.do(ctx, http.MethodPost, "/api/bindings/"+m.vh()+"/e/"+url.PathEscape(src)+"/e/"+url.PathEscape(dst),
+		map[string]any{"routing_key": key}, nil)
+}
+
+// Unbind removes one binding from exchange to queue, named by its
+// properties key; a missing one is not an error.
+func (m *RabbitManagement) Unbind(ctx context.Context, exchange, queue, propertiesKey string) error {
+	return ignoreNotFound(m.do(ctx, http.MethodDelete, "/api/bindings/"+m.vh()+"/e/"+url.PathEscape(exchange)+"/q/"+
+		url.PathEscape(queue)+"/"+url.PathEscape(propertiesKey), nil, nil))
+}
+
+// SourceBindings lists every binding whose source is exchange (to queues
+// and to other exchanges); ErrNotFound if the exchange does not exist.
+func (m *RabbitManagement) SourceBindings(ctx context.Context, exchange string) ([]Binding, error) {
+	var out []Binding
+	err := m.do(ctx, http.MethodGet, "/api/exchanges/"+m.vh()+"/"+url.PathEscape(exchange)+"/bindings/source", nil, &out)
+	return out, err
 }
 
 // Bindings lists the bindings from exchange to queue.

@@ -39,6 +39,9 @@ type Options struct {
 	FailedRetry time.Duration
 	// SetupTimeout bounds attaching a route's links. Default 30s.
 	SetupTimeout time.Duration
+	// DemandInterval: how often a dynamic route compares its bindings with
+	// the destination's demand. Default 1s.
+	DemandInterval time.Duration
 }
 
 // Manager runs the routes: one goroutine per route, owned here and
@@ -71,6 +74,9 @@ func NewManager(opts Options) *Manager {
 	}
 	if opts.SetupTimeout <= 0 {
 		opts.SetupTimeout = 30 * time.Second
+	}
+	if opts.DemandInterval <= 0 {
+		opts.DemandInterval = time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Manager{opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, routes: map[string]*route{}}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -37,8 +38,9 @@ type route struct {
 	lastErr   string
 	lastErrAt time.Time
 	retryAt   time.Time
-	detail    string // why the route is in its state (what it waits for)
-	loggedErr string // the error last logged at warn/error; "" once Operational
+	detail    string   // why the route is in its state (what it waits for)
+	demand    []string // dynamic routes: the bindings held, as text
+	loggedErr string   // the error last logged at warn/error; "" once Operational
 }
 
 // stableRun: a run that forwarded for this long resets the backoff.
@@ -137,7 +139,7 @@ func poisonError(err error, detail string, undecodable bool, times int, retry ti
 // (a missing queue or exchange, no permission) rather than a passing
 // failure.
 func setupFailure(err error) bool {
-	if errors.Is(err, famqp.ErrNotFound) {
+	if errors.Is(err, famqp.ErrNotFound) || errors.Is(err, errNoDemandSupport) {
 		return true
 	}
 	switch famqp.Condition(err) {
@@ -204,8 +206,17 @@ func (r *route) runOnce(ctx context.Context, credit, limit int) error {
 		}
 		cfg.DeadLetterAnnotations = map[string]string{links.AnnotationRoute: r.id + " " + r.spec.String()}
 	}
-	srcSpec, err := r.src.Profile.Source(setup, srcNode, sub)
-	if err != nil {
+	var srcSpec famqp.LinkSpec
+	if r.spec.Kind == KindDynamic {
+		if srcSpec, err = r.subscribeDynamic(setup); err != nil {
+			return err
+		}
+		cfg.Prepare = r.traceHop
+		follow, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); r.followDemand(follow) }()
+		defer func() { stop(); <-done }()
+	} else if srcSpec, err = r.src.Profile.Source(setup, srcNode, sub); err != nil {
 		return fmt.Errorf("source %s on %s: %w", srcNode, r.spec.Src, err)
 	}
 	window := max(1, credit/2)
@@ -236,9 +247,13 @@ func (r *route) deadLetterSink(ctx context.Context, sess *goamqp.Session) (links
 
 // nodes maps the route to the profile layer's nodes.
 func (r *route) nodes() (src famqp.Node, sub famqp.Subscription, dst famqp.Node) {
-	if r.spec.Kind == KindQueue {
+	switch r.spec.Kind {
+	case KindQueue:
 		return famqp.Node{Kind: famqp.Queue, Name: r.spec.Queue}, famqp.Subscription{},
 			famqp.Node{Kind: famqp.Exchange, Name: r.spec.Exchange}
+	case KindDynamic: // bindings follow demand; messages route by subject
+		n := famqp.Node{Kind: famqp.Exchange, Name: r.spec.Exchange}
+		return n, r.subscription(), n
 	}
 	src = famqp.Node{Kind: famqp.Exchange, Name: r.spec.Exchange, Key: r.spec.Key}
 	sub = r.subscription()
@@ -257,9 +272,10 @@ func (r *route) subscription() famqp.Subscription {
 	return famqp.Subscription{Name: "fedrouter." + r.m.opts.RouterID + "." + r.id, Durable: r.spec.Durable}
 }
 
-// unsubscribe removes an exchange route's subscription at the source.
+// unsubscribe removes an exchange or dynamic route's subscription at the
+// source.
 func (r *route) unsubscribe(ctx context.Context) {
-	if r.spec.Kind != KindExchange {
+	if r.spec.Kind == KindQueue {
 		return
 	}
 	src, _, _ := r.nodes()
@@ -326,13 +342,13 @@ func (r *route) status() Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := Status{ID: r.id, Spec: r.spec, Origin: r.origin, State: r.state, Since: r.since,
-		Detail: r.detail, LastError: r.lastErr, LastErrorAt: r.lastErrAt}
+		Detail: r.detail, LastError: r.lastErr, LastErrorAt: r.lastErrAt, Demand: slices.Clone(r.demand)}
 	if !r.retryAt.IsZero() {
 		st.RetryIn = time.Until(r.retryAt).Round(time.Second).String()
 	}
 	st.Counters = Counters{
 		Sent: r.c.Sent.Load(), Forwarded: r.c.Forwarded.Load(), Redelivered: r.c.Redelivered.Load(), Rejected: r.c.Rejected.Load(),
-		DeadLettered: r.c.DeadLettered.Load(), NoOutcome: r.c.NoOutcome.Load(), InFlight: r.c.InFlight.Load(),
+		DeadLettered: r.c.DeadLettered.Load(), NoOutcome: r.c.NoOutcome.Load(), Looped: r.c.Looped.Load(), InFlight: r.c.InFlight.Load(),
 	}
 	return st
 }

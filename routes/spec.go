@@ -25,6 +25,11 @@ const (
 	// binding key, delivered to the exchange of the same name (or
 	// DestExchange) on the destination.
 	KindExchange Kind = "exchange"
+	// KindDynamic: a private subscription on the source exchange whose
+	// bindings follow the demand at the destination exchange of the same
+	// name — its bindings to queues, and to exchanges with demand when
+	// DivertBindings is on (qpid-route's dynamic routes).
+	KindDynamic Kind = "dynamic"
 )
 
 // RejectPolicy says what happens to a message the destination rejected, or
@@ -62,6 +67,11 @@ type Spec struct {
 	Queue        string `json:"queue,omitempty" yaml:"queue"`                 // queue route: the source queue
 	Key          string `json:"key,omitempty" yaml:"key"`                     // exchange route: the binding key
 	DestExchange string `json:"dest_exchange,omitempty" yaml:"dest_exchange"` // exchange route: other destination name
+	// DivertBindings (dynamic routes): count an exchange-to-exchange
+	// binding at the destination as demand when the exchange it leads to
+	// has demand. Off by default: it costs more management calls and
+	// changes what crosses.
+	DivertBindings bool `json:"divert_bindings,omitempty" yaml:"divert_bindings"`
 
 	Durable bool `json:"durable" yaml:"durable"`
 	// Ack is qpid-route's --ack: settle the source in batches of N. Kept
@@ -124,8 +134,11 @@ func (s Spec) DestNode() string {
 
 // String renders the route like qpid-route's route map.
 func (s Spec) String() string {
-	if s.Kind == KindQueue {
+	switch s.Kind {
+	case KindQueue:
 		return fmt.Sprintf("%s(ex=%s) <= %s(queue=%s)", s.Dest, s.Exchange, s.Src, s.Queue)
+	case KindDynamic:
+		return fmt.Sprintf("%s(ex=%s) <= %s(ex=%s) dynamic", s.Dest, s.Exchange, s.Src, s.Exchange)
 	}
 	return fmt.Sprintf("%s(ex=%s) <= %s(ex=%s key=%s)", s.Dest, s.DestNode(), s.Src, s.Exchange, s.Key)
 }
@@ -165,8 +178,15 @@ func (s Spec) Validate() error {
 		if s.Queue != "" {
 			add("an exchange route takes no queue (did you mean kind: queue?)")
 		}
+	case KindDynamic:
+		if s.Queue != "" || s.Key != "" || s.DestExchange != "" {
+			add("a dynamic route takes no queue, key or dest_exchange: the destination's bindings decide what crosses")
+		}
 	default:
-		add("kind %q: want queue or exchange", s.Kind)
+		add("kind %q: want queue, exchange or dynamic", s.Kind)
+	}
+	if s.DivertBindings && s.Kind != KindDynamic {
+		add("divert_bindings applies to dynamic routes only")
 	}
 	if s.Dest == "" {
 		add("the destination broker is missing")

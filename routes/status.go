@@ -30,6 +30,7 @@ type Counters struct {
 	Rejected     uint64 `json:"rejected"`      // rejected at the source (policy reject)
 	DeadLettered uint64 `json:"dead_lettered"` // sent to the dead-letter queue (policy dead-letter)
 	NoOutcome    uint64 `json:"no_outcome"`    // destination gave no outcome within outcome_timeout
+	Looped       uint64 `json:"looped"`        // dynamic routes: not sent, the destination was in its trace
 	InFlight     int64  `json:"in_flight"`     // sent to the destination, outcome pending
 }
 
@@ -44,6 +45,7 @@ type Status struct {
 	LastError   string    `json:"last_error,omitempty"`
 	LastErrorAt time.Time `json:"last_error_at,omitzero"`
 	RetryIn     string    `json:"retry_in,omitempty"`
+	Demand      []string  `json:"demand,omitempty"` // dynamic routes: the bindings followed at the source
 	Counters
 }
 

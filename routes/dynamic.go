@@ -1,0 +1,170 @@
+package routes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	goamqp "github.com/Azure/go-amqp"
+
+	famqp "github.com/fedrouter/fedrouter/amqp"
+)
+
+// Dynamic routes: the route's subscription at the source carries one
+// binding per binding with demand at the destination exchange, kept in
+// step by polling the destination (DemandInterval). Demand that came
+// through the route's own source is not followed (its origins say so), and
+// messages carry a trace of the brokers they visited: a message is never
+// sent to a broker it has been at. Together they keep A<->B pairs, rings
+// and meshes of dynamic routes from looping.
+
+// TraceAnnotation lists, comma-separated, the brokers a message crossed
+// on dynamic routes.
+const TraceAnnotation = "x-fedrouter-trace"
+
+// errNoDemandSupport: a broker whose profile cannot tell its bindings.
+var errNoDemandSupport = errors.New("dynamic routes need brokers whose profile can read and manage bindings (rabbitmq)")
+
+func (r *route) demandProfiles() (src, dst famqp.Demand, err error) {
+	src, okSrc := r.src.Profile.(famqp.Demand)
+	dst, okDst := r.dst.Profile.(famqp.Demand)
+	if !okSrc || !okDst {
+		return nil, nil, fmt.Errorf("%w: %s is %s, %s is %s", errNoDemandSupport,
+			r.spec.Src, r.src.Profile.Name(), r.spec.Dest, r.dst.Profile.Name())
+	}
+	return src, dst, nil
+}
+
+// subscribeDynamic declares the route's subscription, brings its bindings
+// in step with the destination's demand and returns where to receive.
+func (r *route) subscribeDynamic(ctx context.Context) (famqp.LinkSpec, error) {
+	src, dst, err := r.demandProfiles()
+	if err != nil {
+		return famqp.LinkSpec{}, err
+	}
+	spec, err := src.Subscribe(ctx, r.spec.Exchange, r.subscription())
+	if err != nil {
+		return famqp.LinkSpec{}, fmt.Errorf("subscription on %s: %w", r.spec.Src, err)
+	}
+	if err := r.reconcile(ctx, src, dst); err != nil {
+		return famqp.LinkSpec{}, err
+	}
+	return spec, nil
+}
+
+// followDemand reconciles every DemandInterval until ctx ends. A failure
+// (the management API away) is logged once and retried: forwarding goes on
+// with the bindings as they are.
+func (r *route) followDemand(ctx context.Context) {
+	src, dst, err := r.demandProfiles()
+	if err != nil {
+		return
+	}
+	t := time.NewTicker(r.m.opts.DemandInterval)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+		err := r.reconcile(ctx, src, dst)
+		switch {
+		case err != nil && ctx.Err() == nil && !failing:
+			r.log.Warn().Err(err).Msg("cannot follow the destination's demand; keeping the current bindings")
+		case err == nil && failing:
+			r.log.Info().Msg("following the destination's demand again")
+		}
+		failing = err != nil
+	}
+}
+
+// reconcile makes the subscription's bindings equal the demand at the
+// destination that did not come through the source, each recorded with
+// its origins plus the destination.
+func (r *route) reconcile(ctx context.Context, src, dst famqp.Demand) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	want, err := dst.ExchangeDemand(ctx, r.spec.Exchange, r.spec.DivertBindings)
+	if err != nil {
+		return fmt.Errorf("demand at %s: %w", r.spec.Dest, err)
+	}
+	desired := map[string]famqp.DemandBinding{}
+	for _, b := range want {
+		if slices.Contains(b.Origins, r.spec.Src) {
+			continue // demand that came from our source: following it would loop
+		}
+		o := famqp.DemandBinding{Key: b.Key, Origins: withBroker(b.Origins, r.spec.Dest)}
+		desired[o.ID()] = o
+	}
+	sub := r.subscription()
+	have, err := src.SubscribedDemand(ctx, r.spec.Exchange, sub)
+	if err != nil {
+		return fmt.Errorf("subscription bindings at %s: %w", r.spec.Src, err)
+	}
+	held := map[string]bool{}
+	for _, b := range have {
+		if _, ok := desired[b.ID()]; !ok {
+			if err := src.UnbindDemand(ctx, r.spec.Exchange, sub, b); err != nil {
+				return fmt.Errorf("unbind %s at %s: %w", b, r.spec.Src, err)
+			}
+			r.log.Info().Str("binding", b.String()).Msg("demand gone: unbound")
+			continue
+		}
+		held[b.ID()] = true
+	}
+	for id, b := range desired {
+		if held[id] {
+			continue
+		}
+		if err := src.BindDemand(ctx, r.spec.Exchange, sub, b); err != nil {
+			return fmt.Errorf("bind %s at %s: %w", b, r.spec.Src, err)
+		}
+		r.log.Info().Str("binding", b.String()).Msg("demand seen: bound")
+	}
+	r.setDemand(desired)
+	return nil
+}
+
+func (r *route) setDemand(desired map[string]famqp.DemandBinding) {
+	keys := make([]string, 0, len(desired))
+	for _, b := range desired {
+		keys = append(keys, b.String())
+	}
+	slices.Sort(keys)
+	r.mu.Lock()
+	r.demand = keys
+	r.mu.Unlock()
+}
+
+// withBroker returns origins with b added, sorted.
+func withBroker(origins []string, b string) []string {
+	out := append(slices.Clone(origins), b)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// traceHop is a dynamic route's links.Config.Prepare: it records the
+// source broker in the message's trace and drops the message if the
+// destination is already in it.
+func (r *route) traceHop(out *goamqp.Message) bool {
+	var trace []string
+	if s, ok := out.Annotations[TraceAnnotation].(string); ok && s != "" {
+		trace = strings.Split(s, ",")
+	}
+	if slices.Contains(trace, r.spec.Dest) {
+		return false
+	}
+	if !slices.Contains(trace, r.spec.Src) {
+		trace = append(trace, r.spec.Src)
+	}
+	if out.Annotations == nil {
+		out.Annotations = goamqp.Annotations{}
+	}
+	out.Annotations[TraceAnnotation] = strings.Join(trace, ",")
+	return true
+}
