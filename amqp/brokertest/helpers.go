@@ -190,7 +190,6 @@ func Collect(t testing.TB, c *famqp.Conn, addr string, want int, stall time.Dura
 	return got
 }
 
-//
 // The subject is "orders.created" unless the message says otherwise in its
 // "subject" application property (tests that route by subject set both).
 func CheckSections(t testing.TB, seq int64, m *goamqp.Message) {

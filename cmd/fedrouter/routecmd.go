@@ -48,6 +48,14 @@ func apiCommands() []*cli.Command {
 				apiCommand("link", "list", "list the links", "", 0, 0, true, listLinks),
 			},
 		},
+		{
+			Name:  "dynamic",
+			Usage: "add or delete dynamic routes (the destination's bindings decide what crosses)",
+			Subcommands: []*cli.Command{
+				addCommand(routes.KindDynamic),
+				delCommand(routes.KindDynamic),
+			},
+		},
 		topologyCommand(),
 		{
 			Name:  "broker",
@@ -119,26 +127,42 @@ func plural(n int) string {
 
 // parentOf is the command a route kind's add and del sit under.
 func parentOf(kind routes.Kind) string {
-	if kind == routes.KindQueue {
+	switch kind {
+	case routes.KindQueue:
 		return "queue"
+	case routes.KindDynamic:
+		return "dynamic"
 	}
 	return "route"
 }
 
-// lastArg is the fourth argument's name: the source queue or binding key.
+// lastArg is the fourth argument's name: the source queue or binding key;
+// a dynamic route has none.
 func lastArg(kind routes.Kind) string {
-	if kind == routes.KindQueue {
-		return "<queue>"
+	switch kind {
+	case routes.KindQueue:
+		return " <queue>"
+	case routes.KindDynamic:
+		return ""
 	}
-	return "<key>"
+	return " <key>"
+}
+
+// nArgs is how many arguments add and del take.
+func nArgs(kind routes.Kind) int {
+	if kind == routes.KindDynamic {
+		return 3
+	}
+	return 4
 }
 
 func addCommand(kind routes.Kind) *cli.Command {
 	add := func(c *cli.Context, api *apiClient) error { return addRoute(c, api, kind) }
-	cmd := apiCommand(parentOf(kind), "add", "add a route", "<dest> <src> <exchange> "+lastArg(kind), 4, 4, false, add)
+	cmd := apiCommand(parentOf(kind), "add", "add a route", "<dest> <src> <exchange>"+lastArg(kind), nArgs(kind), nArgs(kind), false, add)
 	cmd.Usage = map[routes.Kind]string{
 		routes.KindQueue:    "add a route from queue <queue> on <src> to exchange <exchange> on <dest>",
 		routes.KindExchange: "add a route from exchange <exchange> on <src>, bound with <key>, to the same exchange on <dest>",
+		routes.KindDynamic:  "add a dynamic route: what <exchange> on <src> routes to the bindings of <exchange> on <dest>",
 	}[kind]
 	cmd.Flags = append(cmd.Flags,
 		&cli.BoolFlag{Name: "durable", Aliases: []string{"d"}, Usage: "keep the route across router restarts (state file)"},
@@ -150,24 +174,28 @@ func addCommand(kind routes.Kind) *cli.Command {
 		&cli.StringFlag{Name: "dead-letter-queue", Usage: "`QUEUE` on the source broker for --on-reject dead-letter"},
 		&cli.DurationFlag{Name: "outcome-timeout", Value: routes.DefaultOutcomeTimeout, Usage: "wait at most `D` for the destination's outcome"},
 	)
-	if kind == routes.KindExchange {
+	switch kind {
+	case routes.KindExchange:
 		cmd.Flags = append(cmd.Flags, &cli.StringFlag{Name: "dest-exchange", Usage: "deliver to exchange `X` on <dest> instead of <exchange>"})
+	case routes.KindDynamic:
+		cmd.Flags = append(cmd.Flags, &cli.BoolFlag{Name: "divert-bindings", Usage: "count exchange-to-exchange bindings at <dest> as demand (enableDivertBindings)"})
 	}
 	return cmd
 }
 
 func delCommand(kind routes.Kind) *cli.Command {
 	del := func(c *cli.Context, api *apiClient) error { return deleteRoute(c, api, kind) }
-	return apiCommand(parentOf(kind), "del", "delete a route", "<dest> <src> <exchange> "+lastArg(kind), 4, 4, false, del)
+	return apiCommand(parentOf(kind), "del", "delete a route", "<dest> <src> <exchange>"+lastArg(kind), nArgs(kind), nArgs(kind), false, del)
 }
 
 // specFromArgs is the route the four arguments name.
 func specFromArgs(c *cli.Context, kind routes.Kind) routes.Spec {
 	a := c.Args()
 	spec := routes.Spec{Kind: kind, Dest: a.Get(0), Src: a.Get(1), Exchange: a.Get(2)}
-	if kind == routes.KindQueue {
+	switch kind {
+	case routes.KindQueue:
 		spec.Queue = a.Get(3)
-	} else {
+	case routes.KindExchange:
 		spec.Key = a.Get(3)
 	}
 	return spec
@@ -183,8 +211,11 @@ func addRoute(c *cli.Context, api *apiClient, kind routes.Kind) error {
 	spec.OnReject = routes.RejectPolicy(c.String("on-reject"))
 	spec.DeadLetterQueue = c.String("dead-letter-queue")
 	spec.OutcomeTimeout = c.Duration("outcome-timeout")
-	if spec.Kind == routes.KindExchange {
+	switch spec.Kind {
+	case routes.KindExchange:
 		spec.DestExchange = c.String("dest-exchange")
+	case routes.KindDynamic:
+		spec.DivertBindings = c.Bool("divert-bindings")
 	}
 	var st routes.Status
 	err := api.call(c.Context, http.MethodPost, "/api/v1/routes", spec, &st)
@@ -270,11 +301,14 @@ func printRoutes(out io.Writer, sts []routes.Status) {
 	for _, st := range sts {
 		s := st.Spec
 		ex, last := s.Exchange, s.Queue
-		if s.Kind == routes.KindExchange {
+		switch s.Kind {
+		case routes.KindExchange:
 			last = s.Key
 			if s.DestExchange != "" {
 				ex += " => " + s.DestExchange
 			}
+		case routes.KindDynamic:
+			last = "(dynamic)"
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n",
 			st.ID, s.Dest, s.Src, ex, last, yesNo(s.Durable), st.State, st.Forwarded, st.InFlight, orDash(st.LastError))
@@ -289,7 +323,9 @@ type mapLine struct {
 	Dest          string   `json:"dest"`
 	Src           string   `json:"src"`
 	Bidirectional bool     `json:"bidirectional"`
-	Routes        []string `json:"routes"` // route IDs
+	Dynamic       bool     `json:"dynamic,omitempty"`
+	Exchange      string   `json:"exchange,omitempty"` // dynamic routes: the exchange they are grouped under
+	Routes        []string `json:"routes"`             // route IDs
 }
 
 func mapRoutes(c *cli.Context, api *apiClient) error {
@@ -301,12 +337,17 @@ func mapRoutes(c *cli.Context, api *apiClient) error {
 	if c.Bool("json") {
 		return printJSON(c.App.Writer, lines)
 	}
+	printDynamicMap(c.App.Writer, lines)
 	fmt.Fprintln(c.App.Writer, "Static Routes:")
-	if len(lines) == 0 {
-		fmt.Fprintln(c.App.Writer, "  none found")
-	}
+	static := 0
 	for _, l := range lines {
-		fmt.Fprintln(c.App.Writer, "  "+l.Line)
+		if !l.Dynamic {
+			fmt.Fprintln(c.App.Writer, "  "+l.Line)
+			static++
+		}
+	}
+	if static == 0 {
+		fmt.Fprintln(c.App.Writer, "  none found")
 	}
 	return printMapNextHops(c, api)
 }
@@ -324,6 +365,9 @@ func routeMap(sts []routes.Status) []mapLine {
 		}
 		used[i] = true
 		l := mapLine{Line: st.Spec.String(), Dest: st.Spec.Dest, Src: st.Spec.Src, Routes: []string{st.ID}}
+		if st.Spec.Kind == routes.KindDynamic {
+			l.Line, l.Dynamic, l.Exchange = st.Spec.Dest+" <= "+st.Spec.Src, true, st.Spec.Exchange
+		}
 		for j := i + 1; j < len(sorted); j++ {
 			if !used[j] && mirrors(st.Spec, sorted[j].Spec) {
 				used[j] = true
@@ -338,9 +382,40 @@ func routeMap(sts []routes.Status) []mapLine {
 	return lines
 }
 
+// printDynamicMap prints the dynamic routes grouped per exchange, as
+// qpid-route's route map does.
+func printDynamicMap(out io.Writer, lines []mapLine) {
+	byExchange := map[string][]string{}
+	var exchanges []string
+	for _, l := range lines {
+		if !l.Dynamic {
+			continue
+		}
+		if _, ok := byExchange[l.Exchange]; !ok {
+			exchanges = append(exchanges, l.Exchange)
+		}
+		byExchange[l.Exchange] = append(byExchange[l.Exchange], l.Line)
+	}
+	if len(exchanges) == 0 {
+		return
+	}
+	sort.Strings(exchanges)
+	fmt.Fprintln(out, "Dynamic Routes:")
+	for _, ex := range exchanges {
+		fmt.Fprintf(out, "\n  Exchange %s:\n", ex)
+		for _, l := range byExchange[ex] {
+			fmt.Fprintln(out, "    "+l)
+		}
+	}
+	fmt.Fprintln(out)
+}
+
 // mirrors reports whether b carries the same exchange and key as a in the
 // opposite direction.
 func mirrors(a, b routes.Spec) bool {
+	if a.Kind == routes.KindDynamic && b.Kind == routes.KindDynamic {
+		return a.Dest == b.Src && a.Src == b.Dest && a.Exchange == b.Exchange
+	}
 	return a.Kind == routes.KindExchange && b.Kind == routes.KindExchange &&
 		a.Dest == b.Src && a.Src == b.Dest && a.Key == b.Key &&
 		a.Exchange == b.DestNode() && a.DestNode() == b.Exchange

@@ -395,3 +395,22 @@ func TestCLITopology(t *testing.T) {
 		t.Fatalf("route map without next hops:\n%s", out)
 	}
 }
+
+func TestCLIDynamicRoutes(t *testing.T) {
+	h := startRouterAPI(t, "")
+	h.run(0, "dynamic", "add", "--divert-bindings", "b", "a", "amq.topic")
+	h.run(0, "dynamic", "add", "a", "b", "amq.topic")
+	h.run(0, "dynamic", "add", "c", "a", "events")
+	h.run(2, "dynamic", "add", "b", "a", "amq.topic", "extra")
+	out, _ := h.run(0, "route", "map")
+	for _, want := range []string{"Dynamic Routes:", "Exchange amq.topic:\n    a <=> b", "Exchange events:\n    c <= a", "Static Routes:\n  none found"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("route map lacks %q:\n%s", want, out)
+		}
+	}
+	h.run(0, "dynamic", "del", "b", "a", "amq.topic")
+	out, _ = h.run(0, "route", "list")
+	if strings.Count(out, "(dynamic)") != 2 {
+		t.Fatalf("route list after del:\n%s", out)
+	}
+}
