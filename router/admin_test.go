@@ -319,7 +319,7 @@ func TestAdminBadRequests(t *testing.T) {
 		want   []string
 	}{
 		{"unknown broker", unknown, 400, []string{`unknown broker \"zz\"`}},
-		{"invalid spec", routes.Spec{Kind: "topic", Dest: "b", Src: "b"}, 400, []string{`"problems"`, `kind \"topic\": want queue or exchange`, "the exchange is missing"}},
+		{"invalid spec", routes.Spec{Kind: "topic", Dest: "b", Src: "b"}, 400, []string{`"problems"`, `kind \"topic\": want queue, exchange or dynamic`, "the exchange is missing"}},
 		{"same broker", sameBroker, 400, []string{"same broker"}},
 		{"unknown field", `{"kind":"queue","colour":"red"}`, 400, []string{`unknown field \"colour\"`}},
 		{"bad JSON", `{"kind":`, 400, []string{"truncated JSON"}},

@@ -111,7 +111,7 @@ func TestBadRouteAndAdminConfigs(t *testing.T) {
 			[]string{`f.yaml:6: route b(ex=x) <= a(ex=x key=k): an exchange route takes no queue (did you mean kind: queue?)`}},
 		{"bad kind",
 			routeConfig("routes:", "  - {kind: topic, src: a, dest: b, exchange: x, key: k}"),
-			[]string{`f.yaml:6: route b(ex=x) <= a(ex=x key=k): kind "topic": want queue or exchange`}},
+			[]string{`f.yaml:6: route b(ex=x) <= a(ex=x key=k): kind "topic": want queue, exchange or dynamic`}},
 		{"bad on_reject",
 			routeConfig("routes:", "  - {kind: queue, src: a, dest: b, exchange: x, queue: q, on_reject: drop}"),
 			[]string{`f.yaml:6: route ` + q + `: on_reject "drop": want reject or dead-letter`}},
