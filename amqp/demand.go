@@ -29,6 +29,37 @@ type Demand interface {
 	UnbindDemand(ctx context.Context, exchange string, sub Subscription, b DemandBinding) error
 }
 
+// DemandEvents is implemented by profiles that can announce binding
+// changes (RabbitMQ with rabbitmq_event_exchange): a dynamic route then
+// reconciles at once on each event instead of waiting for its next poll.
+type DemandEvents interface {
+	// BindingEvents declares sub's queue bound to the broker's binding
+	// events and returns where to receive them; ErrUnsupported when the
+	// broker does not publish them (the plugin is off).
+	BindingEvents(ctx context.Context, sub Subscription) (LinkSpec, error)
+}
+
+// rabbitEventExchange is where rabbitmq_event_exchange publishes.
+const rabbitEventExchange = "amq.rabbitmq.event"
+
+// BindingEvents binds sub's queue to binding.created and binding.deleted.
+func (p *rabbitProfile) BindingEvents(ctx context.Context, sub Subscription) (LinkSpec, error) {
+	ok, err := p.mgmt.ExchangeExists(ctx, rabbitEventExchange)
+	if err != nil {
+		return LinkSpec{}, err
+	}
+	if !ok {
+		return LinkSpec{}, fmt.Errorf("no %s exchange (enable rabbitmq_event_exchange): %w", rabbitEventExchange, ErrUnsupported)
+	}
+	if err := p.mgmt.DeclareQueue(ctx, sub.Name, subscriptionArgs(Subscription{Name: sub.Name})); err != nil {
+		return LinkSpec{}, err
+	}
+	if err := p.mgmt.Bind(ctx, rabbitEventExchange, sub.Name, "binding.*"); err != nil {
+		return LinkSpec{}, err
+	}
+	return LinkSpec{Address: "/amq/queue/" + sub.Name}, nil
+}
+
 // DemandBinding is one binding key with demand behind it. Origins are the
 // brokers the demand was propagated from by dynamic routes (recorded on
 // the binding as OriginArgument); a local consumer's binding has none.
@@ -148,4 +179,7 @@ func (p *rabbitProfile) UnbindDemand(ctx context.Context, exchange string, sub S
 	return p.mgmt.Unbind(ctx, exchange, sub.Name, b.ref)
 }
 
-var _ Demand = (*rabbitProfile)(nil)
+var (
+	_ Demand       = (*rabbitProfile)(nil)
+	_ DemandEvents = (*rabbitProfile)(nil)
+)

@@ -55,20 +55,36 @@ func (r *route) subscribeDynamic(ctx context.Context) (famqp.LinkSpec, error) {
 	return spec, nil
 }
 
-// followDemand reconciles every DemandInterval until ctx ends. A failure
-// (the management API away) is logged once and retried: forwarding goes on
-// with the bindings as they are.
+// followDemand reconciles until ctx ends: on every binding event of the
+// destination broker when it publishes them (RabbitMQ's event exchange),
+// and every DemandReconcile then (a missed event heals); every
+// DemandInterval otherwise. A failure (the management API away) is
+// logged once and retried: forwarding goes on with the bindings as they
+// are.
 func (r *route) followDemand(ctx context.Context) {
 	src, dst, err := r.demandProfiles()
 	if err != nil {
 		return
 	}
-	t := time.NewTicker(r.m.opts.DemandInterval)
+	kick := make(chan struct{}, 1)
+	events := r.watchBindings(ctx, dst, kick) // nil: no events, poll
+	every := r.m.opts.DemandInterval
+	if events != nil {
+		every = r.m.opts.DemandReconcile
+		defer func() { <-events }()
+	}
+	r.setDemandSource(events != nil, every)
+	t := time.NewTicker(every)
 	defer t.Stop()
 	failing := false
 	for {
 		select {
 		case <-t.C:
+		case <-kick:
+		case <-events: // the event link failed: poll
+			events = nil
+			t.Reset(r.m.opts.DemandInterval)
+			r.setDemandSource(false, r.m.opts.DemandInterval)
 		case <-ctx.Done():
 			return
 		}
@@ -81,6 +97,68 @@ func (r *route) followDemand(ctx context.Context) {
 		}
 		failing = err != nil
 	}
+}
+
+// eventsSubscription names the queue of the destination's binding events.
+func (r *route) eventsSubscription() famqp.Subscription {
+	return famqp.Subscription{Name: r.subscription().Name + ".events"}
+}
+
+// watchBindings receives the destination's binding events in a goroutine
+// that signals kick for each change to the route's exchange (any change
+// with divert_bindings: downstream exchanges count). It returns a channel
+// closed when that goroutine ends, or nil when there are no events.
+func (r *route) watchBindings(ctx context.Context, dst famqp.Demand, kick chan<- struct{}) <-chan struct{} {
+	ev, ok := dst.(famqp.DemandEvents)
+	if !ok {
+		return nil
+	}
+	setup, cancel := context.WithTimeout(ctx, r.m.opts.SetupTimeout)
+	defer cancel()
+	spec, err := ev.BindingEvents(setup, r.eventsSubscription())
+	if err != nil {
+		r.log.Debug().Err(err).Msg("no binding events: polling the destination's bindings")
+		return nil
+	}
+	sess, _, err := r.dst.Conn.NewSession(setup)
+	if err != nil {
+		return nil
+	}
+	rcv, err := famqp.NewReceiver(setup, sess, spec, famqp.ReceiverConfig{Window: 50})
+	if err != nil {
+		famqp.CloseSession(sess)
+		return nil
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer famqp.CloseSession(sess)
+		for {
+			msg, err := rcv.Receive(ctx)
+			if err != nil {
+				return
+			}
+			_ = rcv.Accept(ctx, msg)
+			if src, ok := msg.ApplicationProperties["source_name"].(string); ok && src != r.spec.Exchange && !r.spec.DivertBindings {
+				continue
+			}
+			select {
+			case kick <- struct{}{}:
+			default: // a reconcile is already due
+			}
+		}
+	}()
+	return done
+}
+
+func (r *route) setDemandSource(events bool, every time.Duration) {
+	src := "poll every " + every.String()
+	if events {
+		src = "binding events, reconciled every " + every.String()
+	}
+	r.mu.Lock()
+	r.demandSource = src
+	r.mu.Unlock()
 }
 
 // reconcile makes the subscription's bindings equal the demand at the

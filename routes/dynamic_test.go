@@ -70,6 +70,10 @@ func TestIntegrationDynamicRouteFollowsBindings(t *testing.T) {
 	st := h.add(routes.Spec{Kind: routes.KindDynamic, Dest: "rabbit2", Src: "rabbit1", Exchange: ex})
 	h.waitState(st.ID, routes.StateOperational)
 	h.waitDemand(st.ID, "")
+	// The harness's nodes run rabbitmq_event_exchange: events, not polling.
+	if s, _ := h.m.Get(st.ID); !strings.HasPrefix(s.DemandSource, "binding events") {
+		t.Fatalf("demand source %q, want binding events", s.DemandSource)
+	}
 
 	h.publish("rabbit1", ex, "eu.orders", 1) // no binding, no traffic
 	if err := m.Bind(ctx, ex, q, "eu.*"); err != nil {

@@ -40,8 +40,12 @@ type Options struct {
 	// SetupTimeout bounds attaching a route's links. Default 30s.
 	SetupTimeout time.Duration
 	// DemandInterval: how often a dynamic route compares its bindings with
-	// the destination's demand. Default 1s.
+	// the destination's demand when the destination publishes no binding
+	// events. Default 1s.
 	DemandInterval time.Duration
+	// DemandReconcile: how often it does so when it follows binding events
+	// (so that a missed event heals). Default 10s.
+	DemandReconcile time.Duration
 }
 
 // Manager runs the routes: one goroutine per route, owned here and
@@ -77,6 +81,9 @@ func NewManager(opts Options) *Manager {
 	}
 	if opts.DemandInterval <= 0 {
 		opts.DemandInterval = time.Second
+	}
+	if opts.DemandReconcile <= 0 {
+		opts.DemandReconcile = 10 * time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Manager{opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, routes: map[string]*route{}}

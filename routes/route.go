@@ -32,15 +32,16 @@ type route struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when run returns
 
-	mu        sync.Mutex // guards the fields below
-	state     State
-	since     time.Time
-	lastErr   string
-	lastErrAt time.Time
-	retryAt   time.Time
-	detail    string   // why the route is in its state (what it waits for)
-	demand    []string // dynamic routes: the bindings held, as text
-	loggedErr string   // the error last logged at warn/error; "" once Operational
+	mu           sync.Mutex // guards the fields below
+	state        State
+	since        time.Time
+	lastErr      string
+	lastErrAt    time.Time
+	retryAt      time.Time
+	detail       string   // why the route is in its state (what it waits for)
+	demand       []string // dynamic routes: the bindings held, as text
+	demandSource string   // dynamic routes: how demand is followed
+	loggedErr    string   // the error last logged at warn/error; "" once Operational
 }
 
 // stableRun: a run that forwarded for this long resets the backoff.
@@ -284,6 +285,12 @@ func (r *route) unsubscribe(ctx context.Context) {
 	if err := r.src.Profile.Unsubscribe(ctx, src, r.subscription()); err != nil {
 		r.log.Warn().Err(err).Msg("could not remove the route's subscription at the source; remove it by hand")
 	}
+	if r.spec.Kind == KindDynamic {
+		events := famqp.Node{Kind: famqp.Exchange, Name: "binding events"}
+		if err := r.dst.Profile.Unsubscribe(ctx, events, r.eventsSubscription()); err != nil {
+			r.log.Warn().Err(err).Msg("could not remove the route's binding-event queue at the destination; it expires by itself")
+		}
+	}
 }
 
 func (r *route) setWaiting(reason string) {
@@ -342,7 +349,7 @@ func (r *route) status() Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := Status{ID: r.id, Spec: r.spec, Origin: r.origin, State: r.state, Since: r.since,
-		Detail: r.detail, LastError: r.lastErr, LastErrorAt: r.lastErrAt, Demand: slices.Clone(r.demand)}
+		Detail: r.detail, LastError: r.lastErr, LastErrorAt: r.lastErrAt, Demand: slices.Clone(r.demand), DemandSource: r.demandSource}
 	if !r.retryAt.IsZero() {
 		st.RetryIn = time.Until(r.retryAt).Round(time.Second).String()
 	}

@@ -46,6 +46,9 @@ type Status struct {
 	LastErrorAt time.Time `json:"last_error_at,omitzero"`
 	RetryIn     string    `json:"retry_in,omitempty"`
 	Demand      []string  `json:"demand,omitempty"` // dynamic routes: the bindings followed at the source
+	// DemandSource says how a dynamic route follows demand: binding events
+	// or polling.
+	DemandSource string `json:"demand_source,omitempty"`
 	Counters
 }
 

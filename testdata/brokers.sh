@@ -24,7 +24,7 @@ RMQ_BIN=/usr/lib/rabbitmq/bin   # the real scripts; /usr/sbin wrappers su to use
 PROTON_EX=/usr/share/proton/examples
 PKGS=(rabbitmq-server libqpid-proton11-dev libqpid-proton11-dev-examples
       python3-qpid-proton python-qpid-proton-doc gcc pkg-config)
-PLUGINS='[rabbitmq_amqp1_0,rabbitmq_management,rabbitmq_shovel,rabbitmq_shovel_management].'
+PLUGINS='[rabbitmq_amqp1_0,rabbitmq_management,rabbitmq_shovel,rabbitmq_shovel_management,rabbitmq_event_exchange].'
 MAX_RABBIT=4
 REGISTRY=$BASE/brokers.env
 
@@ -132,6 +132,14 @@ CONF
       || { tail -20 "$d/log/stdout.log" >&2; die "rabbit$i failed to start; logs in $d/log"; }
     "$RMQ_BIN/rabbitmqctl" -q -n "$RABBITMQ_NODENAME" --timeout 120 await_startup >/dev/null
     log "rabbit$i started in $(since "$t0")s"
+    echo "$PLUGINS" > "$d/plugins.applied"
+  elif [ "$(cat "$d/plugins.applied" 2>/dev/null)" != "$PLUGINS" ]; then
+    # A node started by an older version of this script may lack plugins
+    # added to PLUGINS since: enable them on the running node.
+    "$RMQ_BIN/rabbitmqctl" -q -n "$RABBITMQ_NODENAME" eval \
+      "rabbit_plugins:ensure(\"$d/enabled_plugins\")." >/dev/null 2>&1 \
+      && echo "$PLUGINS" > "$d/plugins.applied" \
+      || log "rabbit$i: could not enable the plugins on the running node; restart it"
   fi
   register "rabbit$i" rabbitmq "amqp://127.0.0.1:$RABBITMQ_NODE_PORT" "http://127.0.0.1:$((15700 + i))" "$(cat "$RABBITMQ_PID_FILE")"
 }
