@@ -78,7 +78,7 @@ func (r *Router) startTopology(brokers map[string]routes.Broker) error {
 	}
 	r.control = NewControl(brokers, ControlOptions{RouterID: r.cfg.RouterID, Address: r.cfg.Topology.ControlAddress,
 		Backoff: r.cfg.Backoff(), Log: r.log})
-	r.topo, err = newTopoDriver(r.cfg, secret, r.control, r.localTopology, r.log)
+	r.topo, err = newTopoDriver(r.cfg, secret, r.control, r.localTopology, r.localDemand, r.log)
 	if err != nil {
 		return fmt.Errorf("router: topology: %w", err)
 	}

@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"encoding/json"
 	"math/rand/v2"
 	"sort"
 	"time"
@@ -22,9 +23,11 @@ type topoDriver struct {
 	node  *topology.Node // owned by run
 	ctl   *Control
 	local func() ([]topology.BrokerState, []topology.Link)
-	peers []string // configured peers: inboxes on queue-only brokers
-	self  string
-	log   zerolog.Logger
+	// demand returns the demand to advertise (DemandExt), or nil.
+	demand func() json.RawMessage
+	peers  []string // configured peers: inboxes on queue-only brokers
+	self   string
+	log    zerolog.Logger
 
 	snapReq chan chan topology.Snapshot
 	cancel  context.CancelFunc
@@ -35,7 +38,11 @@ type topoDriver struct {
 // with what it last advertised (a change is advertised at once after).
 const localEvery = 500 * time.Millisecond
 
-func newTopoDriver(cfg *Config, secret string, ctl *Control, local func() ([]topology.BrokerState, []topology.Link), log zerolog.Logger) (*topoDriver, error) {
+// DemandExt is the advertisement extension holding the demand at this
+// router's brokers: {"<broker>": {"<exchange>": ["<key>", ...]}}.
+const DemandExt = "demand"
+
+func newTopoDriver(cfg *Config, secret string, ctl *Control, local func() ([]topology.BrokerState, []topology.Link), demand func() json.RawMessage, log zerolog.Logger) (*topoDriver, error) {
 	tc := topology.DefaultConfig()
 	tc.RouterID, tc.Secret = cfg.RouterID, []byte(secret)
 	tc.Instance = time.Now().UnixNano()
@@ -45,7 +52,7 @@ func newTopoDriver(cfg *Config, secret string, ctl *Control, local func() ([]top
 	if err != nil {
 		return nil, err
 	}
-	return &topoDriver{node: node, ctl: ctl, local: local, peers: cfg.Topology.Peers, self: cfg.RouterID,
+	return &topoDriver{node: node, ctl: ctl, local: local, demand: demand, peers: cfg.Topology.Peers, self: cfg.RouterID,
 		log: log.With().Str("subsystem", "topology").Logger(), snapReq: make(chan chan topology.Snapshot), done: make(chan struct{})}, nil
 }
 
@@ -112,6 +119,9 @@ func (d *topoDriver) setLocal(now time.Time) {
 		return
 	}
 	d.carryOut(ready)
+	if d.demand != nil {
+		d.carryOut(d.node.SetExt(DemandExt, d.demand(), now))
+	}
 }
 
 // carryOut floods what the node asks for and logs its events.
@@ -160,6 +170,19 @@ func (d *topoDriver) logEvent(e topology.Event) {
 		ev = d.log.Info()
 	}
 	ev.Str("event", e.String()).Msg("link state")
+}
+
+// localDemand encodes the dynamic routes' local demand for DemandExt.
+func (r *Router) localDemand() json.RawMessage {
+	d := r.routes.LocalDemand()
+	if len(d) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // localTopology reports the router's brokers and links for its LSA: every

@@ -172,7 +172,11 @@ func (r *route) reconcile(ctx context.Context, src, dst famqp.Demand) error {
 		return fmt.Errorf("demand at %s: %w", r.spec.Dest, err)
 	}
 	desired := map[string]famqp.DemandBinding{}
+	var local []string // keys of consumers at the destination itself
 	for _, b := range want {
+		if len(b.Origins) == 0 {
+			local = append(local, b.Key)
+		}
 		if slices.Contains(b.Origins, r.spec.Src) {
 			continue // demand that came from our source: following it would loop
 		}
@@ -204,19 +208,51 @@ func (r *route) reconcile(ctx context.Context, src, dst famqp.Demand) error {
 		}
 		r.log.Info().Str("binding", b.String()).Msg("demand seen: bound")
 	}
-	r.setDemand(desired)
+	r.setDemand(desired, local)
 	return nil
 }
 
-func (r *route) setDemand(desired map[string]famqp.DemandBinding) {
+func (r *route) setDemand(desired map[string]famqp.DemandBinding, local []string) {
 	keys := make([]string, 0, len(desired))
 	for _, b := range desired {
 		keys = append(keys, b.String())
 	}
 	slices.Sort(keys)
+	slices.Sort(local)
 	r.mu.Lock()
-	r.demand = keys
+	r.demand, r.localDemand = keys, slices.Compact(local)
 	r.mu.Unlock()
+}
+
+// LocalDemand is the demand of consumers at the destinations of the
+// dynamic routes (not demand propagated by other routes): destination
+// broker → exchange → binding keys, sorted. The router advertises it in
+// its link-state advertisement, so every router knows where demand is.
+func (m *Manager) LocalDemand() map[string]map[string][]string {
+	m.mu.Lock()
+	rs := make([]*route, 0, len(m.routes))
+	for _, r := range m.routes {
+		if r.spec.Kind == KindDynamic {
+			rs = append(rs, r)
+		}
+	}
+	m.mu.Unlock()
+	out := map[string]map[string][]string{}
+	for _, r := range rs {
+		r.mu.Lock()
+		keys := slices.Clone(r.localDemand)
+		r.mu.Unlock()
+		if len(keys) == 0 {
+			continue
+		}
+		if out[r.spec.Dest] == nil {
+			out[r.spec.Dest] = map[string][]string{}
+		}
+		merged := append(out[r.spec.Dest][r.spec.Exchange], keys...)
+		slices.Sort(merged)
+		out[r.spec.Dest][r.spec.Exchange] = slices.Compact(merged)
+	}
+	return out
 }
 
 // withBroker returns origins with b added, sorted.

@@ -41,6 +41,7 @@ type route struct {
 	detail       string   // why the route is in its state (what it waits for)
 	demand       []string // dynamic routes: the bindings held, as text
 	demandSource string   // dynamic routes: how demand is followed
+	localDemand  []string // dynamic routes: keys of consumers at the destination
 	loggedErr    string   // the error last logged at warn/error; "" once Operational
 }
 

@@ -171,7 +171,7 @@ func (n *Node) originate(now time.Time, r *Ready) {
 	n.seq++
 	l := LSA{
 		Version: ProtocolVersion, Router: n.cfg.RouterID, Instance: n.cfg.Instance, Seq: n.seq,
-		Brokers: slices.Clone(n.brokers), Links: slices.Clone(n.links),
+		Brokers: slices.Clone(n.brokers), Links: slices.Clone(n.links), Ext: maps.Clone(n.ext),
 	}
 	n.lastOrig, n.dirty = now, false
 	n.nextRefresh = now.Add(n.refreshInterval())

@@ -1,7 +1,9 @@
 package topology
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -97,12 +99,13 @@ type Node struct {
 	cfg Config
 
 	// Local state and our own origination.
-	brokers     []BrokerState // attached brokers, sorted by name
-	links       []Link        // held links, sorted
-	started     bool          // SetLocal was called: we have something to advertise
-	dirty       bool          // local state changed since the last origination
-	seq         uint64        // of our last origination
-	own         LSA           // our last originated LSA (Seq 0 before the first)
+	brokers     []BrokerState              // attached brokers, sorted by name
+	links       []Link                     // held links, sorted
+	ext         map[string]json.RawMessage // our extensions (demand, ...), advertised with the rest
+	started     bool                       // SetLocal was called: we have something to advertise
+	dirty       bool                       // local state changed since the last origination
+	seq         uint64                     // of our last origination
+	own         LSA                        // our last originated LSA (Seq 0 before the first)
 	ownData     []byte
 	lastOrig    time.Time
 	nextRefresh time.Time
@@ -190,6 +193,33 @@ func (n *Node) SetLocal(brokers []BrokerState, links []Link, now time.Time) (Rea
 	n.started, n.dirty, n.graphDirty = true, true, true
 	n.step(now, &r)
 	return r, nil
+}
+
+// SetExt sets (or, with a nil value, removes) one extension of our own
+// advertisement — what later features add to the link state, such as the
+// demand at our brokers. A change is advertised like a local change.
+func (n *Node) SetExt(key string, value json.RawMessage, now time.Time) Ready {
+	var r Ready
+	old, had := n.ext[key]
+	if (value == nil && !had) || (had && bytes.Equal(old, value)) {
+		return r
+	}
+	if n.ext == nil {
+		n.ext = map[string]json.RawMessage{}
+	}
+	if value == nil {
+		delete(n.ext, key)
+		if len(n.ext) == 0 {
+			n.ext = nil // advertised without the field
+		}
+	} else {
+		n.ext[key] = slices.Clone(value)
+	}
+	n.dirty = true
+	if n.started {
+		n.step(now, &r)
+	}
+	return r
 }
 
 // Receive decodes, verifies and applies an LSA that arrived on a broker.

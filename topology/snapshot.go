@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -29,6 +30,8 @@ type RouterView struct {
 	Age      time.Duration `json:"age_ns"`         // since received (ours: since originated)
 	From     string        `json:"from,omitempty"` // the broker it last arrived on
 	Self     bool          `json:"self,omitempty"`
+	// Ext are the router's advertised extensions, e.g. "demand".
+	Ext map[string]json.RawMessage `json:"ext,omitempty"`
 }
 
 // BrokerView is a broker and the routers attached to it.
@@ -105,12 +108,12 @@ func (n *Node) advertisers(now time.Time, s *Snapshot) []advertiser {
 		age = now.Sub(n.lastOrig)
 	}
 	ads := []advertiser{{n.cfg.RouterID, n.brokers, n.links, age}}
-	s.Routers = append(s.Routers, RouterView{Router: n.cfg.RouterID, Instance: n.cfg.Instance, Seq: n.seq, Age: age, Self: true})
+	s.Routers = append(s.Routers, RouterView{Router: n.cfg.RouterID, Instance: n.cfg.Instance, Seq: n.seq, Age: age, Self: true, Ext: n.own.Ext})
 	for _, id := range sortedKeys(n.db) {
 		e := n.db[id]
 		age := now.Sub(e.at)
 		ads = append(ads, advertiser{id, e.lsa.Brokers, e.lsa.Links, age})
-		s.Routers = append(s.Routers, RouterView{Router: id, Instance: e.lsa.Instance, Seq: e.lsa.Seq, Age: age, From: e.from})
+		s.Routers = append(s.Routers, RouterView{Router: id, Instance: e.lsa.Instance, Seq: e.lsa.Seq, Age: age, From: e.from, Ext: e.lsa.Ext})
 	}
 	return ads
 }

@@ -1,15 +1,19 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/fedrouter/fedrouter/router"
 	"github.com/fedrouter/fedrouter/topology"
 )
 
@@ -56,7 +60,41 @@ func showTopology(c *cli.Context, api *apiClient) error {
 	printTopoLinks(out, snap.Links)
 	fmt.Fprintln(out)
 	printNextHops(out, snap.Routes)
+	printDemand(out, snap.Routers)
 	return nil
+}
+
+// printDemand lists the demand each router advertises: the binding keys
+// of consumers at its dynamic routes' destinations.
+func printDemand(out io.Writer, routers []topology.RouterView) {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	rows := 0
+	for _, rv := range routers {
+		var d map[string]map[string][]string
+		if json.Unmarshal(rv.Ext[router.DemandExt], &d) != nil {
+			continue
+		}
+		for _, b := range sortedKeys(d) {
+			for _, ex := range sortedKeys(d[b]) {
+				if rows == 0 {
+					fmt.Fprintln(out, "\nDemand (advertised):")
+					fmt.Fprintln(w, "Router\tBroker\tExchange\tKeys")
+				}
+				rows++
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", rv.Router, b, ex, strings.Join(d[b][ex], " "))
+			}
+		}
+	}
+	w.Flush()
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func printTopoLinks(out io.Writer, links []topology.LinkView) {

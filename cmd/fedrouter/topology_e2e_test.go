@@ -150,6 +150,28 @@ func TestTopologyThreeRoutersConverge(t *testing.T) {
 		}
 	}
 
+	// Demand at rabbit4 behind t3's dynamic route is advertised: t1, two
+	// brokers away, knows it.
+	ex, q := brokertest.UniqueName(t, "ex"), brokertest.UniqueName(t, "q")
+	brokertest.DeclareExchangeQueue(t, bs[2].Config(), ex, "topic", "", "")
+	brokertest.DeclareExchangeQueue(t, bs[3].Config(), ex, "topic", q, "orders.#")
+	if out, code := rs[2].cli("dynamic", "add", "rabbit4", "rabbit3", ex); code != 0 {
+		t.Fatalf("dynamic add: exit %d: %s", code, out)
+	}
+	brokertest.Eventually(t, 20*time.Second, 100*time.Millisecond, func() error {
+		for _, rv := range rs[0].topology().Routers {
+			var d map[string]map[string][]string
+			if rv.Router == "t3" && json.Unmarshal(rv.Ext["demand"], &d) == nil && fmt.Sprint(d["rabbit4"][ex]) == "[orders.#]" {
+				return nil
+			}
+		}
+		out, _ := rs[0].cli("topology")
+		return fmt.Errorf("t1 does not see t3's demand:\n%s", out)
+	})
+	if out, _ := rs[0].cli("topology"); !strings.Contains(out, "Demand (advertised):") || !strings.Contains(out, "orders.#") {
+		t.Fatalf("topology does not show the demand:\n%s", out)
+	}
+
 	// t3 stops: after max age its link is gone from t1's graph.
 	stopped := time.Now()
 	if err := rs[2].cmd.Process.Signal(syscall.SIGTERM); err != nil {
