@@ -183,3 +183,40 @@ var (
 	_ Demand       = (*rabbitProfile)(nil)
 	_ DemandEvents = (*rabbitProfile)(nil)
 )
+
+// DestinationLister is implemented by profiles that can list a broker's
+// destinations (queues), for advertising them across the federation.
+type DestinationLister interface {
+	Destinations(ctx context.Context) ([]DestinationInfo, error)
+}
+
+// DestinationInfo is one destination as the broker describes it.
+type DestinationInfo struct {
+	Name      string
+	Temporary bool // exclusive or auto-delete: lives with its creator
+	// Configured: declared to last (durable) — RabbitMQ cannot tell an
+	// administrator's queue from an application's, so a durable queue
+	// counts as configured and a non-durable one as auto-created.
+	Configured bool
+	Consumers  int
+	Messages   int
+}
+
+// Destinations lists the vhost's queues, fedrouter's own excepted.
+func (p *rabbitProfile) Destinations(ctx context.Context) ([]DestinationInfo, error) {
+	qs, err := p.mgmt.Queues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DestinationInfo, 0, len(qs))
+	for _, q := range qs {
+		if strings.HasPrefix(q.Name, "fedrouter.") {
+			continue // route subscriptions and control queues
+		}
+		out = append(out, DestinationInfo{Name: q.Name, Temporary: q.Exclusive || q.AutoDelete,
+			Configured: q.Durable, Consumers: q.Consumers, Messages: q.Messages})
+	}
+	return out, nil
+}
+
+var _ DestinationLister = (*rabbitProfile)(nil)

@@ -117,10 +117,19 @@ func (m *RabbitManagement) DeleteQueue(ctx context.Context, name string) error {
 
 // QueueInfo is the part of a queue's description fedrouter reads.
 type QueueInfo struct {
-	Name      string `json:"name"`
-	Durable   bool   `json:"durable"`
-	Messages  int    `json:"messages"`
-	Consumers int    `json:"consumers"`
+	Name       string `json:"name"`
+	Durable    bool   `json:"durable"`
+	AutoDelete bool   `json:"auto_delete"`
+	Exclusive  bool   `json:"exclusive"`
+	Messages   int    `json:"messages"`
+	Consumers  int    `json:"consumers"`
+}
+
+// Queues lists the vhost's queues.
+func (m *RabbitManagement) Queues(ctx context.Context) ([]QueueInfo, error) {
+	var out []QueueInfo
+	err := m.do(ctx, http.MethodGet, "/api/queues/"+m.vh()+"?columns=name,durable,auto_delete,exclusive,messages,consumers", nil, &out)
+	return out, err
 }
 
 // Queue describes queue name; ErrNotFound if it does not exist.

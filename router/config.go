@@ -110,6 +110,9 @@ type TopologySpec struct {
 	MaxAge Duration `yaml:"max_age"`
 	// ControlAddress is the control node on every broker.
 	ControlAddress string `yaml:"control_address"`
+	// DestinationIdle: an auto-created destination with no consumers and
+	// no messages for this long is no longer advertised. Default 2m.
+	DestinationIdle Duration `yaml:"destination_idle"`
 	// Peers are router ids whose inboxes this router publishes to on
 	// queue-only brokers (where there is no broadcast). Routers heard on
 	// multicast brokers are added by themselves.
@@ -150,7 +153,7 @@ func DefaultConfig() Config {
 		Log:       LogSpec{Level: "info", Format: "text"},
 		Admin:     AdminSpec{Listen: DefaultAdminListen},
 		Topology: TopologySpec{Refresh: Duration(30 * time.Second), MaxAge: Duration(90 * time.Second),
-			ControlAddress: DefaultControlAddress},
+			ControlAddress: DefaultControlAddress, DestinationIdle: Duration(2 * time.Minute)},
 	}
 }
 
@@ -373,6 +376,9 @@ func (c *Config) validateTopology() []string {
 	}
 	if t.MaxAge < 2*t.Refresh {
 		add("max_age %s must be at least twice refresh %s", time.Duration(t.MaxAge), time.Duration(t.Refresh))
+	}
+	if t.DestinationIdle <= 0 {
+		add("destination_idle must be positive")
 	}
 	if !nameRE.MatchString(t.ControlAddress) {
 		add("control_address %q: use letters, digits, '.', '_' and '-'", t.ControlAddress)

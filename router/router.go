@@ -4,6 +4,7 @@ package router
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -28,6 +29,7 @@ type Router struct {
 	routes   *routes.Manager          // set by Start
 	control  *Control                 // set by Start when flooding is on
 	topo     *topoDriver              // set by Start when flooding is on
+	dests    *destWatcher             // set by Start when flooding is on
 }
 
 // ErrTopologyOff: the router floods no link state (no topology secret).
@@ -78,11 +80,20 @@ func (r *Router) startTopology(brokers map[string]routes.Broker) error {
 	}
 	r.control = NewControl(brokers, ControlOptions{RouterID: r.cfg.RouterID, Address: r.cfg.Topology.ControlAddress,
 		Backoff: r.cfg.Backoff(), Log: r.log})
-	r.topo, err = newTopoDriver(r.cfg, secret, r.control, r.localTopology, r.localDemand, r.log)
+	listers := map[string]famqp.DestinationLister{}
+	for name, b := range brokers {
+		if l, ok := b.Profile.(famqp.DestinationLister); ok {
+			listers[name] = l
+		}
+	}
+	r.dests = newDestWatcher(listers, time.Duration(r.cfg.Topology.DestinationIdle), r.log)
+	exts := map[string]func() json.RawMessage{DemandExt: r.localDemand, DestinationsExt: r.dests.current}
+	r.topo, err = newTopoDriver(r.cfg, secret, r.control, r.localTopology, exts, r.log)
 	if err != nil {
 		return fmt.Errorf("router: topology: %w", err)
 	}
 	r.control.Start()
+	r.dests.start()
 	r.topo.start()
 	return nil
 }
@@ -189,6 +200,7 @@ func (r *Router) WaitOperational(ctx context.Context) error {
 func (r *Router) Stop() {
 	if r.topo != nil {
 		r.topo.stop()
+		r.dests.stop()
 	}
 	if r.control != nil {
 		r.control.Stop()

@@ -23,11 +23,12 @@ type topoDriver struct {
 	node  *topology.Node // owned by run
 	ctl   *Control
 	local func() ([]topology.BrokerState, []topology.Link)
-	// demand returns the demand to advertise (DemandExt), or nil.
-	demand func() json.RawMessage
-	peers  []string // configured peers: inboxes on queue-only brokers
-	self   string
-	log    zerolog.Logger
+	// exts return the extensions to advertise (DemandExt, DestinationsExt)
+	// by key; nil removes one.
+	exts  map[string]func() json.RawMessage
+	peers []string // configured peers: inboxes on queue-only brokers
+	self  string
+	log   zerolog.Logger
 
 	snapReq chan chan topology.Snapshot
 	cancel  context.CancelFunc
@@ -42,7 +43,7 @@ const localEvery = 500 * time.Millisecond
 // router's brokers: {"<broker>": {"<exchange>": ["<key>", ...]}}.
 const DemandExt = "demand"
 
-func newTopoDriver(cfg *Config, secret string, ctl *Control, local func() ([]topology.BrokerState, []topology.Link), demand func() json.RawMessage, log zerolog.Logger) (*topoDriver, error) {
+func newTopoDriver(cfg *Config, secret string, ctl *Control, local func() ([]topology.BrokerState, []topology.Link), exts map[string]func() json.RawMessage, log zerolog.Logger) (*topoDriver, error) {
 	tc := topology.DefaultConfig()
 	tc.RouterID, tc.Secret = cfg.RouterID, []byte(secret)
 	tc.Instance = time.Now().UnixNano()
@@ -52,7 +53,7 @@ func newTopoDriver(cfg *Config, secret string, ctl *Control, local func() ([]top
 	if err != nil {
 		return nil, err
 	}
-	return &topoDriver{node: node, ctl: ctl, local: local, demand: demand, peers: cfg.Topology.Peers, self: cfg.RouterID,
+	return &topoDriver{node: node, ctl: ctl, local: local, exts: exts, peers: cfg.Topology.Peers, self: cfg.RouterID,
 		log: log.With().Str("subsystem", "topology").Logger(), snapReq: make(chan chan topology.Snapshot), done: make(chan struct{})}, nil
 }
 
@@ -119,8 +120,8 @@ func (d *topoDriver) setLocal(now time.Time) {
 		return
 	}
 	d.carryOut(ready)
-	if d.demand != nil {
-		d.carryOut(d.node.SetExt(DemandExt, d.demand(), now))
+	for key, get := range d.exts {
+		d.carryOut(d.node.SetExt(key, get(), now))
 	}
 }
 

@@ -61,7 +61,30 @@ func showTopology(c *cli.Context, api *apiClient) error {
 	fmt.Fprintln(out)
 	printNextHops(out, snap.Routes)
 	printDemand(out, snap.Routers)
+	printDestinations(out, snap.Routers)
 	return nil
+}
+
+// printDestinations lists the destinations each router advertises at its
+// brokers (Open MQ's rules: docs/dynamic-routes.md).
+func printDestinations(out io.Writer, routers []topology.RouterView) {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	rows := 0
+	for _, rv := range routers {
+		var d map[string][]string
+		if json.Unmarshal(rv.Ext[router.DestinationsExt], &d) != nil {
+			continue
+		}
+		for _, b := range sortedKeys(d) {
+			if rows == 0 {
+				fmt.Fprintln(out, "\nDestinations (advertised):")
+				fmt.Fprintln(w, "Router\tBroker\tDestinations")
+			}
+			rows++
+			fmt.Fprintf(w, "%s\t%s\t%s\n", rv.Router, b, strings.Join(d[b], " "))
+		}
+	}
+	w.Flush()
 }
 
 // printDemand lists the demand each router advertises: the binding keys

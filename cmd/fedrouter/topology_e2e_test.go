@@ -184,6 +184,17 @@ func TestTopologyThreeRoutersConverge(t *testing.T) {
 	if out, _ := rs[0].cli("topology"); !strings.Contains(out, "Demand (advertised):") || !strings.Contains(out, "orders.#") {
 		t.Fatalf("topology does not show the demand:\n%s", out)
 	}
+	// The durable queue there is a configured destination: advertised by
+	// t3 (which lists rabbit4's queues), seen at t1.
+	brokertest.Eventually(t, 30*time.Second, 200*time.Millisecond, func() error {
+		for _, rv := range rs[0].topology().Routers {
+			var d map[string][]string
+			if rv.Router == "t3" && json.Unmarshal(rv.Ext["destinations"], &d) == nil && slices.Contains(d["rabbit4"], q) {
+				return nil
+			}
+		}
+		return fmt.Errorf("t1 does not see t3 advertise %s on rabbit4", q)
+	})
 
 	// t3 stops: after max age its link is gone from t1's graph.
 	stopped := time.Now()

@@ -1,0 +1,136 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/topology"
+)
+
+// DestinationsExt is the advertisement extension listing the destinations
+// this router advertises at its brokers: {"<broker>": ["<queue>", ...]}.
+const DestinationsExt = "destinations"
+
+// destPoll is how often the brokers' destinations are listed.
+const destPoll = 5 * time.Second
+
+// destWatcher lists the destinations of every broker that can tell (the
+// RabbitMQ management API) and runs them through topology.Destinations
+// (Open MQ's rules for what to advertise). One goroutine, owned by the
+// router; the topology driver reads the result through current.
+type destWatcher struct {
+	listers map[string]famqp.DestinationLister
+	table   *topology.Destinations // owned by run
+	seen    map[string]map[string]topology.DestKind
+	log     zerolog.Logger
+
+	mu  sync.Mutex
+	ext json.RawMessage // guarded by mu: the advertised set, encoded
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func newDestWatcher(listers map[string]famqp.DestinationLister, idle time.Duration, log zerolog.Logger) *destWatcher {
+	return &destWatcher{listers: listers, table: topology.NewDestinations(idle), seen: map[string]map[string]topology.DestKind{},
+		log: log.With().Str("subsystem", "destinations").Logger(), done: make(chan struct{})}
+}
+
+func (w *destWatcher) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cancel = cancel
+	go w.run(ctx)
+}
+
+func (w *destWatcher) stop() {
+	w.cancel()
+	<-w.done
+}
+
+// current returns the advertised destinations, encoded, or nil.
+func (w *destWatcher) current() json.RawMessage {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ext
+}
+
+func (w *destWatcher) run(ctx context.Context) {
+	defer close(w.done)
+	t := time.NewTicker(destPoll)
+	defer t.Stop()
+	for {
+		w.poll(ctx, time.Now())
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// poll lists every broker and feeds the rules; a broker that cannot be
+// listed keeps what it had (no false withdrawals during an outage).
+func (w *destWatcher) poll(ctx context.Context, now time.Time) {
+	changed := w.table.Tick(now)
+	names := make([]string, 0, len(w.listers))
+	for b := range w.listers {
+		names = append(names, b)
+	}
+	sort.Strings(names)
+	for _, b := range names {
+		lctx, cancel := context.WithTimeout(ctx, destPoll)
+		dests, err := w.listers[b].Destinations(lctx)
+		cancel()
+		if err != nil {
+			w.log.Debug().Err(err).Str("broker", b).Msg("cannot list destinations")
+			continue
+		}
+		changed = w.observe(b, dests, now) || changed
+	}
+	if changed {
+		w.publish()
+	}
+}
+
+// observe feeds one broker's listing, and deletions of what is gone.
+func (w *destWatcher) observe(broker string, dests []famqp.DestinationInfo, now time.Time) bool {
+	changed := false
+	present := map[string]topology.DestKind{}
+	for _, d := range dests {
+		kind := topology.DestAutoCreated
+		switch {
+		case d.Temporary:
+			kind = topology.DestTemporary
+		case d.Configured:
+			kind = topology.DestConfigured
+		}
+		present[d.Name] = kind
+		changed = w.table.Observe(topology.DestObservation{Broker: broker, Name: d.Name, Kind: kind,
+			Consumers: d.Consumers, Messages: d.Messages}, now) || changed
+	}
+	for name := range w.seen[broker] {
+		if _, ok := present[name]; !ok {
+			changed = w.table.Observe(topology.DestObservation{Broker: broker, Name: name, Deleted: true}, now) || changed
+		}
+	}
+	w.seen[broker] = present
+	return changed
+}
+
+func (w *destWatcher) publish() {
+	adv := w.table.Advertised()
+	var ext json.RawMessage
+	if len(adv) > 0 {
+		ext, _ = json.Marshal(adv) // a map of string slices always encodes
+	}
+	w.mu.Lock()
+	w.ext = ext
+	w.mu.Unlock()
+	w.log.Debug().Str("advertised", string(ext)).Msg("destinations changed")
+}
