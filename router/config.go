@@ -62,6 +62,15 @@ type BrokerSpec struct {
 		Password string `yaml:"password"`
 	} `yaml:"management"`
 	VHost string `yaml:"vhost"`
+	// Bindings declare the broker's demand for dynamic routes to it, when
+	// its profile cannot tell (e.g. proton, generic): exchange and key.
+	Bindings []StaticBinding `yaml:"bindings"`
+}
+
+// StaticBinding is one declared binding of a broker.
+type StaticBinding struct {
+	Exchange string `yaml:"exchange"`
+	Key      string `yaml:"key"`
 }
 
 // TLSSpec is a broker's TLS settings (used with amqps:// URLs).
@@ -288,6 +297,11 @@ func (c *Config) validate() []string {
 		if b.URL != "" && len(b.URLs) > 0 {
 			add(key, "broker %q: give url or urls, not both", b.Name)
 		}
+		for _, sb := range b.Bindings {
+			if sb.Exchange == "" {
+				add(key, "broker %q: a binding needs an exchange", b.Name)
+			}
+		}
 		if b.Password != "" && b.PasswordFile != "" {
 			add(key, "broker %q: give password or password_file, not both", b.Name)
 		}
@@ -490,6 +504,21 @@ func (c *Config) BrokerConfigs() ([]famqp.BrokerConfig, error) {
 		out = append(out, bc)
 	}
 	return out, nil
+}
+
+// StaticDemand returns each broker's declared bindings: broker →
+// exchange → keys (brokers without any are left out).
+func (c *Config) StaticDemand() map[string]map[string][]string {
+	out := map[string]map[string][]string{}
+	for _, b := range c.Brokers {
+		for _, sb := range b.Bindings {
+			if out[b.Name] == nil {
+				out[b.Name] = map[string][]string{}
+			}
+			out[b.Name][sb.Exchange] = append(out[b.Name][sb.Exchange], sb.Key)
+		}
+	}
+	return out
 }
 
 // Backoff returns the configured reconnect backoff.

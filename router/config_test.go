@@ -2,6 +2,7 @@ package router
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -97,6 +98,10 @@ func TestBadRouteAndAdminConfigs(t *testing.T) {
 		{"unknown key in a route",
 			routeConfig("routes:", "  - kind: queue", "    src: a", "    dest: b", "    exchange: x", "    queue: q", "    colour: red"),
 			[]string{`f.yaml:11: unknown key "colour"`}},
+		{"dynamic route with a key, divert on a queue route",
+			routeConfig("routes:", "  - {kind: dynamic, src: a, dest: b, exchange: x, key: k}", "  - {kind: queue, src: a, dest: b, exchange: x, queue: q, divert_bindings: true}"),
+			[]string{`f.yaml:6: route b(ex=x) <= a(ex=x) dynamic: a dynamic route takes no queue, key or dest_exchange: the destination's bindings decide what crosses`,
+				`f.yaml:7: route b(ex=x) <= a(queue=q): divert_bindings applies to dynamic routes only`}},
 		{"broker not in brokers",
 			routeConfig("routes:", "  - {kind: queue, src: a, dest: zz, exchange: x, queue: q}"),
 			[]string{`f.yaml:6: route zz(ex=x) <= a(queue=q): broker "zz" is not in brokers`}},
@@ -245,5 +250,19 @@ func TestAdminDefaultsAndTokenFile(t *testing.T) {
 	cfg, _ = ParseConfig("f.yaml", []byte(routeConfig("admin: {token_file: '"+tf+".missing'}")))
 	if _, err := cfg.AdminToken(); err == nil || !strings.Contains(err.Error(), "admin.token_file") {
 		t.Errorf("missing token_file: %v", err)
+	}
+}
+
+func TestStaticBindings(t *testing.T) {
+	cfg, err := ParseConfig("f.yaml", []byte("router_id: r\nbrokers:\n  - name: p\n    url: amqp://h\n    profile: proton\n    bindings:\n      - {exchange: orders, key: 'eu.#'}\n      - {exchange: orders, key: us}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(cfg.StaticDemand()); got != "map[p:map[orders:[eu.# us]]]" {
+		t.Fatalf("static demand %s", got)
+	}
+	_, err = ParseConfig("f.yaml", []byte("router_id: r\nbrokers:\n  - name: p\n    url: amqp://h\n    profile: proton\n    bindings: [{key: k}]\n"))
+	if err == nil || !strings.Contains(err.Error(), `f.yaml:3: broker "p": a binding needs an exchange`) {
+		t.Fatalf("binding without exchange: %v", err)
 	}
 }

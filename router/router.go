@@ -49,7 +49,7 @@ func (r *Router) Start() error {
 	brokers := map[string]routes.Broker{}
 	r.mu.Lock()
 	for name, c := range r.conns {
-		brokers[name] = routes.Broker{Conn: c, Profile: r.profiles[name]}
+		brokers[name] = routes.Broker{Conn: c, Profile: r.profiles[name], StaticDemand: r.cfg.StaticDemand()[name]}
 	}
 	r.mu.Unlock()
 	r.routes = routes.NewManager(routes.Options{

@@ -28,11 +28,35 @@ const TraceAnnotation = "x-fedrouter-trace"
 // errNoDemandSupport: a broker whose profile cannot tell its bindings.
 var errNoDemandSupport = errors.New("dynamic routes need brokers whose profile can read and manage bindings (rabbitmq)")
 
-func (r *route) demandProfiles() (src, dst famqp.Demand, err error) {
+// demandReader is what a dynamic route reads the destination's demand
+// from: the broker itself (famqp.Demand) or the bindings the configuration
+// declares for a broker that cannot be asked (staticDemand).
+type demandReader interface {
+	ExchangeDemand(ctx context.Context, exchange string, divert bool) ([]famqp.DemandBinding, error)
+}
+
+// staticDemand is a broker's configured bindings: exchange → keys.
+type staticDemand map[string][]string
+
+func (s staticDemand) ExchangeDemand(_ context.Context, exchange string, _ bool) ([]famqp.DemandBinding, error) {
+	out := make([]famqp.DemandBinding, 0, len(s[exchange]))
+	for _, k := range s[exchange] {
+		out = append(out, famqp.DemandBinding{Key: k})
+	}
+	return out, nil
+}
+
+// demandProfiles returns the source's subscription manager and where to
+// read the destination's demand: the configured bindings when the
+// destination broker has any, else the broker itself.
+func (r *route) demandProfiles() (src famqp.Demand, dst demandReader, err error) {
 	src, okSrc := r.src.Profile.(famqp.Demand)
-	dst, okDst := r.dst.Profile.(famqp.Demand)
+	dst, okDst := demandReader(staticDemand(r.dst.StaticDemand)), len(r.dst.StaticDemand) > 0
+	if !okDst {
+		dst, okDst = r.dst.Profile.(famqp.Demand)
+	}
 	if !okSrc || !okDst {
-		return nil, nil, fmt.Errorf("%w: %s is %s, %s is %s", errNoDemandSupport,
+		return nil, nil, fmt.Errorf("%w: %s is %s, %s is %s (declare its bindings in the configuration if it cannot be asked)", errNoDemandSupport,
 			r.spec.Src, r.src.Profile.Name(), r.spec.Dest, r.dst.Profile.Name())
 	}
 	return src, dst, nil
@@ -108,7 +132,7 @@ func (r *route) eventsSubscription() famqp.Subscription {
 // that signals kick for each change to the route's exchange (any change
 // with divert_bindings: downstream exchanges count). It returns a channel
 // closed when that goroutine ends, or nil when there are no events.
-func (r *route) watchBindings(ctx context.Context, dst famqp.Demand, kick chan<- struct{}) <-chan struct{} {
+func (r *route) watchBindings(ctx context.Context, dst demandReader, kick chan<- struct{}) <-chan struct{} {
 	ev, ok := dst.(famqp.DemandEvents)
 	if !ok {
 		return nil
@@ -164,7 +188,7 @@ func (r *route) setDemandSource(events bool, every time.Duration) {
 // reconcile makes the subscription's bindings equal the demand at the
 // destination that did not come through the source, each recorded with
 // its origins plus the destination.
-func (r *route) reconcile(ctx context.Context, src, dst famqp.Demand) error {
+func (r *route) reconcile(ctx context.Context, src famqp.Demand, dst demandReader) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	want, err := dst.ExchangeDemand(ctx, r.spec.Exchange, r.spec.DivertBindings)

@@ -206,3 +206,27 @@ func TestIntegrationDynamicLineCrossesMiddleOnce(t *testing.T) {
 		}
 	}
 }
+
+// A broker that cannot tell its bindings (the Proton broker) gets them from
+// the configuration: a dynamic route to it follows the declared ones.
+func TestIntegrationDynamicStaticDemand(t *testing.T) {
+	h := newHarness(t, "rabbit1", "proton1")
+	ex := brokertest.UniqueName(t, "ex") // an exchange at rabbit1, an address at proton1
+	h.exchangeWithQueue("rabbit1", ex, "topic", "", "")
+	h.m.Stop(context.Background())
+	p := h.opts.Brokers["proton1"]
+	p.StaticDemand = map[string][]string{ex: {"eu.#"}}
+	h.opts.Brokers["proton1"] = p
+	h.start()
+	st := h.add(routes.Spec{Kind: routes.KindDynamic, Dest: "proton1", Src: "rabbit1", Exchange: ex})
+	h.waitDemand(st.ID, `"eu.#" (from proton1)`)
+	h.waitState(st.ID, routes.StateOperational)
+	h.publish("rabbit1", ex, "us.orders", 1)
+	h.publish("rabbit1", ex, "eu.orders", 2)
+	if got := brokertest.Collect(t, h.conns["proton1"], ex, 1, 20*time.Second); fmt.Sprint(got) != "[2]" {
+		t.Fatalf("got %v, want [2]", got)
+	}
+	if s, _ := h.m.Get(st.ID); s.Forwarded != 1 || !strings.HasPrefix(s.DemandSource, "poll") {
+		t.Fatalf("forwarded %d, demand source %q", s.Forwarded, s.DemandSource)
+	}
+}

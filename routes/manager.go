@@ -20,6 +20,9 @@ import (
 type Broker struct {
 	Conn    *famqp.Conn
 	Profile famqp.Profile
+	// StaticDemand declares the broker's bindings (exchange → keys) for
+	// dynamic routes to it, when its profile cannot tell them.
+	StaticDemand map[string][]string
 }
 
 // Options configure a Manager; zero values take the defaults.
