@@ -3,7 +3,6 @@ package amqp
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 )
@@ -61,18 +60,19 @@ func (p *rabbitProfile) BindingEvents(ctx context.Context, sub Subscription) (Li
 }
 
 // DemandBinding is one binding key with demand behind it. Origins are the
-// brokers the demand was propagated from by dynamic routes (recorded on
-// the binding as OriginArgument); a local consumer's binding has none.
+// brokers the demand was propagated through by dynamic routes, in order,
+// the consumer's broker first (recorded on the binding as
+// OriginArgument); a local consumer's binding has none.
 // A route never forwards to demand that came through its own source:
 // that is what keeps A<->B pairs, rings and meshes from looping.
 type DemandBinding struct {
 	Key     string
-	Origins []string // sorted
+	Origins []string // the path of the demand, the consumer's broker first
 	ref     string   // the broker's name for the binding (RabbitMQ properties key)
 }
 
 // OriginArgument is the binding argument naming a propagated binding's
-// origins, comma-separated and sorted.
+// origins, comma-separated, the consumer's broker first.
 const OriginArgument = "x-fedrouter-origin"
 
 // ID identifies a binding by key and origins.
@@ -90,9 +90,7 @@ func originsOf(args map[string]any) []string {
 	if s == "" {
 		return nil
 	}
-	out := strings.Split(s, ",")
-	sort.Strings(out)
-	return out
+	return strings.Split(s, ",")
 }
 
 // ExchangeDemand reads the exchange's bindings through the management API.
@@ -166,7 +164,7 @@ func (p *rabbitProfile) SubscribedDemand(ctx context.Context, exchange string, s
 func (p *rabbitProfile) BindDemand(ctx context.Context, exchange string, sub Subscription, b DemandBinding) error {
 	var args map[string]any
 	if len(b.Origins) > 0 {
-		args = map[string]any{OriginArgument: strings.Join(slices.Sorted(slices.Values(b.Origins)), ",")}
+		args = map[string]any{OriginArgument: strings.Join(b.Origins, ",")}
 	}
 	return p.mgmt.BindArgs(ctx, exchange, sub.Name, b.Key, args)
 }

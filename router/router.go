@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -24,12 +25,13 @@ type Router struct {
 	log zerolog.Logger
 
 	mu       sync.Mutex
-	conns    map[string]*famqp.Conn   // by broker name; guarded by mu
-	profiles map[string]famqp.Profile // by broker name; guarded by mu
-	routes   *routes.Manager          // set by Start
-	control  *Control                 // set by Start when flooding is on
-	topo     *topoDriver              // set by Start when flooding is on
-	dests    *destWatcher             // set by Start when flooding is on
+	conns    map[string]*famqp.Conn         // by broker name; guarded by mu
+	profiles map[string]famqp.Profile       // by broker name; guarded by mu
+	routes   *routes.Manager                // set by Start
+	control  *Control                       // set by Start when flooding is on
+	topo     *topoDriver                    // set by Start when flooding is on
+	dests    *destWatcher                   // set by Start when flooding is on
+	table    atomic.Pointer[topology.Paths] // the topology's latest shortest paths
 }
 
 // ErrTopologyOff: the router floods no link state (no topology secret).
@@ -54,7 +56,7 @@ func (r *Router) Start() error {
 	r.mu.Unlock()
 	r.routes = routes.NewManager(routes.Options{
 		RouterID: r.cfg.RouterID, Brokers: brokers, StatePath: r.cfg.StatePath(),
-		Log: r.log, Backoff: r.cfg.Backoff(),
+		Log: r.log, Backoff: r.cfg.Backoff(), NextHop: r.nextHop,
 	})
 	if err := r.routes.Restore(r.cfg.RouteSpecs()); err != nil {
 		r.Stop()
@@ -88,7 +90,7 @@ func (r *Router) startTopology(brokers map[string]routes.Broker) error {
 	}
 	r.dests = newDestWatcher(listers, time.Duration(r.cfg.Topology.DestinationIdle), r.log)
 	exts := map[string]func() json.RawMessage{DemandExt: r.localDemand, DestinationsExt: r.dests.current}
-	r.topo, err = newTopoDriver(r.cfg, secret, r.control, r.localTopology, exts, r.log)
+	r.topo, err = newTopoDriver(r.cfg, secret, r.control, r.localTopology, exts, &r.table, r.log)
 	if err != nil {
 		return fmt.Errorf("router: topology: %w", err)
 	}
@@ -96,6 +98,17 @@ func (r *Router) startTopology(brokers map[string]routes.Broker) error {
 	r.dests.start()
 	r.topo.start()
 	return nil
+}
+
+// nextHop is the next hop from src towards dst on the link-state table;
+// ok false without flooding or before a path is known.
+func (r *Router) nextHop(src, dst string) (string, bool) {
+	p := r.table.Load()
+	if p == nil {
+		return "", false
+	}
+	rt, ok := p.Route(src, dst)
+	return rt.NextHop, ok
 }
 
 // Topology returns the link-state view of the network.

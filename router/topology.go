@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -30,6 +31,11 @@ type topoDriver struct {
 	self  string
 	log   zerolog.Logger
 
+	// table is the latest shortest-path table, for readers outside the
+	// driver's goroutine (dynamic routes); a *Paths is never changed once
+	// published.
+	table *atomic.Pointer[topology.Paths]
+
 	snapReq chan chan topology.Snapshot
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -43,7 +49,7 @@ const localEvery = 500 * time.Millisecond
 // router's brokers: {"<broker>": {"<exchange>": ["<key>", ...]}}.
 const DemandExt = "demand"
 
-func newTopoDriver(cfg *Config, secret string, ctl *Control, local func() ([]topology.BrokerState, []topology.Link), exts map[string]func() json.RawMessage, log zerolog.Logger) (*topoDriver, error) {
+func newTopoDriver(cfg *Config, secret string, ctl *Control, local func() ([]topology.BrokerState, []topology.Link), exts map[string]func() json.RawMessage, table *atomic.Pointer[topology.Paths], log zerolog.Logger) (*topoDriver, error) {
 	tc := topology.DefaultConfig()
 	tc.RouterID, tc.Secret = cfg.RouterID, []byte(secret)
 	tc.Instance = time.Now().UnixNano()
@@ -53,7 +59,7 @@ func newTopoDriver(cfg *Config, secret string, ctl *Control, local func() ([]top
 	if err != nil {
 		return nil, err
 	}
-	return &topoDriver{node: node, ctl: ctl, local: local, exts: exts, peers: cfg.Topology.Peers, self: cfg.RouterID,
+	return &topoDriver{node: node, ctl: ctl, local: local, exts: exts, table: table, peers: cfg.Topology.Peers, self: cfg.RouterID,
 		log: log.With().Str("subsystem", "topology").Logger(), snapReq: make(chan chan topology.Snapshot), done: make(chan struct{})}, nil
 }
 
@@ -136,6 +142,9 @@ func (d *topoDriver) carryOut(r topology.Ready) {
 	}
 	for _, e := range r.Events {
 		d.logEvent(e)
+	}
+	if r.TableChanged && r.Table != nil {
+		d.table.Store(r.Table)
 	}
 	if r.TableChanged {
 		d.log.Info().Strs("brokers", r.Table.Brokers()).Int("radius", r.Table.Radius()).Msg("shortest-path table changed")

@@ -204,6 +204,9 @@ func (r *route) reconcile(ctx context.Context, src famqp.Demand, dst demandReade
 		if slices.Contains(b.Origins, r.spec.Src) {
 			continue // demand that came from our source: following it would loop
 		}
+		if !r.onShortestPath(b.Origins) {
+			continue // another way from the source to that consumer is shorter
+		}
 		o := famqp.DemandBinding{Key: b.Key, Origins: withBroker(b.Origins, r.spec.Dest)}
 		desired[o.ID()] = o
 	}
@@ -279,11 +282,28 @@ func (m *Manager) LocalDemand() map[string]map[string][]string {
 	return out
 }
 
-// withBroker returns origins with b added, sorted.
+// withBroker returns the demand path origins extended by b.
 func withBroker(origins []string, b string) []string {
-	out := append(slices.Clone(origins), b)
-	slices.Sort(out)
-	return slices.Compact(out)
+	return append(slices.Clone(origins), b)
+}
+
+// onShortestPath says whether this route's destination is the next hop on
+// the source's shortest path to the consumer behind demand with path
+// origins (its first broker; the destination itself for local demand). On
+// a mesh of dynamic routes that is what keeps each consumer from getting a
+// message once per path: only one route from the source follows its
+// demand. Without link state (Options.NextHop nil, or no path known yet)
+// every route follows it.
+func (r *route) onShortestPath(origins []string) bool {
+	if r.m.opts.NextHop == nil {
+		return true
+	}
+	consumer := r.spec.Dest
+	if len(origins) > 0 {
+		consumer = origins[0]
+	}
+	next, ok := r.m.opts.NextHop(r.spec.Src, consumer)
+	return !ok || next == r.spec.Dest
 }
 
 // traceHop is a dynamic route's links.Config.Prepare: it records the

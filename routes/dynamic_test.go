@@ -12,6 +12,7 @@ import (
 	famqp "github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/amqp/brokertest"
 	"github.com/fedrouter/fedrouter/routes"
+	"github.com/fedrouter/fedrouter/topology"
 )
 
 // keyed is a message published with routing key key, which it also
@@ -191,7 +192,7 @@ func TestIntegrationDynamicLineCrossesMiddleOnce(t *testing.T) {
 	bc := h.add(routes.Spec{Kind: routes.KindDynamic, Dest: "rabbit3", Src: "rabbit2", Exchange: ex})
 	cb := h.add(routes.Spec{Kind: routes.KindDynamic, Dest: "rabbit2", Src: "rabbit3", Exchange: ex})
 	h.waitDemand(bc.ID, `"orders.#" (from rabbit3)`)
-	h.waitDemand(ab.ID, `"orders.#" (from rabbit2,rabbit3)`)
+	h.waitDemand(ab.ID, `"orders.#" (from rabbit3,rabbit2)`)
 	h.waitDemand(cb.ID, "") // rabbit2's only demand came from rabbit3
 	h.waitState(ab.ID, routes.StateOperational)
 	h.waitState(bc.ID, routes.StateOperational)
@@ -229,4 +230,64 @@ func TestIntegrationDynamicStaticDemand(t *testing.T) {
 	if s, _ := h.m.Get(st.ID); s.Forwarded != 1 || !strings.HasPrefix(s.DemandSource, "poll") {
 		t.Fatalf("forwarded %d, demand source %q", s.Forwarded, s.DemandSource)
 	}
+}
+
+// A ring of three brokers with dynamic routes both ways round (a mesh
+// with two paths between any two brokers) and a consumer on rabbit1: with
+// shortest paths known, a message published on rabbit2 or rabbit3
+// reaches it once, not once per path.
+func TestIntegrationDynamicMeshDeliversOnce(t *testing.T) {
+	h := newHarness(t, "rabbit1", "rabbit2", "rabbit3")
+	names := []string{"rabbit1", "rabbit2", "rabbit3"}
+	var edges []topology.Edge
+	for _, a := range names {
+		for _, b := range names {
+			if a != b {
+				edges = append(edges, topology.Edge{From: a, To: b, Cost: 1, Up: true})
+			}
+		}
+	}
+	paths, err := topology.Compute(edges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.m.Stop(context.Background())
+	h.opts.NextHop = func(src, dst string) (string, bool) {
+		r, ok := paths.Route(src, dst)
+		return r.NextHop, ok
+	}
+	h.start()
+	ex, q := brokertest.UniqueName(t, "ex"), brokertest.UniqueName(t, "q")
+	for _, b := range names {
+		queue := ""
+		if b == "rabbit1" {
+			queue = q
+		}
+		h.exchangeWithQueue(b, ex, "topic", queue, "k")
+	}
+	ids := map[string]string{}
+	for _, a := range names {
+		for _, b := range names {
+			if a != b {
+				ids[a+">"+b] = h.add(routes.Spec{Kind: routes.KindDynamic, Dest: b, Src: a, Exchange: ex}).ID
+			}
+		}
+	}
+	// Only the direct routes to rabbit1 follow its consumer.
+	h.waitDemand(ids["rabbit2>rabbit1"], `"k" (from rabbit1)`)
+	h.waitDemand(ids["rabbit3>rabbit1"], `"k" (from rabbit1)`)
+	for _, id := range []string{ids["rabbit2>rabbit3"], ids["rabbit3>rabbit2"], ids["rabbit1>rabbit2"], ids["rabbit1>rabbit3"]} {
+		h.waitDemand(id, "")
+	}
+	for _, id := range ids {
+		h.waitState(id, routes.StateOperational)
+	}
+	h.publish("rabbit2", ex, "k", 1)
+	h.publish("rabbit3", ex, "k", 2)
+	h.publish("rabbit1", ex, "k", 3)
+	got := brokertest.Collect(t, h.conns["rabbit1"], "/amq/queue/"+q, 3, 20*time.Second)
+	if dups := brokertest.CheckNoLossFrom(t, got, 1, 4); dups != 0 {
+		t.Fatalf("%d duplicates: %v", dups, got)
+	}
+	h.expectDepth("rabbit1", q, 0)
 }

@@ -46,6 +46,10 @@ type Options struct {
 	// the destination's demand when the destination publishes no binding
 	// events. Default 1s.
 	DemandInterval time.Duration
+	// NextHop, when set, returns the next hop on the shortest path from one
+	// broker to another (from link state); dynamic routes follow demand
+	// only along it. ok false: no path known.
+	NextHop func(src, dst string) (next string, ok bool)
 	// DemandReconcile: how often it does so when it follows binding events
 	// (so that a missed event heals). Default 10s.
 	DemandReconcile time.Duration
