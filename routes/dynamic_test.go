@@ -177,6 +177,20 @@ func TestIntegrationDynamicDivertBindings(t *testing.T) {
 	}
 	unbindAll(t, m, inner, q) // the queue behind the divert goes: so does the demand
 	h.waitDemand(on.ID, "")
+	h.publish("rabbit1", ex, "k", 2) // and the flow stops
+	brokertest.Eventually(t, 5*time.Second, 100*time.Millisecond, func() error {
+		info, err := h.mgmt("rabbit1").Queue(context.Background(), "fedrouter.test."+on.ID)
+		if err != nil {
+			return err
+		}
+		if info.Messages != 0 {
+			return fmt.Errorf("%d messages in the subscription", info.Messages)
+		}
+		return nil
+	})
+	if s, _ := h.m.Get(on.ID); s.Forwarded != 1 || s.Sent != 1 {
+		t.Fatalf("after the demand went: sent %d forwarded %d, want 1 (the first message only)", s.Sent, s.Forwarded)
+	}
 }
 
 // Three brokers in a line with dynamic routes towards the far end and a
