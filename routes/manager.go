@@ -46,6 +46,9 @@ type Options struct {
 	// the destination's demand when the destination publishes no binding
 	// events. Default 1s.
 	DemandInterval time.Duration
+	// DefaultNoPath is the corrective action of routes without their own
+	// no_path; empty: hold.
+	DefaultNoPath []NoPathStep
 	// NextHop, when set, returns the next hop on the shortest path from one
 	// broker to another (from link state); dynamic routes follow demand
 	// only along it. ok false: no path known.

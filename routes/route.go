@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	goamqp "github.com/Azure/go-amqp"
@@ -28,6 +29,9 @@ type route struct {
 	src, dst Broker
 	log      zerolog.Logger
 	c        links.Counters
+	noPath   atomic.Uint64  // messages handled by a no-path action
+	cNoPath  links.Counters // what the no-path runs did (kept apart: nothing was sent)
+	steps    []NoPathStep   // the corrective action chain (spec or the manager's default)
 
 	cancel context.CancelFunc
 	done   chan struct{} // closed when run returns
@@ -50,7 +54,11 @@ const stableRun = 30 * time.Second
 
 func newRoute(m *Manager, spec Spec, origin Origin) *route {
 	id := spec.ID()
-	return &route{
+	steps, _ := ParseNoPath(spec.NoPath) // validated by Normalize
+	if len(spec.NoPath) == 0 {
+		steps = m.opts.DefaultNoPath
+	}
+	return &route{steps: steps,
 		m: m, id: id, spec: spec, origin: origin,
 		src: m.opts.Brokers[spec.Src], dst: m.opts.Brokers[spec.Dest],
 		log:   m.log.With().Str("route", id).Str("src", spec.Src).Str("dest", spec.Dest).Logger(),
@@ -100,6 +108,10 @@ func (r *route) run(ctx context.Context) {
 		}
 		if time.Since(began) >= stableRun {
 			attempt = 0
+		}
+		if errors.Is(err, errConnLost) {
+			r.setState(StateWaiting, err, 0)
+			continue
 		}
 		state, delay := StateWaiting, r.m.opts.Backoff.Delay(attempt)
 		attempt++
@@ -152,29 +164,130 @@ func setupFailure(err error) bool {
 }
 
 // waitBrokers waits until both brokers are Operational; false if ctx ended.
+// While the source is up and the destination is not, the route's no-path
+// chain applies: hold (wait), or dead-letter or reject what the source has.
 func (r *route) waitBrokers(ctx context.Context) bool {
+	var lost time.Time // when the destination was first seen unreachable
 	for {
 		src, srcCh := r.src.Conn.Status()
 		dst, dstCh := r.dst.Conn.Status()
 		if src.State == famqp.Operational && dst.State == famqp.Operational {
 			return true
 		}
-		down := src
-		if src.State == famqp.Operational {
-			down = dst
+		if src.State != famqp.Operational {
+			r.setWaiting(fmt.Sprintf("broker %s is %s", src.Broker, src.State))
+			lost = time.Time{}
+		} else if lost.IsZero() {
+			lost = time.Now()
 		}
-		r.setWaiting(fmt.Sprintf("broker %s is %s", down.Broker, down.State))
+		var next <-chan time.Time
+		var timer *time.Timer
+		if !lost.IsZero() {
+			action, left := noPathAction(r.steps, time.Since(lost))
+			if action != NoPathHold {
+				r.correct(ctx, action)
+				continue
+			}
+			detail := fmt.Sprintf("no path to broker %s (%s): holding at the source", dst.Broker, dst.State)
+			if left > 0 {
+				detail += fmt.Sprintf(", next action in %s", left.Round(time.Second))
+				timer = time.NewTimer(left)
+				next = timer.C
+			}
+			r.setWaiting(detail)
+		}
 		select {
 		case <-srcCh:
 		case <-dstCh:
+		case <-next:
 		case <-ctx.Done():
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
 			return false
 		}
 	}
 }
 
-// runOnce attaches the route's links and forwards until one fails.
+// correct applies a no-path action until the destination is Operational
+// again (or the source goes, or the route stops).
+func (r *route) correct(ctx context.Context, action string) {
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { // ends with actx
+		for {
+			src, srcCh := r.src.Conn.Status()
+			dst, dstCh := r.dst.Conn.Status()
+			if dst.State == famqp.Operational || src.State != famqp.Operational {
+				cancel()
+				return
+			}
+			select {
+			case <-srcCh:
+			case <-dstCh:
+			case <-actx.Done():
+				return
+			}
+		}
+	}()
+	r.setWaiting(fmt.Sprintf("no path to broker %s: %s", r.spec.Dest, map[string]string{
+		NoPathDeadLetter: "dead-lettering to " + r.spec.DeadLetterQueue, NoPathReject: "rejecting at the source with " + CondNoPath}[action]))
+	err := r.runNoPath(actx, action)
+	if err != nil && actx.Err() == nil {
+		r.setState(StateWaiting, fmt.Errorf("no-path %s: %w", action, err), time.Second)
+		select { // a short pause before trying again
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+		}
+	}
+}
+
+// runOnce runs the route's links until they or a connection fail.
 func (r *route) runOnce(ctx context.Context, credit, limit int) error {
+	// The run ends as soon as either broker's connection does: a receiver
+	// idle at the source would not notice a dead destination until its next
+	// message, and the route would look Operational without a path.
+	ctx, stop := context.WithCancelCause(ctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); r.watchConns(ctx, stop) }()
+	defer func() { stop(nil); <-watched }()
+	err := r.runLinks(ctx, credit, limit)
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return err
+}
+
+// errConnLost ends a run whose broker connection went away: the route
+// waits for the connection (and applies its no-path chain) at once, with
+// no backoff of its own — the connection has one.
+var errConnLost = errors.New("connection lost")
+
+// watchConns cancels ctx, with the reason, when the source or destination
+// connection stops being Operational.
+func (r *route) watchConns(ctx context.Context, stop context.CancelCauseFunc) {
+	for {
+		for _, b := range []Broker{r.src, r.dst} {
+			if st, _ := b.Conn.Status(); st.State != famqp.Operational {
+				stop(fmt.Errorf("%w: broker %s is %s", errConnLost, st.Broker, st.State))
+				return
+			}
+		}
+		_, srcCh := r.src.Conn.Status()
+		_, dstCh := r.dst.Conn.Status()
+		select {
+		case <-srcCh:
+		case <-dstCh:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// runLinks attaches the route's links and forwards until one fails.
+func (r *route) runLinks(ctx context.Context, credit, limit int) error {
 	setup, cancel := context.WithTimeout(ctx, r.m.opts.SetupTimeout)
 	defer cancel()
 	srcSess, _, err := r.src.Conn.NewSession(setup)
@@ -355,8 +468,12 @@ func (r *route) status() Status {
 		st.RetryIn = time.Until(r.retryAt).Round(time.Second).String()
 	}
 	st.Counters = Counters{
-		Sent: r.c.Sent.Load(), Forwarded: r.c.Forwarded.Load(), Redelivered: r.c.Redelivered.Load(), Rejected: r.c.Rejected.Load(),
-		DeadLettered: r.c.DeadLettered.Load(), NoOutcome: r.c.NoOutcome.Load(), Looped: r.c.Looped.Load(), InFlight: r.c.InFlight.Load(),
+		NoPath: r.noPath.Load(), Sent: r.c.Sent.Load(), Forwarded: r.c.Forwarded.Load(),
+		Redelivered:  r.c.Redelivered.Load() + r.cNoPath.Redelivered.Load(),
+		Rejected:     r.c.Rejected.Load() + r.cNoPath.Rejected.Load(),
+		DeadLettered: r.c.DeadLettered.Load() + r.cNoPath.DeadLettered.Load(),
+		NoOutcome:    r.c.NoOutcome.Load(), Looped: r.c.Looped.Load(),
+		InFlight: r.c.InFlight.Load() + r.cNoPath.InFlight.Load(),
 	}
 	return st
 }

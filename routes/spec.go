@@ -83,6 +83,11 @@ type Spec struct {
 	Push   bool `json:"push" yaml:"push"`     // push (-s) vs pull: who owns the route among routers
 	Cost   int  `json:"cost" yaml:"cost"`     // link cost for the topology
 
+	// NoPath is the corrective action when the destination cannot be
+	// reached: steps such as ["hold 10m", "dead-letter"] (nopath.go).
+	// Empty: the router's default (hold).
+	NoPath []string `json:"no_path,omitempty" yaml:"no_path"`
+
 	OnReject        RejectPolicy `json:"on_reject" yaml:"on_reject"`
 	DeadLetterQueue string       `json:"dead_letter_queue,omitempty" yaml:"dead_letter_queue"`
 	// OutcomeTimeout bounds the wait for the destination's outcome; past it
@@ -209,10 +214,18 @@ func (s Spec) Validate() error {
 	if s.Cost < 1 {
 		add("cost %d: want 1 or more", s.Cost)
 	}
+	steps, err := ParseNoPath(s.NoPath)
+	if err != nil {
+		add("%v", err)
+	}
+	deadLetters := false
+	for _, st := range steps {
+		deadLetters = deadLetters || st.Action == NoPathDeadLetter
+	}
 	switch s.OnReject {
 	case RejectAtSource:
-		if s.DeadLetterQueue != "" {
-			add("dead_letter_queue is set but on_reject is %q; set on_reject: dead-letter", s.OnReject)
+		if s.DeadLetterQueue != "" && !deadLetters {
+			add("dead_letter_queue is set but neither on_reject nor no_path dead-letters; set on_reject: dead-letter")
 		}
 	case DeadLetter:
 		if s.DeadLetterQueue == "" {
@@ -220,6 +233,9 @@ func (s Spec) Validate() error {
 		}
 	default:
 		add("on_reject %q: want reject or dead-letter", s.OnReject)
+	}
+	if deadLetters && s.DeadLetterQueue == "" {
+		add("no_path dead-letter needs dead_letter_queue (a queue on the source broker)")
 	}
 	if s.OutcomeTimeout <= 0 {
 		add("outcome_timeout must be positive")

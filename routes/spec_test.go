@@ -3,6 +3,7 @@ package routes
 import (
 	"encoding/json"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ func TestSpecJSONRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatal(err)
 	}
-	if out != in {
+	if !reflect.DeepEqual(out, in) {
 		t.Fatalf("round trip: %+v != %+v", out, in)
 	}
 	for _, bad := range []string{`{"kind":"queue","credits":5}`, `{"outcome_timeout":"soon"}`} {
@@ -69,7 +70,7 @@ func TestStateFileRoundTripAndDamage(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := LoadState(path)
-	if err != nil || len(got) != 1 || got[0] != specs[0] {
+	if err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], specs[0]) {
 		t.Fatalf("load: %v %v", got, err)
 	}
 	if err := SaveState(path, nil); err != nil {

@@ -31,6 +31,7 @@ type Counters struct {
 	DeadLettered uint64 `json:"dead_lettered"` // sent to the dead-letter queue (policy dead-letter)
 	NoOutcome    uint64 `json:"no_outcome"`    // destination gave no outcome within outcome_timeout
 	Looped       uint64 `json:"looped"`        // dynamic routes: not sent, the destination was in its trace
+	NoPath       uint64 `json:"no_path"`       // dead-lettered or rejected because the destination was unreachable
 	InFlight     int64  `json:"in_flight"`     // sent to the destination, outcome pending
 }
 

@@ -1,0 +1,146 @@
+package routes
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	goamqp "github.com/Azure/go-amqp"
+
+	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/links"
+)
+
+// Corrective action when a route's destination cannot be reached: a chain
+// of steps, each for a time, the last for good. "hold" (the default)
+// takes no more messages — they stay at the source, durable — until the
+// destination is back; "dead-letter" sends each to the route's
+// dead_letter_queue on the source with the reason no-path; "reject"
+// rejects each at the source with condition fed:no-path, so the source
+// broker's own dead-lettering applies. Example: [hold 10m, dead-letter].
+
+// No-path actions.
+const (
+	NoPathHold       = "hold"
+	NoPathDeadLetter = "dead-letter"
+	NoPathReject     = "reject"
+	NoPathReroute    = "reroute"
+)
+
+// CondNoPath is the condition a no-path reject carries.
+const CondNoPath = "fed:no-path"
+
+// NoPathStep is one step of the chain: an action, for a time (0: for good).
+type NoPathStep struct {
+	Action string
+	For    time.Duration
+}
+
+// ParseNoPath reads steps written "hold", "hold 10m", "dead-letter",
+// "reject".
+func ParseNoPath(steps []string) ([]NoPathStep, error) {
+	out := make([]NoPathStep, 0, len(steps))
+	for i, s := range steps {
+		f := strings.Fields(s)
+		if len(f) == 0 || len(f) > 2 {
+			return nil, fmt.Errorf("no_path step %d %q: want an action and an optional duration, e.g. \"hold 10m\"", i+1, s)
+		}
+		st := NoPathStep{Action: f[0]}
+		switch st.Action {
+		case NoPathHold, NoPathDeadLetter, NoPathReject:
+		case NoPathReroute:
+			return nil, fmt.Errorf("no_path step %d: reroute needs multi-hop forwarding, which this version does not have", i+1)
+		default:
+			return nil, fmt.Errorf("no_path step %d: action %q: want hold, dead-letter or reject", i+1, f[0])
+		}
+		if len(f) == 2 {
+			d, err := time.ParseDuration(f[1])
+			if err != nil || d <= 0 {
+				return nil, fmt.Errorf("no_path step %d: %q is not a positive duration", i+1, f[1])
+			}
+			st.For = d
+		}
+		if st.For == 0 && i < len(steps)-1 {
+			return nil, fmt.Errorf("no_path step %d %q lasts for good: the steps after it would never run (give it a duration)", i+1, s)
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// noPathAction is the action due after the path has been gone for d, and
+// how long until the next step (0: none).
+func noPathAction(steps []NoPathStep, d time.Duration) (string, time.Duration) {
+	for _, s := range steps {
+		if s.For == 0 || d < s.For {
+			left := time.Duration(0)
+			if s.For > 0 {
+				left = s.For - d
+			}
+			return s.Action, left
+		}
+		d -= s.For
+	}
+	return NoPathHold, 0 // a chain ending on a timed step holds after it
+}
+
+// noPathSink stands for the unreachable destination: it refuses every
+// message with fed:no-path at once, so links.Forward applies the route's
+// dead-letter or reject handling to it.
+type noPathSink struct {
+	reason string
+	count  *atomic.Uint64
+}
+
+type refused struct{ state goamqp.DeliveryState }
+
+func (r refused) Wait(context.Context) (goamqp.DeliveryState, error) { return r.state, nil }
+
+func (s noPathSink) Send(context.Context, *goamqp.Message) (links.Receipt, error) {
+	s.count.Add(1)
+	return refused{&goamqp.StateRejected{Error: &goamqp.Error{Condition: CondNoPath, Description: s.reason}}}, nil
+}
+
+// runNoPath applies action (dead-letter or reject) to the source's
+// messages until ctx ends (the destination is back, or the route stops).
+func (r *route) runNoPath(ctx context.Context, action string) error {
+	setup, cancel := context.WithTimeout(ctx, r.m.opts.SetupTimeout)
+	defer cancel()
+	sess, _, err := r.src.Conn.NewSession(setup)
+	if err != nil {
+		return err
+	}
+	defer famqp.CloseSession(sess)
+	srcNode, sub, _ := r.nodes()
+	var spec famqp.LinkSpec
+	if r.spec.Kind == KindDynamic {
+		spec, err = r.subscribeDynamic(setup)
+	} else {
+		spec, err = r.src.Profile.Source(setup, srcNode, sub)
+	}
+	if err != nil {
+		return fmt.Errorf("source %s on %s: %w", srcNode, r.spec.Src, err)
+	}
+	reason := fmt.Sprintf("no-path: no path to broker %s", r.spec.Dest)
+	cfg := links.Config{Window: r.spec.Credit, OutcomeTimeout: r.spec.OutcomeTimeout}
+	if action == NoPathDeadLetter {
+		if cfg.DeadLetter, err = r.deadLetterSink(setup, sess); err != nil {
+			return err
+		}
+		cfg.DeadLetterAnnotations = map[string]string{links.AnnotationRoute: r.id + " " + r.spec.String(),
+			AnnotationDestBroker: r.spec.Dest, AnnotationDestAddress: r.spec.DestNode()}
+	}
+	rcv, err := famqp.NewReceiver(setup, sess, spec, famqp.ReceiverConfig{Window: max(1, r.spec.Credit/2), MaxUnsettled: r.spec.Credit})
+	if err != nil {
+		return fmt.Errorf("attach receiver on %s: %w", r.spec.Src, err)
+	}
+	return links.Forward(ctx, rcv, noPathSink{reason: reason, count: &r.noPath}, cfg, &r.cNoPath)
+}
+
+// Annotations on a message dead-lettered for want of a path.
+const (
+	AnnotationDestBroker  = "x-fedrouter-dest-broker"
+	AnnotationDestAddress = "x-fedrouter-dest-address"
+)
