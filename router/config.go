@@ -32,6 +32,9 @@ type Config struct {
 	Log LogSpec `yaml:"log"`
 	// Routes are the configured routes: restored on every start.
 	Routes []RouteSpec `yaml:"routes"`
+	// NoPath is the corrective action of routes without their own
+	// no_path: steps such as ["hold 10m", "reject"]. Default: hold.
+	NoPath []string `yaml:"no_path"`
 	// Admin is the admin API listener (CLI, metrics, health).
 	Admin AdminSpec `yaml:"admin"`
 	// Topology is the link-state flooding between routers.
@@ -319,6 +322,15 @@ func (c *Config) validate() []string {
 		add("reconnect", "reconnect: need 0 < min <= max (min %s, max %s)", time.Duration(c.Reconnect.Min), time.Duration(c.Reconnect.Max))
 	}
 	p = append(p, c.validateRoutes(seen)...)
+	if steps, err := routes.ParseNoPath(c.NoPath); err != nil {
+		add("no_path", "%v", err)
+	} else {
+		for _, st := range steps {
+			if st.Action == routes.NoPathDeadLetter {
+				add("no_path", "no_path: dead-letter needs a route's dead_letter_queue; set it per route")
+			}
+		}
+	}
 	if c.Admin.Listen != "" && c.Admin.Listen != "off" {
 		if _, _, err := net.SplitHostPort(c.Admin.Listen); err != nil {
 			add("admin", "admin.listen %q: want host:port (or off)", c.Admin.Listen)
@@ -433,6 +445,12 @@ func (c *Config) RouteSpecs() []routes.Spec {
 		out = append(out, r.Resolved())
 	}
 	return out
+}
+
+// DefaultNoPath returns the router-wide no-path chain (validated).
+func (c *Config) DefaultNoPath() []routes.NoPathStep {
+	steps, _ := routes.ParseNoPath(c.NoPath)
+	return steps
 }
 
 // StatePath is the state file's path: state_file, relative to the config

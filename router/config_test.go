@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -102,6 +103,10 @@ func TestBadRouteAndAdminConfigs(t *testing.T) {
 			routeConfig("routes:", "  - {kind: dynamic, src: a, dest: b, exchange: x, key: k}", "  - {kind: queue, src: a, dest: b, exchange: x, queue: q, divert_bindings: true}"),
 			[]string{`f.yaml:6: route b(ex=x) <= a(ex=x) dynamic: a dynamic route takes no queue, key or dest_exchange: the destination's bindings decide what crosses`,
 				`f.yaml:7: route b(ex=x) <= a(queue=q): divert_bindings applies to dynamic routes only`}},
+		{"bad no_path, per route and router-wide",
+			routeConfig("no_path: [hold, reject]", "routes:", "  - {kind: queue, src: a, dest: b, exchange: x, queue: q, no_path: [reroute]}"),
+			[]string{`f.yaml:5: no_path step 1 "hold" lasts for good: the steps after it would never run (give it a duration)`,
+				`f.yaml:7: route b(ex=x) <= a(queue=q): no_path step 1: reroute needs multi-hop forwarding, which this version does not have`}},
 		{"broker not in brokers",
 			routeConfig("routes:", "  - {kind: queue, src: a, dest: zz, exchange: x, queue: q}"),
 			[]string{`f.yaml:6: route zz(ex=x) <= a(queue=q): broker "zz" is not in brokers`}},
@@ -125,7 +130,7 @@ func TestBadRouteAndAdminConfigs(t *testing.T) {
 			[]string{`f.yaml:6: route ` + q + `: on_reject dead-letter needs dead_letter_queue (a queue on the source broker)`}},
 		{"dead_letter_queue without dead-letter",
 			routeConfig("routes:", "  - {kind: queue, src: a, dest: b, exchange: x, queue: q, dead_letter_queue: dlq}"),
-			[]string{`f.yaml:6: route ` + q + `: dead_letter_queue is set but on_reject is "reject"; set on_reject: dead-letter`}},
+			[]string{`f.yaml:6: route ` + q + `: dead_letter_queue is set but neither on_reject nor no_path dead-letters; set on_reject: dead-letter`}},
 		{"negative credit", // 0 is not an error: it means the default
 			routeConfig("routes:", "  - {kind: queue, src: a, dest: b, exchange: x, queue: q, credit: -1}"),
 			[]string{`f.yaml:6: route ` + q + `: credit -1: want 1..10000`}},
@@ -176,13 +181,13 @@ func TestRouteSpecsResolveDefaults(t *testing.T) {
 	}
 	want := routes.Spec{Kind: routes.KindQueue, Src: "lyon", Dest: "nice", Exchange: "amq.direct", Queue: "orders",
 		Credit: 500, Cost: 1, OnReject: routes.RejectAtSource, OutcomeTimeout: 30 * time.Second}
-	if specs[0] != want {
+	if !reflect.DeepEqual(specs[0], want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", specs[0], want)
 	}
 	want = routes.Spec{Kind: routes.KindExchange, Src: "lyon", Dest: "nice", Exchange: "amq.topic", Key: "stock.#",
 		DestExchange: "lyon.stock", Durable: true, Ack: 10, Credit: 50, Push: true, Cost: 3,
 		OnReject: routes.DeadLetter, DeadLetterQueue: "fedrouter.dlq", OutcomeTimeout: 5 * time.Second}
-	if specs[1] != want {
+	if !reflect.DeepEqual(specs[1], want) {
 		t.Errorf("every option:\n got %+v\nwant %+v", specs[1], want)
 	}
 	if cfg.Admin.Listen != "127.0.0.1:9696" {

@@ -56,7 +56,7 @@ func (r *Router) Start() error {
 	r.mu.Unlock()
 	r.routes = routes.NewManager(routes.Options{
 		RouterID: r.cfg.RouterID, Brokers: brokers, StatePath: r.cfg.StatePath(),
-		Log: r.log, Backoff: r.cfg.Backoff(), NextHop: r.nextHop,
+		Log: r.log, Backoff: r.cfg.Backoff(), NextHop: r.nextHop, DefaultNoPath: r.cfg.DefaultNoPath(),
 	})
 	if err := r.routes.Restore(r.cfg.RouteSpecs()); err != nil {
 		r.Stop()

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -183,7 +184,7 @@ func TestCLIAddDuplicateDelete(t *testing.T) {
 	}
 	want := routes.Spec{Kind: routes.KindQueue, Dest: "b", Src: "a", Exchange: "amq.direct", Queue: "orders", Durable: true,
 		Credit: 50, Push: true, Cost: 1, OnReject: routes.DeadLetter, DeadLetterQueue: "dlq", OutcomeTimeout: routes.DefaultOutcomeTimeout}
-	if h.svc.last != want {
+	if !reflect.DeepEqual(h.svc.last, want) {
 		t.Fatalf("router got %+v\nwant %+v", h.svc.last, want)
 	}
 	_, errOut = h.run(0, "queue", "add", "b", "a", "amq.direct", "orders")
