@@ -56,6 +56,12 @@ type ConnOptions struct {
 	ContainerID    string        // AMQP container id; default "fedrouter-<broker>"
 	Backoff        Backoff       // default DefaultBackoff()
 	ConnectTimeout time.Duration // per dial attempt; default 10 s
+	// IdleTimeout: a connection on which nothing arrives for this long is
+	// dead (the broker is asked to send heartbeats at half of it). Default
+	// DefaultIdleTimeout. It must be well under a route's outcome timeout:
+	// a silent network must end the run (the source redelivers), not make
+	// the route treat its in-flight messages as unroutable.
+	IdleTimeout time.Duration
 	// StableAfter: a connection that lived shorter than this does not reset
 	// the backoff, so a broker that accepts and drops at once is not hammered.
 	StableAfter time.Duration // default 5 s
@@ -74,6 +80,10 @@ type transport interface {
 	Err() error
 	Close() error
 }
+
+// DefaultIdleTimeout is the connection idle timeout (go-amqp's own
+// default is 60 s, longer than a route's default outcome timeout).
+const DefaultIdleTimeout = 10 * time.Second
 
 // Conn is a resilient connection to one broker: it dials the broker's URLs
 // in turn, reconnects with backoff after any loss, and stops retrying after
@@ -113,6 +123,12 @@ func Dial(cfg BrokerConfig, opts ConnOptions) (*Conn, error) {
 	}
 	if opts.Backoff.Min == 0 {
 		opts.Backoff = DefaultBackoff()
+	}
+	if opts.IdleTimeout == 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	for i := range targets {
+		targets[i].opts.IdleTimeout = opts.IdleTimeout
 	}
 	if opts.ConnectTimeout == 0 {
 		opts.ConnectTimeout = 10 * time.Second

@@ -71,7 +71,7 @@ func TestBadConfigsNameFileLineAndProblem(t *testing.T) {
 func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("router_id: r\nbrokers:\n  - {name: a, url: 'amqp://h', profile: generic}\n"))
 	f.Add([]byte("router_id: [\n"))
-	f.Add([]byte(routeConfig("routes:", "  - {kind: queue, src: a, dest: b, exchange: x, queue: q, outcome_timeout: 5s}", "admin: {listen: ':1'}")))
+	f.Add([]byte(routeConfig("routes:", "  - {kind: queue, src: a, dest: b, exchange: x, queue: q, outcome_timeout: 45s}", "admin: {listen: ':1'}")))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := ParseConfig("fuzz.yaml", data)
 		if err == nil && (cfg.RouterID == "" || len(cfg.Brokers) == 0) {
@@ -143,6 +143,9 @@ func TestBadRouteAndAdminConfigs(t *testing.T) {
 		{"bad outcome_timeout",
 			routeConfig("routes:", "  - {kind: queue, src: a, dest: b, exchange: x, queue: q, outcome_timeout: soon}"),
 			[]string{`f.yaml:6: "soon" is not a duration (e.g. 2s, 1m)`}},
+		{"outcome_timeout within the idle timeout",
+			routeConfig("routes:", "  - {kind: queue, src: a, dest: b, exchange: x, queue: q, outcome_timeout: 5s}"),
+			[]string{`f.yaml:6: route ` + q + `: outcome_timeout 5s must be longer than the connection idle timeout 10s: a silent network must end as a lost connection (the source redelivers), not as unroutable messages`}},
 		{"negative outcome_timeout",
 			routeConfig("routes:", "  - {kind: queue, src: a, dest: b, exchange: x, queue: q, outcome_timeout: -1s}"),
 			[]string{`f.yaml:6: route ` + q + `: outcome_timeout must be positive`}},
@@ -186,7 +189,7 @@ func TestRouteSpecsResolveDefaults(t *testing.T) {
 	}
 	want = routes.Spec{Kind: routes.KindExchange, Src: "lyon", Dest: "nice", Exchange: "amq.topic", Key: "stock.#",
 		DestExchange: "lyon.stock", Durable: true, Ack: 10, Credit: 50, Push: true, Cost: 3,
-		OnReject: routes.DeadLetter, DeadLetterQueue: "fedrouter.dlq", OutcomeTimeout: 5 * time.Second}
+		OnReject: routes.DeadLetter, DeadLetterQueue: "fedrouter.dlq", OutcomeTimeout: 45 * time.Second}
 	if !reflect.DeepEqual(specs[1], want) {
 		t.Errorf("every option:\n got %+v\nwant %+v", specs[1], want)
 	}

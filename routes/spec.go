@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	famqp "github.com/fedrouter/fedrouter/amqp"
 )
 
 // Kind is the kind of route, as qpid-route has them.
@@ -239,6 +241,9 @@ func (s Spec) Validate() error {
 	}
 	if s.OutcomeTimeout <= 0 {
 		add("outcome_timeout must be positive")
+	} else if s.OutcomeTimeout <= famqp.DefaultIdleTimeout {
+		add("outcome_timeout %s must be longer than the connection idle timeout %s: a silent network must end as a lost connection (the source redelivers), not as unroutable messages",
+			s.OutcomeTimeout, famqp.DefaultIdleTimeout)
 	}
 	if len(p) > 0 {
 		return &SpecError{Problems: p}
