@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// Unit tests of the driver's pure parts; the suite itself needs brokers and
+// runs with `make chaos-short`.
+
+func TestParseFlags(t *testing.T) {
+	o, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.N != 50000 || o.Rounds != 3 || o.Credit != 200 || o.Src != "rabbit3" || o.Dst != "rabbit4" ||
+		!reflect.DeepEqual(o.Faults, defaultFaults) {
+		t.Fatalf("defaults: %+v", o)
+	}
+	o, err = parseFlags([]string{"-n", "5000", "-rounds", "1", "-faults", "src-cut, dst-blackhole"}, io.Discard)
+	if err != nil || o.N != 5000 || o.Rounds != 1 || !reflect.DeepEqual(o.Faults, []faultKind{srcCut, dstBlackhole}) {
+		t.Fatalf("got %+v, %v", o, err)
+	}
+}
+
+func TestParseFlagsErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string // every problem is reported at once
+	}{
+		{[]string{"-faults", "meteor"}, []string{`unknown fault "meteor"`, "dst-kill"}},
+		{[]string{"-faults", ","}, []string{"no faults given"}},
+		{[]string{"-n", "5", "-rounds", "0", "-credit", "0"}, []string{"-n 5", "-rounds 0", "-credit 0"}},
+		{[]string{"-dst", "rabbit3"}, []string{`-src and -dst are both "rabbit3"`}},
+		{[]string{"-hold", "0s"}, []string{"must be positive"}},
+		{[]string{"extra"}, []string{"unexpected arguments"}},
+	} {
+		_, err := parseFlags(tc.args, io.Discard)
+		if err == nil {
+			t.Errorf("%v: no error", tc.args)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%v: error %q does not contain %q", tc.args, err, w)
+			}
+		}
+	}
+}
+
+func TestRealMainUsage(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := realMain([]string{"-n", "1"}, &out, &errb); code != exitSetup || !strings.Contains(errb.String(), "-n 1: at least 100") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+	if code := realMain([]string{"-h"}, &out, &errb); code != exitPass {
+		t.Fatalf("-h: exit %d", code)
+	}
+}
+
+func TestScheduleRotatesEachRound(t *testing.T) {
+	got := schedule([]faultKind{dstKill, routerKill, srcCut}, 2)
+	want := []scheduled{
+		{dstKill, 1}, {routerKill, 1}, {srcCut, 1},
+		{routerKill, 2}, {srcCut, 2}, {dstKill, 2},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("schedule: %v, want %v", got, want)
+	}
+}
+
+func TestJudge(t *testing.T) {
+	opt := options{N: 1000, Credit: 10}
+	clean := counts{Total: 1000, Distinct: 1000}
+	for _, tc := range []struct {
+		name         string
+		sent         int
+		live, audit  counts
+		audited      bool
+		runErr       error
+		wantFailures []string
+	}{
+		{name: "clean", sent: 1000, live: clean, audit: clean, audited: true},
+		{name: "duplicates at the bound", sent: 1000,
+			live:    counts{Total: 1045, Distinct: 1000, Duplicates: 45},
+			audit:   counts{Total: 1040, Distinct: 1000, Duplicates: 40},
+			audited: true},
+		{name: "router duplicates over the bound", sent: 1000,
+			live:         counts{Total: 1041, Distinct: 1000, Duplicates: 41},
+			audit:        counts{Total: 1041, Distinct: 1000, Duplicates: 41},
+			audited:      true,
+			wantFailures: []string{"41 duplicates from the router, more than the bound 40"}},
+		{name: "the broker's own redeliveries are not the router's", sent: 1000,
+			live:    counts{Total: 1500, Distinct: 1000, Duplicates: 500},
+			audit:   clean,
+			audited: true},
+		{name: "lost", sent: 1000,
+			live:         counts{Total: 998, Distinct: 998, Missing: []int{3, 7}},
+			audit:        counts{Total: 999, Distinct: 999, Missing: []int{7}},
+			audited:      true,
+			wantFailures: []string{"1 messages lost", "[7]", "2 messages accepted by the source broker never reached the consumer"}},
+		{name: "not audited", sent: 1000, live: clean, runErr: errors.New("fault 3 src-cut: waited 2m0s"),
+			wantFailures: []string{"fault 3 src-cut", "audit queue was not read"}},
+		{name: "publisher short", sent: 999, live: counts{Total: 999, Distinct: 999}, audit: counts{Total: 999, Distinct: 999}, audited: true,
+			wantFailures: []string{"only 999 of 1000"}},
+		{name: "foreign", sent: 1000, live: counts{Total: 1001, Distinct: 1000, Foreign: 1}, audit: clean, audited: true,
+			wantFailures: []string{"1 messages not of this run"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := judge(opt, tc.sent, 0, tc.live, tc.audit, tc.audited, 4, tc.runErr)
+			all := strings.Join(v.Failures, "\n")
+			if len(tc.wantFailures) == 0 && !v.Pass() {
+				t.Fatalf("failed: %s", all)
+			}
+			if len(tc.wantFailures) > 0 && v.Pass() {
+				t.Fatalf("passed, want failures %q", tc.wantFailures)
+			}
+			for _, w := range tc.wantFailures {
+				if !strings.Contains(all, w) {
+					t.Errorf("failures %q do not mention %q", all, w)
+				}
+			}
+		})
+	}
+}
+
+func TestLineWatcherFindsStartLineAcrossWrites(t *testing.T) {
+	var sink bytes.Buffer
+	w := &lineWatcher{w: &sink, re: adminLine, found: make(chan string, 1)}
+	line := `{"level":"info","router":"chaos","admin":"127.0.0.1:40123","version":"dev","message":"fedrouter started"}` + "\n"
+	for _, part := range []string{`{"level":"info","message":"routes started"}` + "\n" + line[:30], line[30:], line} {
+		if _, err := w.Write([]byte(part)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case got := <-w.found:
+		if got != "127.0.0.1:40123" {
+			t.Fatalf("admin address %q", got)
+		}
+	default:
+		t.Fatal("start line not found")
+	}
+	if !strings.HasSuffix(sink.String(), line+line) {
+		t.Fatalf("output not passed through: %q", sink.String())
+	}
+}
+
+func TestMessageIDsAreUniqueAndRecognised(t *testing.T) {
+	p := newPublisher(nil, "", "chaos-1234abcd", 10, 1)
+	c := newConsumer(nil, "", "chaos-1234abcd", 10, 1)
+	other := newConsumer(nil, "", "chaos-ffffffff", 10, 1)
+	m := p.message(7)
+	if seq := c.identify(m); seq != 7 {
+		t.Fatalf("identify: %d", seq)
+	}
+	if seq := other.identify(m); seq != -1 {
+		t.Fatalf("another run's message identified as %d", seq)
+	}
+	m.Properties.MessageID = "changed"
+	if seq := c.identify(m); seq != -1 {
+		t.Fatalf("changed message-id identified as %d", seq)
+	}
+	if !m.Header.Durable || len(m.Data[0]) != 256 {
+		t.Fatalf("message: header %+v, body %d bytes", m.Header, len(m.Data[0]))
+	}
+}
+
+func TestConsumerCounts(t *testing.T) {
+	c := newConsumer(nil, "", "r", 5, 1)
+	for _, seq := range []int{0, 1, 1, 3, -1, 3, 3} {
+		c.record(seq)
+	}
+	k := c.snapshot(true)
+	if k.Total != 7 || k.Distinct != 3 || k.Duplicates != 3 || k.Foreign != 1 || k.MissingSeqs != 2 ||
+		!reflect.DeepEqual(k.Missing, []int{2, 4}) {
+		t.Fatalf("counts %+v", k)
+	}
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// verdict is the suite's judgement of one run.
+type verdict struct {
+	Sent, Retries int
+	Live          counts // the consumer, throughout the run
+	Audit         counts // the audit queue, read after the last fault
+	Audited       bool
+	Lost          int // accepted by the source, never at the destination (audit queue)
+	LiveLost      int // accepted by the source, never received by the consumer
+	RouterDups    int // extra copies the router got the destination to accept
+	BrokerRedeliv int // deliveries the destination broker repeated to the consumer
+	// Bound on RouterDups: each fault can make the router forward again at
+	// most the messages it held unsettled at the source when the fault hit
+	// — the route's credit (docs/delivery.md) — so credit × faults, plus
+	// the messages the publisher itself had to send again.
+	Bound    int
+	Failures []string
+}
+
+func (v verdict) Pass() bool { return len(v.Failures) == 0 }
+
+// judge applies the suite's pass rules to what was counted.
+func judge(opt options, sent, retries int, live, audit counts, audited bool, faults int, runErr error) verdict {
+	v := verdict{Sent: sent, Retries: retries, Live: live, Audit: audit, Audited: audited}
+	v.LiveLost = sent - live.Distinct
+	v.Lost = v.LiveLost
+	if audited {
+		v.Lost = sent - audit.Distinct
+		v.RouterDups = audit.Duplicates
+		v.BrokerRedeliv = live.Duplicates - audit.Duplicates
+	} else {
+		v.RouterDups = live.Duplicates // an upper bound: includes the broker's redeliveries
+	}
+	v.Bound = opt.Credit*faults + retries
+	fail := func(format string, args ...any) { v.Failures = append(v.Failures, fmt.Sprintf(format, args...)) }
+	if runErr != nil {
+		for _, line := range strings.Split(runErr.Error(), "\n") {
+			fail("%s", line)
+		}
+	}
+	if !audited {
+		fail("the audit queue was not read: duplicates are counted at the consumer, the router's and the broker's together")
+	}
+	if sent < opt.N {
+		fail("only %d of %d messages were accepted by the source broker", sent, opt.N)
+	}
+	if v.Lost > 0 && audited {
+		fail("%d messages lost: accepted by the source broker, never accepted by the destination (first %v)", v.Lost, audit.Missing)
+	}
+	if v.LiveLost > 0 {
+		fail("%d messages accepted by the source broker never reached the consumer (first %v)", v.LiveLost, live.Missing)
+	}
+	if v.RouterDups > v.Bound {
+		fail("%d duplicates from the router, more than the bound %d", v.RouterDups, v.Bound)
+	}
+	if live.Foreign+audit.Foreign > 0 {
+		fail("%d messages not of this run or with a changed message-id", live.Foreign+audit.Foreign)
+	}
+	return v
+}
+
+// report prints the per-fault table and the totals.
+func report(w io.Writer, s *suite, v verdict) {
+	status := "PASS"
+	if !v.Pass() {
+		status = "FAIL"
+	}
+	fmt.Fprintf(w, "\nfedchaos %s: run %s, %d messages, %d faults, route credit %d, %v\n\n",
+		status, s.run, s.opt.N, len(s.results), s.opt.Credit, s.elapsed.Round(time.Second))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tfault\tround\toutage\trecovery\tfault→flow\tdups after")
+	for i, f := range s.results {
+		dups := v.Live.Duplicates - f.dupsAt
+		if i+1 < len(s.results) {
+			dups = s.results[i+1].dupsAt - f.dupsAt
+		}
+		rec, tot := "-", "-"
+		if f.Err == nil {
+			rec, tot = dur(f.recovery()), dur(f.total())
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%d\n", i+1, f.Kind, f.Round, dur(f.outage()), rec, tot, dups)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\n  outage: fault injected → broker restarted / router started / proxy healed;")
+	fmt.Fprintln(w, "  recovery: → the router's forwarded counter moved again; dups after: duplicates received until the next fault")
+	if notes := faultNotes(s.results); notes != "" {
+		fmt.Fprint(w, notes)
+	}
+	k := v.Live
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw)
+	fmt.Fprintf(tw, "sent\t%d\taccepted by %s (%d sends repeated after a failed receipt)\n", v.Sent, s.src.Name, v.Retries)
+	fmt.Fprintf(tw, "received\t%d\tdelivered to the consumer from %s on %s (re-attached %d times)\n", k.Total, s.dstQueue, s.dst.Name, k.Reattached)
+	fmt.Fprintf(tw, "distinct\t%d\t\n", k.Distinct)
+	if v.Audited {
+		fmt.Fprintf(tw, "lost\t%d\taccepted by %s, never accepted by %s (audit queue); never received by the consumer: %d\n", v.Lost, s.src.Name, s.dst.Name, v.LiveLost)
+	} else {
+		fmt.Fprintf(tw, "lost\t%d\taccepted by %s, never received by the consumer (audit queue not read)\n", v.Lost, s.src.Name)
+	}
+	fmt.Fprintf(tw, "duplicated\t%d\treceived more than once by the consumer\n", k.Duplicates)
+	if v.Audited {
+		fmt.Fprintf(tw, "  by the router\t%d\tcopies %s accepted twice (audit queue: %d copies of %d ids); bound %d = credit %d × %d faults + %d repeated sends\n",
+			v.RouterDups, s.dst.Name, v.Audit.Total, v.Audit.Distinct, v.Bound, s.opt.Credit, len(s.results), v.Retries)
+		fmt.Fprintf(tw, "  by %s\t%d\tdelivered to the consumer again after its restarts (accepts it lost)\n", s.dst.Name, v.BrokerRedeliv)
+	}
+	rt := s.lastRt
+	fmt.Fprintf(tw, "router\t\tlast process: forwarded %d, redelivered %d, rejected %d, no outcome %d; %d processes\n",
+		rt.Forwarded, rt.Redelivered, rt.Rejected, rt.NoOutcome, s.incarnation)
+	tw.Flush()
+	fmt.Fprintln(w)
+	for _, f := range v.Failures {
+		fmt.Fprintf(w, "FAIL: %s\n", f)
+	}
+	if v.Pass() {
+		fmt.Fprintln(w, "PASS: nothing lost; duplicates within the bounds")
+	}
+}
+
+func faultNotes(rs []faultResult) string {
+	var b strings.Builder
+	for i, f := range rs {
+		if f.Note != "" {
+			fmt.Fprintf(&b, "  %d %s: %s\n", i+1, f.Kind, f.Note)
+		}
+		if f.Err != nil {
+			fmt.Fprintf(&b, "  %d %s: %v\n", i+1, f.Kind, f.Err)
+		}
+	}
+	return b.String()
+}
+
+func dur(d time.Duration) string {
+	if d < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fs", d.Seconds())
+}

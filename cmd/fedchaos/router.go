@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// routerProc is one `fedrouter run` process. The suite sees the router only
+// as an operator does: its configuration file, its log and its admin API.
+type routerProc struct {
+	cmd    *exec.Cmd
+	logP   string
+	admin  string        // http://host:port of its admin API
+	exited chan struct{} // closed when the process has been reaped
+	err    error         // why it exited; read after exited is closed
+}
+
+// adminLine is the router's start line in JSON logs; it carries the admin
+// address, which is an ephemeral port (admin.listen 127.0.0.1:0).
+var adminLine = regexp.MustCompile(`"admin":"([^"]+)".*"message":"fedrouter started"`)
+
+// startRouter runs `bin run --config config`, logging to dir/router-N.log,
+// and returns once the router reported its admin address.
+func startRouter(ctx context.Context, bin, config, dir string, n int) (*routerProc, error) {
+	logP := filepath.Join(dir, fmt.Sprintf("router-%d.log", n))
+	f, err := os.Create(logP)
+	if err != nil {
+		return nil, err
+	}
+	w := &lineWatcher{w: f, re: adminLine, found: make(chan string, 1)}
+	cmd := exec.Command(bin, "run", "--config", config)
+	cmd.Stdout, cmd.Stderr = w, w
+	cmd.SysProcAttr = routerProcAttr()
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	p := &routerProc{cmd: cmd, logP: logP, exited: make(chan struct{})}
+	go func() { // the reaper: exactly one per process, ends with it
+		p.err = cmd.Wait()
+		f.Close()
+		close(p.exited)
+	}()
+	timer := time.NewTimer(30 * time.Second)
+	defer timer.Stop()
+	select {
+	case addr := <-w.found:
+		p.admin = "http://" + addr
+		return p, nil
+	case <-p.exited:
+		return nil, fmt.Errorf("router exited at start (%v); log %s:\n%s", p.err, logP, tail(logP, 20))
+	case <-timer.C:
+		err = fmt.Errorf("router did not log its admin address within 30s; log %s:\n%s", logP, tail(logP, 20))
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	p.kill()
+	return nil, err
+}
+
+// kill sends SIGKILL — the fault, or the last resort — and waits until the
+// process is reaped (at most 10 s: SIGKILL cannot be ignored).
+func (p *routerProc) kill() error {
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("kill router pid %d: %w", p.cmd.Process.Pid, err)
+	}
+	select {
+	case <-p.exited:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("router pid %d still running 10s after SIGKILL", p.cmd.Process.Pid)
+	}
+}
+
+// stop asks the router to stop (SIGTERM) and kills it if it has not exited
+// within grace.
+func (p *routerProc) stop(grace time.Duration) error {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		return nil
+	case <-time.After(grace):
+	}
+	if err := p.kill(); err != nil {
+		return err
+	}
+	return fmt.Errorf("router did not stop within %v of SIGTERM; killed", grace)
+}
+
+// routeStatus is the part of GET /api/v1/routes the suite reads
+// (docs/admin-api.md). Decoded here rather than with the routes package's
+// type: the suite tests the documented API, as any client would.
+type routeStatus struct {
+	ID          string `json:"id"`
+	State       string `json:"state"`
+	LastError   string `json:"last_error"`
+	Forwarded   uint64 `json:"forwarded"`
+	Redelivered uint64 `json:"redelivered"`
+	Rejected    uint64 `json:"rejected"`
+	NoOutcome   uint64 `json:"no_outcome"`
+	InFlight    int64  `json:"in_flight"`
+}
+
+var httpClient = &http.Client{Timeout: 2 * time.Second}
+
+// route returns the router's only route.
+func (p *routerProc) route(ctx context.Context) (routeStatus, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.admin+"/api/v1/routes", nil)
+	if err != nil {
+		return routeStatus{}, err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return routeStatus{}, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return routeStatus{}, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return routeStatus{}, fmt.Errorf("GET /api/v1/routes: %s: %s", resp.Status, bytes.TrimSpace(body))
+	}
+	var rs []routeStatus
+	if err := json.Unmarshal(body, &rs); err != nil {
+		return routeStatus{}, fmt.Errorf("GET /api/v1/routes: %w", err)
+	}
+	if len(rs) != 1 {
+		return routeStatus{}, fmt.Errorf("GET /api/v1/routes: %d routes, want 1", len(rs))
+	}
+	return rs[0], nil
+}
+
+// lineWatcher passes output to w and reports the first submatch of re in
+// a complete line. exec calls Write from one goroutine at a time (Stdout
+// and Stderr are the same writer), so buf needs no lock.
+type lineWatcher struct {
+	w     io.Writer
+	re    *regexp.Regexp
+	found chan string // receives one match
+	buf   []byte
+	once  sync.Once
+}
+
+func (l *lineWatcher) Write(b []byte) (int, error) {
+	l.buf = append(l.buf, b...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			break
+		}
+		if m := l.re.FindSubmatch(l.buf[:i]); m != nil {
+			l.once.Do(func() { l.found <- string(m[1]) })
+		}
+		l.buf = l.buf[i+1:]
+	}
+	if len(l.buf) > 64<<10 { // a line this long is not the start line
+		l.buf = l.buf[:0]
+	}
+	return l.w.Write(b)
+}
+
+// tail returns the last n lines of a file, for error messages.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
