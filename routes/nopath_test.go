@@ -128,3 +128,32 @@ func TestIntegrationNoPathHoldKeepsEverything(t *testing.T) {
 	dups := brokertest.CheckNoLoss(t, got, 1000)
 	t.Logf("held 1000 messages while the path was cut; all arrived after healing (%d duplicates)", dups)
 }
+
+// no_path reject: the source broker's own dead-lettering takes the
+// messages (a RabbitMQ dead-letter exchange on the source queue).
+func TestIntegrationNoPathRejectUsesSourceDeadLettering(t *testing.T) {
+	h := newHarness(t, "rabbit1", "rabbit2")
+	proxy := h.proxiedDest(t)
+	src, dlq, ex, dq := brokertest.UniqueName(t, "src"), brokertest.UniqueName(t, "dlq"), brokertest.UniqueName(t, "ex"), brokertest.UniqueName(t, "dq")
+	cfg := h.brokers["rabbit1"].Config()
+	brokertest.DeclareQueue(t, cfg, dlq)
+	m := h.mgmt("rabbit1")
+	if err := m.DeclareQueue(context.Background(), src, famqp.QueueArgs{Durable: true,
+		Arguments: map[string]any{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.DeleteQueue(context.Background(), src) })
+	h.exchangeWithQueue("rabbit2", ex, "fanout", dq, "")
+	st := h.add(routes.Spec{Kind: routes.KindQueue, Dest: "rabbit2", Src: "rabbit1", Exchange: ex, Queue: src, NoPath: []string{"reject"}})
+	h.waitState(st.ID, routes.StateOperational)
+	proxy.Cut()
+	brokertest.SendAll(t, h.session("rabbit1"), "/amq/queue/"+src, 10, 5, brokertest.Numbered)
+	got := brokertest.Collect(t, h.conns["rabbit1"], "/amq/queue/"+dlq, 5, 30*time.Second)
+	brokertest.CheckNoLossFrom(t, got, 0, 5)
+	brokertest.Eventually(t, 5*time.Second, 20*time.Millisecond, func() error {
+		if s, _ := h.m.Get(st.ID); s.NoPath != 5 || s.Rejected != 5 {
+			return fmt.Errorf("counters %+v", s.Counters)
+		}
+		return nil
+	})
+}
