@@ -50,8 +50,10 @@ func (s SenderSink) Send(ctx context.Context, msg *goamqp.Message) (Receipt, err
 // Config tunes one forwarder run.
 type Config struct {
 	// Window bounds the messages sent and not yet settled at the source.
-	// The channel between the send and settle loops holds at most this
-	// many; the source receiver's MaxUnsettled must not exceed it.
+	// The channels between the receive, send and settle loops hold at most
+	// this many each; the source receiver's MaxUnsettled must not exceed
+	// it, and bounds all of them together (a message is unsettled from its
+	// Receive to its settlement).
 	Window int
 	// OutcomeTimeout bounds the wait for the destination's outcome of one
 	// message, counted from its send. Past it the message is unroutable.
@@ -93,6 +95,7 @@ func (c *Counters) Settled() uint64 {
 const (
 	AnnotationReason = "x-fedrouter-reason"
 	AnnotationRoute  = "x-fedrouter-route"
+	AnnotationTime   = "x-fedrouter-time" // when it was dead-lettered
 )
 
 // ErrTooManyAbandoned ends a run whose destination stopped answering.
@@ -111,9 +114,17 @@ type pending struct {
 // received and not yet settled when it returns are left unsettled: the
 // caller closes the source session and the broker redelivers them.
 //
-// Two goroutines: this one receives and sends in order (so order is kept
-// per route); the settle loop waits for each outcome in send order and
+// Three goroutines, each handing on in order through a channel (so order
+// is kept per route): the receive loop takes messages from the source; this
+// one sends them; the settle loop waits for each outcome in send order and
 // settles the source. The window bounds what is between them.
+//
+// Why receiving has a goroutine of its own (measured, docs/performance.md):
+// a send returns only once its transfer is written, and while the send
+// loop was sending it was not receiving, so the source receiver's next
+// credit grant — issued inside Receive once the last grant is used up —
+// waited for the send as well. Received ahead, the next message is ready
+// when a send returns and grants go out as soon as they are due.
 func Forward(ctx context.Context, src Source, dst Sink, cfg Config, c *Counters) error {
 	if cfg.Window <= 0 {
 		cfg.Window = 1
@@ -134,7 +145,17 @@ func Forward(ctx context.Context, src Source, dst Sink, cfg Config, c *Counters)
 			cancel()
 		}
 	}()
-	first.set(sendLoop(ctx, queue, src, dst, cfg, c))
+	// The receive loop stops when the send loop does, not with the run: the
+	// settle loop still settles what was sent.
+	rctx, stopReceiving := context.WithCancel(ctx)
+	received := make(chan receivedMsg, cfg.Window)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		receiveLoop(rctx, src, cfg.Limit, received)
+	}()
+	first.set(sendLoop(ctx, received, queue, dst, cfg, c))
+	stopReceiving()
 	close(queue)
 	wg.Wait()
 	// What is still unsettled goes back to the source broker with the
@@ -160,14 +181,49 @@ func Undecodable(err error) (string, bool) {
 	return strings.TrimPrefix(msg, prefix), true
 }
 
-func sendLoop(ctx context.Context, queue chan<- pending, src Source, dst Sink, cfg Config, c *Counters) error {
-	for n := 0; cfg.Limit <= 0 || n < cfg.Limit; n++ {
+// receivedMsg is what the receive loop hands on: a message, or the error
+// that ended receiving (after every message received before it).
+type receivedMsg struct {
+	msg *goamqp.Message
+	err error
+}
+
+// receiveLoop receives from src into out until limit messages (if > 0),
+// the first error (handed on), or ctx's end, and closes out. Messages it
+// holds count against the source receiver's unsettled bound like any
+// other, so reading ahead adds no memory beyond the window.
+func receiveLoop(ctx context.Context, src Source, limit int, out chan<- receivedMsg) {
+	defer close(out)
+	for n := 0; limit <= 0 || n < limit; n++ {
 		msg, err := src.Receive(ctx)
-		if err != nil {
-			return fmt.Errorf("links: receive: %w", err)
+		select {
+		case out <- receivedMsg{msg, err}:
+		case <-ctx.Done():
+			return // the send loop has stopped: msg goes back with the session
 		}
-		p := pending{msg: msg}
-		out := famqp.ForwardCopy(msg)
+		if err != nil {
+			return
+		}
+	}
+}
+
+func sendLoop(ctx context.Context, in <-chan receivedMsg, queue chan<- pending, dst Sink, cfg Config, c *Counters) error {
+	for {
+		var r receivedMsg
+		var ok bool
+		select {
+		case r, ok = <-in:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if !ok {
+			return nil // the limit: the settle loop drains what is in flight
+		}
+		if r.err != nil {
+			return fmt.Errorf("links: receive: %w", r.err)
+		}
+		p := pending{msg: r.msg}
+		out := famqp.ForwardCopy(r.msg)
 		if cfg.Prepare != nil && !cfg.Prepare(out) {
 			p.looped = true
 			p.deadline = time.Now()
@@ -179,6 +235,7 @@ func sendLoop(ctx context.Context, queue chan<- pending, src Source, dst Sink, c
 			}
 			continue
 		}
+		var err error
 		p.receipt, err = dst.Send(ctx, out)
 		if err != nil {
 			if !perMessage(err) {
@@ -196,7 +253,6 @@ func sendLoop(ctx context.Context, queue chan<- pending, src Source, dst Sink, c
 			return ctx.Err()
 		}
 	}
-	return nil // the limit: the settle loop drains what is in flight
 }
 
 // perMessage says whether a send error concerns only that message (the
@@ -212,6 +268,8 @@ func perMessage(err error) bool {
 
 func settleLoop(ctx context.Context, queue <-chan pending, src Source, cfg Config, c *Counters) error {
 	abandoned := 0
+	w := outcomeWaiter{parent: ctx}
+	defer w.stop()
 	for p := range queue {
 		if p.looped {
 			c.Looped.Add(1)
@@ -221,7 +279,7 @@ func settleLoop(ctx context.Context, queue <-chan pending, src Source, cfg Confi
 			c.InFlight.Add(-1)
 			continue
 		}
-		state, err := outcome(ctx, p)
+		state, err := w.outcome(p)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -244,27 +302,63 @@ func settleLoop(ctx context.Context, queue <-chan pending, src Source, cfg Confi
 	return nil
 }
 
-// outcome waits for p's outcome until its deadline.
-func outcome(ctx context.Context, p pending) (goamqp.DeliveryState, error) {
+// outcomeWaiter waits for each outcome, in send order, until that
+// message's deadline, without a context and a timer per message (they
+// were a tenth of the forwarder's own CPU, docs/performance.md). Deadlines
+// grow in send order, so one context with an earlier message's deadline
+// serves every later message until it expires; then a wait that is not yet
+// past its own deadline starts again with a new one. Healthy traffic
+// re-arms once per OutcomeTimeout.
+type outcomeWaiter struct {
+	parent context.Context
+	ctx    context.Context // nil until the first wait
+	cancel context.CancelFunc
+}
+
+// outcome waits for p's outcome until p's deadline: context.DeadlineExceeded
+// past it, the parent's error once the run ends.
+func (w *outcomeWaiter) outcome(p pending) (goamqp.DeliveryState, error) {
 	if p.receipt == nil {
 		return &goamqp.StateRejected{Error: &goamqp.Error{Condition: "amqp:not-allowed", Description: p.sendErr.Error()}}, nil
 	}
-	wctx, cancel := context.WithDeadline(ctx, p.deadline)
-	defer cancel()
-	return p.receipt.Wait(wctx)
+	for {
+		if w.ctx == nil || w.ctx.Err() != nil {
+			w.stop()
+			w.ctx, w.cancel = context.WithDeadline(w.parent, p.deadline)
+		}
+		state, err := p.receipt.Wait(w.ctx)
+		if err == nil || w.parent.Err() != nil || w.ctx.Err() == nil {
+			return state, err // an outcome, the run's end, or a link failure
+		}
+		if !time.Now().Before(p.deadline) {
+			return nil, context.DeadlineExceeded
+		}
+		// The deadline that passed was an earlier message's: wait on.
+	}
+}
+
+func (w *outcomeWaiter) stop() {
+	if w.cancel != nil {
+		w.cancel()
+	}
 }
 
 // settle settles msg at the source according to the destination's state;
 // noRoute is set when there was no outcome in time.
 func settle(ctx context.Context, msg *goamqp.Message, state goamqp.DeliveryState, noRoute error, src Source, cfg Config, c *Counters) error {
-	var reason string
+	reason, condition := "", "amqp:not-allowed"
 	switch s := state.(type) {
 	case *goamqp.StateAccepted:
 		c.Forwarded.Add(1)
 		return wrapSettle("accept", src.Accept(ctx, msg))
 	case *goamqp.StateRejected:
 		reason = "rejected by the destination"
-		if s.Error != nil {
+		switch {
+		case s.Error != nil && strings.HasPrefix(string(s.Error.Condition), "fed:"):
+			// The router's own refusal (a route without a path): its
+			// condition and reason are what the source should see.
+			condition, reason = string(s.Error.Condition), s.Error.Description
+		case s.Error != nil:
 			reason += ": " + s.Error.Error()
 		}
 	case nil:
@@ -279,21 +373,22 @@ func settle(ctx context.Context, msg *goamqp.Message, state goamqp.DeliveryState
 		c.Redelivered.Add(1)
 		return wrapSettle("release", src.Release(ctx, msg))
 	}
-	return refuse(ctx, msg, reason, src, cfg, c)
+	return refuse(ctx, msg, condition, reason, src, cfg, c)
 }
 
 // refuse applies the reject policy to a message the destination did not
 // take.
-func refuse(ctx context.Context, msg *goamqp.Message, reason string, src Source, cfg Config, c *Counters) error {
+func refuse(ctx context.Context, msg *goamqp.Message, condition, reason string, src Source, cfg Config, c *Counters) error {
 	if cfg.DeadLetter == nil {
 		c.Rejected.Add(1)
-		return wrapSettle("reject", src.Reject(ctx, msg, "amqp:not-allowed", "fedrouter: "+reason))
+		return wrapSettle("reject", src.Reject(ctx, msg, condition, "fedrouter: "+reason))
 	}
 	dl := famqp.ForwardCopy(msg)
 	if dl.Annotations == nil {
 		dl.Annotations = goamqp.Annotations{}
 	}
 	dl.Annotations[AnnotationReason] = reason
+	dl.Annotations[AnnotationTime] = time.Now().UTC()
 	for k, v := range cfg.DeadLetterAnnotations {
 		dl.Annotations[k] = v
 	}

@@ -24,6 +24,7 @@ type fakeSource struct {
 	mu      sync.Mutex
 	settled map[*goamqp.Message]string
 	order   []string
+	conds   []string // the conditions of rejects, in order
 }
 
 func newSource(n int) *fakeSource {
@@ -65,6 +66,9 @@ func (s *fakeSource) Release(_ context.Context, m *goamqp.Message) error {
 	return s.record(m, "release")
 }
 func (s *fakeSource) Reject(_ context.Context, m *goamqp.Message, cond, desc string) error {
+	s.mu.Lock()
+	s.conds = append(s.conds, cond)
+	s.mu.Unlock()
 	return s.record(m, "reject:"+desc)
 }
 
@@ -273,5 +277,23 @@ func TestForwardPrepareDropsLoopedMessages(t *testing.T) {
 	}
 	if got := strings.Join(src.order, " "); got != "0=accept 1=accept 2=accept 3=accept 4=accept 5=accept" {
 		t.Fatalf("settled out of order or not all: %s", got)
+	}
+}
+
+// A refusal made by the router itself (condition fed:...) reaches the
+// source with its own condition and reason; a dead-letter carries the time.
+func TestForwardRouterRefusalKeepsItsCondition(t *testing.T) {
+	noPath := func(string) (goamqp.DeliveryState, error) {
+		return &goamqp.StateRejected{Error: &goamqp.Error{Condition: "fed:no-path", Description: "no-path: no path to broker b"}}, nil
+	}
+	src := newSource(2)
+	run(t, src, &fakeSink{outcome: noPath}, Config{Window: 2, OutcomeTimeout: time.Second})
+	if fmt.Sprint(src.conds) != "[fed:no-path fed:no-path]" || !strings.HasPrefix(src.order[0], "0=reject:fedrouter: no-path: no path to broker b") {
+		t.Fatalf("conditions %v, settled %v", src.conds, src.order)
+	}
+	dl := &fakeSink{outcome: accepted}
+	run(t, newSource(1), &fakeSink{outcome: noPath}, Config{Window: 1, OutcomeTimeout: time.Second, DeadLetter: dl})
+	if _, ok := dl.sent[0].Annotations[AnnotationTime].(time.Time); !ok || dl.sent[0].Annotations[AnnotationReason] != "no-path: no path to broker b" {
+		t.Fatalf("dead-letter annotations %v", dl.sent[0].Annotations)
 	}
 }

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+)
+
+// backlogResult is the memory-under-backlog case: a large backlog at the
+// source, one route draining it, the router's RSS sampled as it goes.
+type backlogResult struct {
+	Messages     int         `json:"messages"`
+	Size         int         `json:"size_bytes"`
+	FillSeconds  float64     `json:"fill_seconds"`
+	DrainSeconds float64     `json:"drain_seconds"`
+	Rate         float64     `json:"msgs_per_s"`
+	IdleKiB      int64       `json:"rss_idle_kib"` // connected, before the route was added
+	RSSMinKiB    int64       `json:"rss_min_kib"`  // over the samples while draining
+	RSSMaxKiB    int64       `json:"rss_max_kib"`
+	RSSFinalKiB  int64       `json:"rss_final_kib"`
+	PeakKiB      int64       `json:"peak_kib"` // VmHWM at the end
+	Samples      []rssSample `json:"samples"`
+	Verified     string      `json:"verified"`
+	Error        string      `json:"error,omitempty"`
+}
+
+type rssSample struct {
+	T         float64 `json:"t_s"`
+	Forwarded uint64  `json:"forwarded"`
+	RSSKiB    int64   `json:"rss_kib"`
+}
+
+const rssEvery = 500 * time.Millisecond
+
+func (b *bench) runBacklog(ctx context.Context, p pairDef) (*backlogResult, error) {
+	const size = 256
+	c := caseSpec{Pair: p.Name, Size: size, Variant: vFedrouter, Routes: 1, Messages: b.opt.Backlog}
+	o := b.objects(c, p)
+	res := &backlogResult{Messages: c.Messages, Size: size, Verified: "pending"}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		res.Verified = b.cleanup(cctx, o)
+	}()
+	t0 := time.Now()
+	if err := b.setup(ctx, o, size); err != nil {
+		return nil, fmt.Errorf("setup: %w", err)
+	}
+	res.FillSeconds = time.Since(t0).Seconds()
+	dir, err := os.MkdirTemp(b.opt.Tmp, "fedbench-router-")
+	if err != nil {
+		return nil, err
+	}
+	rp, err := startRouter(ctx, b.opt.Fedrouter, dir, p.Src, p.Dst)
+	if err != nil {
+		return nil, err
+	}
+	defer rp.stop()
+	if res.IdleKiB, _, err = memKiB(rp.pid()); err != nil {
+		return nil, err
+	}
+	t0 = time.Now()
+	id, err := rp.addRoute(ctx, routeSpec{Kind: "queue", Src: p.Src.Name, Dest: p.Dst.Name,
+		Exchange: o.dstX[0], Queue: o.srcQ[0], Credit: b.opt.Credit})
+	if err != nil {
+		return nil, err
+	}
+	ids := map[string]bool{id: true}
+	var last time.Time
+	err = poll(ctx, b.opt.Poll, b.timeout(c.Messages), func() (bool, error) {
+		n, err := rp.forwarded(ctx, ids)
+		if err != nil {
+			return false, err
+		}
+		done := n >= uint64(c.Messages)
+		if now := time.Now(); done || now.Sub(last) >= rssEvery {
+			last = now
+			rss, _, err := memKiB(rp.pid())
+			if err != nil {
+				return false, err
+			}
+			res.Samples = append(res.Samples, rssSample{T: now.Sub(t0).Seconds(), Forwarded: n, RSSKiB: rss})
+		}
+		return done, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fedrouter (log %s): %w", rp.log, err)
+	}
+	res.DrainSeconds = time.Since(t0).Seconds()
+	res.Rate = float64(c.Messages) / res.DrainSeconds
+	if _, res.PeakKiB, err = memKiB(rp.pid()); err != nil {
+		return nil, err
+	}
+	res.RSSMinKiB = -1
+	for _, s := range res.Samples {
+		if s.Forwarded == 0 {
+			continue // not draining yet
+		}
+		if res.RSSMinKiB < 0 || s.RSSKiB < res.RSSMinKiB {
+			res.RSSMinKiB = s.RSSKiB
+		}
+		res.RSSMaxKiB = max(res.RSSMaxKiB, s.RSSKiB)
+		res.RSSFinalKiB = s.RSSKiB
+	}
+	rp.stop()
+	return res, os.RemoveAll(dir)
+}

@@ -1,0 +1,254 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// result is one case with its runs and medians.
+type result struct {
+	caseSpec
+	Runs []*sample `json:"runs"`
+	// Medians over the runs, each figure on its own.
+	Rate             float64  `json:"msgs_per_s"`
+	ProcCPUPer100k   float64  `json:"process_cpu_s_per_100k"`
+	BrokerCPUPer100k float64  `json:"broker_cpu_s_per_100k"`
+	PeakRSSMiB       float64  `json:"peak_rss_mib"`
+	VsRaw            *float64 `json:"fedrouter_vs_raw,omitempty"`
+	VsShovel         *float64 `json:"fedrouter_vs_best_shovel,omitempty"`
+	BestShovel       string   `json:"best_shovel,omitempty"`
+	Errors           []string `json:"errors,omitempty"`
+}
+
+func (b *bench) pairs() ([]pairDef, error) {
+	var out []pairDef
+	for _, p := range b.opt.Pairs {
+		switch p {
+		case "rabbitmq":
+			bs, err := loadBrokers("rabbit1", "rabbit2")
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, pairDef{Name: "RabbitMQ->RabbitMQ", Src: bs["rabbit1"], Dst: bs["rabbit2"], Shovel: true})
+		case "proton":
+			bs, err := loadBrokers("proton1", "proton2")
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, pairDef{Name: "ProtonC->ProtonC", Src: bs["proton1"], Dst: bs["proton2"]})
+		default:
+			return nil, fmt.Errorf("--pair %q: want rabbitmq or proton", p)
+		}
+	}
+	return out, nil
+}
+
+// cases lists every case in the order of one round.
+func (b *bench) cases(pairs []pairDef) []caseSpec {
+	var out []caseSpec
+	for _, p := range pairs {
+		for _, size := range b.opt.Sizes {
+			n := b.opt.NSmall
+			if size > 256 {
+				n = b.opt.NLarge
+			}
+			for _, routes := range slices.Compact([]int{1, b.opt.Many}) {
+				for _, v := range b.opt.Variants {
+					if (v == vShovel091 || v == vShovel10) && !p.Shovel {
+						continue
+					}
+					m := n / routes * routes // every route gets the same share
+					out = append(out, caseSpec{Pair: p.Name, Size: size, Variant: v, Routes: routes, Messages: m})
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (b *bench) run(ctx context.Context) error {
+	pairs, err := b.pairs()
+	if err != nil {
+		return err
+	}
+	byName := map[string]pairDef{}
+	for _, p := range pairs {
+		byName[p.Name] = p
+	}
+	rep := newReport(ctx, b, pairs)
+	defer b.sweep(pairs)
+	b.warnStale(ctx, pairs)
+	cases := b.cases(pairs)
+	results := make([]*result, len(cases))
+	for i, c := range cases {
+		results[i] = &result{caseSpec: c}
+	}
+	start := time.Now()
+	// Rounds: every case once per round, so a slow spell of the shared
+	// machine hits all variants alike rather than one variant's runs.
+	for r := 1; r <= b.opt.Reps; r++ {
+		for i, c := range cases {
+			fmt.Fprintf(os.Stderr, "[%s] round %d/%d: %s ... ", time.Since(start).Round(time.Second), r, b.opt.Reps, c)
+			s, err := b.runCase(ctx, c, byName[c.Pair])
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				fmt.Fprintf(os.Stderr, "FAILED: %v\n", err)
+				results[i].Errors = append(results[i].Errors, err.Error())
+				continue
+			}
+			fmt.Fprintf(os.Stderr, "%.0f msg/s (fill %.1fs, wait %.1fs)\n", s.Rate, s.FillSecs, s.WaitSecs)
+			results[i].Runs = append(results[i].Runs, s)
+		}
+	}
+	b.pending.Wait()
+	summarize(results)
+	rep.Results = results
+	if b.opt.Backlog > 0 && byName["RabbitMQ->RabbitMQ"].Src.Name != "" {
+		fmt.Fprintf(os.Stderr, "[%s] backlog: %d messages ...\n", time.Since(start).Round(time.Second), b.opt.Backlog)
+		bl, err := b.runBacklog(ctx, byName["RabbitMQ->RabbitMQ"])
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			fmt.Fprintf(os.Stderr, "backlog FAILED: %v\n", err)
+			bl = &backlogResult{Error: err.Error()}
+		}
+		rep.Backlog = bl
+	}
+	if b.opt.Topology {
+		fmt.Fprintf(os.Stderr, "[%s] topology recompute benchmark ...\n", time.Since(start).Round(time.Second))
+		tp, err := runTopology(ctx, b.opt.Go)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "topology FAILED: %v\n", err)
+			tp = &topoResult{Error: err.Error()}
+		}
+		rep.Topology = tp
+	}
+	rep.finish(time.Since(start))
+	rep.print(os.Stdout)
+	if err := rep.write(b.opt.Out); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s\n", b.opt.Out)
+	return rep.failures()
+}
+
+// summarize computes each case's medians and the ratios.
+func summarize(results []*result) {
+	type key struct {
+		pair         string
+		size, routes int
+	}
+	raw := map[key]float64{}
+	shov := map[key]*result{}
+	for _, r := range results {
+		if len(r.Runs) == 0 {
+			continue
+		}
+		r.Rate = median(r.Runs, func(s *sample) float64 { return s.Rate })
+		r.ProcCPUPer100k = median(r.Runs, func(s *sample) float64 { return s.ProcCPU / float64(r.Messages) * 1e5 })
+		r.BrokerCPUPer100k = median(r.Runs, func(s *sample) float64 { return s.BrokerCPU / float64(r.Messages) * 1e5 })
+		r.PeakRSSMiB = median(r.Runs, func(s *sample) float64 { return float64(s.PeakRSS) / 1024 })
+		k := key{r.Pair, r.Size, r.Routes}
+		switch r.Variant {
+		case vRaw:
+			raw[k] = r.Rate
+		case vShovel091, vShovel10:
+			if best := shov[k]; best == nil || r.Rate > best.Rate {
+				shov[k] = r
+			}
+		}
+	}
+	for _, r := range results {
+		k := key{r.Pair, r.Size, r.Routes}
+		if r.Variant != vFedrouter || r.Rate == 0 {
+			continue
+		}
+		if v := raw[k]; v > 0 {
+			x := r.Rate / v
+			r.VsRaw = &x
+		}
+		if s := shov[k]; s != nil {
+			x := r.Rate / s.Rate
+			r.VsShovel, r.BestShovel = &x, s.Variant
+		}
+	}
+}
+
+func median(runs []*sample, f func(*sample) float64) float64 {
+	v := make([]float64, len(runs))
+	for i, s := range runs {
+		v[i] = f(s)
+	}
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+// warnStale reports objects an earlier, killed fedbench left on the
+// RabbitMQ nodes. They are not removed: another fedbench might be running.
+func (b *bench) warnStale(ctx context.Context, pairs []pairDef) {
+	for _, p := range pairs {
+		for _, br := range []broker{p.Src, p.Dst} {
+			if br.Mgmt == "" {
+				continue
+			}
+			m := newMgmt(br.Mgmt)
+			for _, kind := range []string{"queues", "exchanges", "parameters/shovel"} {
+				names, err := m.names(ctx, kind)
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "warning: list %s on %s: %v\n", kind, br.Name, err)
+					continue
+				}
+				for _, n := range names {
+					if strings.HasPrefix(n, "fedbench.") {
+						fmt.Fprintf(os.Stderr, "warning: %s has %s %q from an earlier fedbench run; delete it if no fedbench runs\n", br.Name, kind, n)
+					}
+				}
+			}
+		}
+	}
+}
+
+// sweep deletes whatever this run left behind on the RabbitMQ nodes (a
+// failed or interrupted run).
+func (b *bench) sweep(pairs []pairDef) {
+	b.pending.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, p := range pairs {
+		for _, br := range []broker{p.Src, p.Dst} {
+			if br.Mgmt == "" {
+				continue
+			}
+			m := newMgmt(br.Mgmt)
+			del := map[string]func(context.Context, string) error{
+				"parameters/shovel": m.deleteShovel, "queues": m.deleteQueue, "exchanges": m.deleteExchange}
+			for _, kind := range []string{"parameters/shovel", "queues", "exchanges"} {
+				names, err := m.names(ctx, kind)
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "warning: clean-up on %s: %v\n", br.Name, err)
+					continue
+				}
+				for _, n := range names {
+					if strings.HasPrefix(n, b.id+".") {
+						if err := del[kind](ctx, n); err != nil {
+							fmt.Fprintf(os.Stderr, "warning: clean-up on %s: %v\n", br.Name, err)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+var errFailures = errors.New("some cases failed or were not verified (see the table)")

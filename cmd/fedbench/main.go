@@ -1,0 +1,118 @@
+// Command fedbench measures fedrouter against its baselines on the brokers
+// of testdata/brokers.sh, all in one run on one machine: a raw go-amqp
+// pipe (the floor), fedrouter with one and with several queue routes, and
+// the RabbitMQ shovel plugin in its AMQP 0-9-1 and AMQP 1.0 modes; memory
+// under a large backlog; and the topology recompute benchmark. It prints a
+// table and writes the figures as JSON. `make bench` runs it; method and
+// results are in docs/performance.md.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+)
+
+// options are the knobs of one `fedbench run`.
+type options struct {
+	NSmall    int           `json:"messages_256b"`  // messages per case, 256 B
+	NLarge    int           `json:"messages_16kib"` // messages per case, 16 KiB
+	Sizes     []int         `json:"sizes"`
+	Reps      int           `json:"reps"`
+	Credit    int           `json:"credit"`     // route credit; the raw pipe's window and the shovels' prefetch
+	PipeConns int           `json:"pipe_conns"` // connections per broker of the raw pipe (1, as fedrouter)
+	PipeGrant string        `json:"pipe_grant"` // the raw pipe's credit grants: stop (as fedrouter) or overlap
+	Many      int           `json:"routes"`     // routes in the "several routes" cases
+	Backlog   int           `json:"backlog"`    // messages waiting at the source in the backlog case (0: skip)
+	Pairs     []string      `json:"pairs"`
+	Variants  []string      `json:"variants"`
+	Out       string        `json:"-"`
+	Fedrouter string        `json:"fedrouter"`
+	Go        string        `json:"-"`
+	Topology  bool          `json:"topology"`
+	Poll      time.Duration `json:"poll_ns"`
+	Tmp       string        `json:"-"`
+}
+
+func main() {
+	app := &cli.App{
+		Name:  "fedbench",
+		Usage: "fedrouter against a raw go-amqp pipe and the RabbitMQ shovel, on this machine",
+		Commands: []*cli.Command{
+			{
+				Name:   "run",
+				Usage:  "run the benchmarks, print the table, write the JSON",
+				Flags:  runFlags(),
+				Action: runBench,
+			},
+			pipeCommand(),
+			profileCommand(),
+		},
+	}
+	// A closed stdout (fedbench ... | head) must not kill the process
+	// before it has removed what it created on the brokers.
+	signal.Ignore(syscall.SIGPIPE)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := app.RunContext(ctx, os.Args)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fedbench:", err)
+		os.Exit(1)
+	}
+}
+
+func runFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{Name: "n", Value: 50000, EnvVars: []string{"BENCH_N"}, Usage: "messages per case, 256-byte messages"},
+		&cli.IntFlag{Name: "n-large", Value: 10000, EnvVars: []string{"BENCH_N_LARGE"}, Usage: "messages per case, 16 KiB messages"},
+		&cli.IntSliceFlag{Name: "size", Value: cli.NewIntSlice(256, 16<<10), EnvVars: []string{"BENCH_SIZES"}, Usage: "message sizes in bytes; --n applies to 256 and below, --n-large above"},
+		&cli.IntFlag{Name: "reps", Value: 3, EnvVars: []string{"BENCH_REPS"}, Usage: "runs per case; the median is reported"},
+		&cli.IntFlag{Name: "credit", Value: 500, EnvVars: []string{"BENCH_CREDIT"}, Usage: "route credit (fedrouter's default); the raw pipe's window and the shovels' prefetch"},
+		&cli.IntFlag{Name: "pipe-conns", Value: 1, Usage: "connections per broker of the raw pipe (1, like fedrouter; more to see what more connections would buy)"},
+		&cli.StringFlag{Name: "pipe-grant", Value: "stop", Usage: "the raw pipe's credit grants: stop (as fedrouter) or overlap (to see what overlapping grants would buy)"},
+		&cli.IntFlag{Name: "routes", Value: 8, EnvVars: []string{"BENCH_ROUTES"}, Usage: "routes in the several-routes cases"},
+		&cli.IntFlag{Name: "backlog", Value: 1000000, EnvVars: []string{"BENCH_BACKLOG"}, Usage: "messages waiting at the source in the backlog case (0: skip)"},
+		&cli.StringSliceFlag{Name: "pair", Value: cli.NewStringSlice("rabbitmq", "proton"), EnvVars: []string{"BENCH_PAIRS"}, Usage: "broker pairs: rabbitmq (rabbit1->rabbit2), proton (proton1->proton2)"},
+		&cli.StringSliceFlag{Name: "variant", Value: cli.NewStringSlice("raw", "fedrouter", "shovel091", "shovel10"), EnvVars: []string{"BENCH_VARIANTS"}, Usage: "variants: raw, fedrouter, shovel091, shovel10"},
+		&cli.StringFlag{Name: "out", Value: "bench-results.json", EnvVars: []string{"BENCH_OUT"}, Usage: "write the results as JSON to `FILE`"},
+		&cli.StringFlag{Name: "fedrouter", Value: "bin/fedrouter", Usage: "the fedrouter binary to measure"},
+		&cli.StringFlag{Name: "go", Value: "go", Usage: "go command, for the topology benchmark"},
+		&cli.BoolFlag{Name: "topology", Value: true, Usage: "run the topology recompute benchmark"},
+		&cli.DurationFlag{Name: "poll", Value: 20 * time.Millisecond, Usage: "how often completion is polled"},
+	}
+}
+
+var variantNames = map[string]string{"raw": vRaw, "fedrouter": vFedrouter, "shovel091": vShovel091, "shovel10": vShovel10}
+
+func runBench(c *cli.Context) error {
+	o := options{
+		NSmall: c.Int("n"), NLarge: c.Int("n-large"), Reps: max(1, c.Int("reps")), Credit: c.Int("credit"), PipeConns: max(1, c.Int("pipe-conns")), PipeGrant: c.String("pipe-grant"),
+		Sizes: c.IntSlice("size"), Many: max(1, c.Int("routes")), Backlog: c.Int("backlog"), Pairs: c.StringSlice("pair"), Out: c.String("out"),
+		Fedrouter: c.String("fedrouter"), Go: c.String("go"), Topology: c.Bool("topology"), Poll: c.Duration("poll"),
+		Tmp: os.TempDir(),
+	}
+	for _, v := range c.StringSlice("variant") {
+		name, ok := variantNames[v]
+		if !ok {
+			return fmt.Errorf("--variant %q: want raw, fedrouter, shovel091 or shovel10", v)
+		}
+		o.Variants = append(o.Variants, name)
+	}
+	if o.Credit < 1 || o.Credit > 10000 {
+		return fmt.Errorf("--credit %d: want 1..10000 (a route's range)", o.Credit)
+	}
+	if _, err := os.Stat(o.Fedrouter); err != nil {
+		return fmt.Errorf("fedrouter binary: %w (make build)", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	b := &bench{opt: o, self: self, id: fmt.Sprintf("fedbench.%x", time.Now().UnixNano()&0xffffffff)}
+	return b.run(c.Context)
+}

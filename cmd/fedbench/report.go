@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// report is everything one `fedbench run` writes as JSON.
+type report struct {
+	Date     string            `json:"date"`
+	Duration string            `json:"duration"`
+	Machine  machine           `json:"machine"`
+	Versions map[string]string `json:"versions"`
+	Options  options           `json:"options"`
+	Results  []*result         `json:"results"`
+	Backlog  *backlogResult    `json:"backlog,omitempty"`
+	Topology *topoResult       `json:"topology,omitempty"`
+}
+
+type machine struct {
+	CPUs      int    `json:"cpus"`
+	CPUModel  string `json:"cpu_model"`
+	MemTotal  string `json:"mem_total"`
+	Kernel    string `json:"kernel"`
+	OS        string `json:"os"`
+	LoadStart string `json:"loadavg_start"`
+	LoadEnd   string `json:"loadavg_end"`
+}
+
+func newReport(ctx context.Context, b *bench, pairs []pairDef) *report {
+	r := &report{
+		Date:     time.Now().UTC().Format(time.RFC3339),
+		Options:  b.opt,
+		Versions: map[string]string{"go": runtime.Version()},
+		Machine: machine{
+			CPUs: runtime.NumCPU(), CPUModel: procField("/proc/cpuinfo", "model name", ":"),
+			MemTotal: procField("/proc/meminfo", "MemTotal", ":"), Kernel: firstLine("/proc/sys/kernel/osrelease"),
+			OS: strings.Trim(procField("/etc/os-release", "PRETTY_NAME", "="), `"`), LoadStart: firstLine("/proc/loadavg"),
+		},
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "github.com/Azure/go-amqp" {
+				r.Versions["go-amqp"] = d.Version
+			}
+		}
+	}
+	if out, err := exec.Command(b.opt.Fedrouter, "--version").Output(); err == nil {
+		r.Versions["fedrouter"] = strings.TrimSpace(string(out))
+	}
+	for _, p := range pairs {
+		if p.Src.Mgmt != "" {
+			if rv, ev, err := newMgmt(p.Src.Mgmt).version(ctx); err == nil {
+				r.Versions["rabbitmq"], r.Versions["erlang"] = rv, ev
+			}
+		}
+	}
+	if out, err := exec.Command("dpkg-query", "-W", "-f", "${Version}", "libqpid-proton11").Output(); err == nil {
+		r.Versions["qpid-proton"] = string(out)
+	}
+	return r
+}
+
+func (r *report) finish(d time.Duration) {
+	r.Duration = d.Round(time.Second).String()
+	r.Machine.LoadEnd = firstLine("/proc/loadavg")
+}
+
+// procField returns the value of the first "key<sep>value" line of path.
+func procField(path, key, sep string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), sep)
+		if ok && strings.TrimSpace(k) == key {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+func firstLine(path string) string {
+	b, _ := os.ReadFile(path)
+	l, _, _ := strings.Cut(string(b), "\n")
+	return strings.TrimSpace(l)
+}
+
+func (r *report) write(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// failures is non-nil when a case failed or a check after it did.
+func (r *report) failures() error {
+	for _, res := range r.Results {
+		if len(res.Errors) > 0 {
+			return errFailures
+		}
+		for _, s := range res.Runs {
+			if s.Verified != "ok" {
+				return errFailures
+			}
+		}
+	}
+	if r.Backlog != nil && (r.Backlog.Error != "" || r.Backlog.Verified != "ok") {
+		return errFailures
+	}
+	return nil
+}
+
+func (r *report) print(out io.Writer) {
+	fmt.Fprintf(out, "\nfedbench %s on %d x %s, %s; loadavg %s -> %s\n", r.Date, r.Machine.CPUs, r.Machine.CPUModel,
+		r.Machine.MemTotal, r.Machine.LoadStart, r.Machine.LoadEnd)
+	var vs []string
+	for k, v := range r.Versions {
+		vs = append(vs, k+" "+v)
+	}
+	slices.Sort(vs)
+	fmt.Fprintf(out, "versions: %s\n", strings.Join(vs, ", "))
+	fmt.Fprintf(out, "medians of %d runs, credit %d; CPU in seconds per 100,000 messages\n\n", r.Options.Reps, r.Options.Credit)
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "pair\tsize\troutes\tvariant\tmsg/s\tvs raw\tvs shovel\tproc CPU\tbroker CPU\ttotal CPU\tpeak RSS MiB\truns\t")
+	for _, res := range r.Results {
+		ratio := func(p *float64) string {
+			if p == nil {
+				return "-"
+			}
+			return fmt.Sprintf("%.2fx", *p)
+		}
+		proc, rss := fmt.Sprintf("%.2f", res.ProcCPUPer100k), fmt.Sprintf("%.1f", res.PeakRSSMiB)
+		if res.Variant == vShovel091 || res.Variant == vShovel10 {
+			proc, rss = "(in broker)", "-"
+		}
+		ok := 0
+		for _, s := range res.Runs {
+			if s.Verified == "ok" {
+				ok++
+			}
+		}
+		runs := fmt.Sprintf("%d/%d", ok, len(res.Runs)+len(res.Errors))
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%.0f\t%s\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t\n", res.Pair, sizeName(res.Size), res.Routes, res.Variant,
+			res.Rate, ratio(res.VsRaw), ratio(res.VsShovel), proc, res.BrokerCPUPer100k, res.ProcCPUPer100k+res.BrokerCPUPer100k, rss, runs)
+	}
+	w.Flush()
+	if bl := r.Backlog; bl != nil {
+		fmt.Fprintln(out)
+		if bl.Error != "" {
+			fmt.Fprintf(out, "backlog: FAILED: %s\n", bl.Error)
+		} else {
+			fmt.Fprintf(out, "backlog: %d x %s filled in %.0f s, drained by one route in %.0f s (%.0f msg/s); router RSS while draining min %.1f / max %.1f / final %.1f MiB (peak VmHWM %.1f MiB, %d samples every 500 ms); verified: %s\n",
+				bl.Messages, sizeName(bl.Size), bl.FillSeconds, bl.DrainSeconds, bl.Rate,
+				kib(bl.RSSMinKiB), kib(bl.RSSMaxKiB), kib(bl.RSSFinalKiB), kib(bl.PeakKiB), len(bl.Samples), bl.Verified)
+		}
+	}
+	if tp := r.Topology; tp != nil {
+		if tp.Error != "" {
+			fmt.Fprintf(out, "topology: FAILED: %s\n", tp.Error)
+		} else {
+			fmt.Fprintf(out, "topology: %s median %.1f ms/op (%d runs: %v ns/op)\n", tp.Benchmark, tp.NsPerOp/1e6, len(tp.Runs), tp.Runs)
+		}
+	}
+}
+
+func kib(v int64) float64 { return float64(v) / 1024 }

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// routerProc is a fedrouter process started for one run: its own config,
+// state file and log in a temporary directory, admin API on a free port.
+type routerProc struct {
+	cmd   *exec.Cmd
+	dir   string
+	admin string // http://127.0.0.1:PORT
+	hc    *http.Client
+	log   string        // path of its stdout+stderr
+	done  chan struct{} // closed once the process has exited
+	err   error         // cmd.Wait's result; read after done
+}
+
+// routeSpec is the admin API's route body (docs/admin-api.md).
+type routeSpec struct {
+	Kind     string `json:"kind"`
+	Src      string `json:"src"`
+	Dest     string `json:"dest"`
+	Exchange string `json:"exchange"`
+	Queue    string `json:"queue"`
+	Credit   int    `json:"credit"`
+}
+
+// routeState is the part of a route's status the bench reads.
+type routeState struct {
+	ID        string `json:"id"`
+	State     string `json:"state"`
+	Forwarded uint64 `json:"forwarded"`
+	LastError string `json:"last_error"`
+}
+
+// freePort asks the kernel for a free loopback port. Another process could
+// take it before the router listens; the router then fails to start and
+// says so.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func routerConfig(dir string, port int, brokers ...broker) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "router_id: fedbench\nbrokers:\n")
+	for _, br := range brokers {
+		fmt.Fprintf(&b, "  - name: %s\n    url: %s\n    profile: %s\n", br.Name, br.URL, br.profile())
+		if br.Kind == "rabbitmq" { // the Proton brokers offer only ANONYMOUS
+			fmt.Fprintf(&b, "    username: guest\n    password: guest\n")
+		}
+		if br.Mgmt != "" {
+			fmt.Fprintf(&b, "    management: {url: %q}\n", br.Mgmt)
+		}
+	}
+	// warn: a route's state changes are logged at info; nothing on the
+	// hot path logs, but keep the log quiet anyway.
+	fmt.Fprintf(&b, "log: {level: warn, format: json}\nadmin: {listen: \"127.0.0.1:%d\"}\nstate_file: %q\n", port, filepath.Join(dir, "routes.json"))
+	return b.String()
+}
+
+// startRouter starts bin with a configuration holding the brokers and no
+// routes, and waits until every broker connection is Operational
+// (/readyz).
+func startRouter(ctx context.Context, bin, dir string, brokers ...broker) (*routerProc, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cfg := filepath.Join(dir, "fedrouter.yaml")
+	if err := os.WriteFile(cfg, []byte(routerConfig(dir, port, brokers...)), 0o600); err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(dir, "fedrouter.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close() // the child holds its own descriptor
+	r := &routerProc{dir: dir, admin: fmt.Sprintf("http://127.0.0.1:%d", port), log: logPath,
+		hc: &http.Client{Timeout: 10 * time.Second}, done: make(chan struct{})}
+	r.cmd = exec.Command(bin, "run", "--config", cfg)
+	r.cmd.Stdout, r.cmd.Stderr = logf, logf
+	if err := r.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	go func() { // owned: ends when the process exits; stop waits for it
+		r.err = r.cmd.Wait()
+		close(r.done)
+	}()
+	if err := r.waitReady(ctx, 30*time.Second); err != nil {
+		r.stop()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *routerProc) pid() int { return r.cmd.Process.Pid }
+
+func (r *routerProc) logTail() string {
+	b, _ := os.ReadFile(r.log)
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(bytes.TrimSpace(b))
+}
+
+func (r *routerProc) waitReady(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		req, _ := http.NewRequestWithContext(ctx, "GET", r.admin+"/readyz", nil)
+		resp, err := r.hc.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-r.done:
+			return fmt.Errorf("fedrouter exited before it was ready (%v): %s", r.err, r.logTail())
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("fedrouter not ready after %s: %s", timeout, r.logTail())
+		}
+	}
+}
+
+func (r *routerProc) call(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, r.admin+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := r.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("fedrouter %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("fedrouter %s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(data))
+	}
+	if out != nil {
+		return json.Unmarshal(data, out)
+	}
+	return nil
+}
+
+func (r *routerProc) addRoute(ctx context.Context, spec routeSpec) (string, error) {
+	var st routeState
+	if err := r.call(ctx, "POST", "/api/v1/routes", spec, &st); err != nil {
+		return "", err
+	}
+	return st.ID, nil
+}
+
+// forwarded sums the forwarded counters of the routes ids, and fails if
+// one of them is Failed.
+func (r *routerProc) forwarded(ctx context.Context, ids map[string]bool) (uint64, error) {
+	var sts []routeState
+	if err := r.call(ctx, "GET", "/api/v1/routes", nil, &sts); err != nil {
+		return 0, err
+	}
+	var sum uint64
+	for _, s := range sts {
+		if !ids[s.ID] {
+			continue
+		}
+		if s.State == "Failed" {
+			return 0, fmt.Errorf("route %s failed: %s", s.ID, s.LastError)
+		}
+		sum += s.Forwarded
+	}
+	return sum, nil
+}
+
+// stop ends the router with SIGTERM (it stops its routes and closes its
+// connections), or SIGKILL if it has not exited after 15 s, and waits.
+func (r *routerProc) stop() {
+	_ = r.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-r.done:
+	case <-time.After(15 * time.Second):
+		_ = r.cmd.Process.Kill()
+		<-r.done
+	}
+}

@@ -1,0 +1,262 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Variants measured on every pair.
+const (
+	vRaw       = "raw pipe"
+	vFedrouter = "fedrouter"
+	vShovel091 = "shovel amqp091"
+	vShovel10  = "shovel amqp10"
+)
+
+// pairDef is a source and a destination broker of the same kind.
+type pairDef struct {
+	Name     string // as shown: "RabbitMQ->RabbitMQ"
+	Src, Dst broker
+	Shovel   bool // RabbitMQ: the shovel plugin is a baseline
+}
+
+// caseSpec is one cell of the table: a variant on a pair with a message
+// size and a number of routes (pipes, shovels) sharing the messages.
+type caseSpec struct {
+	Pair     string `json:"pair"`
+	Size     int    `json:"size_bytes"`
+	Variant  string `json:"variant"`
+	Routes   int    `json:"routes"`
+	Messages int    `json:"messages"`
+}
+
+func (c caseSpec) String() string {
+	return fmt.Sprintf("%s %s %s x%d (%d msgs)", c.Pair, sizeName(c.Size), c.Variant, c.Routes, c.Messages)
+}
+
+// sample is one measured run.
+type sample struct {
+	Seconds   float64 `json:"seconds"`
+	Rate      float64 `json:"msgs_per_s"`
+	ProcCPU   float64 `json:"process_cpu_s"` // router or pipe process; 0 for shovels
+	BrokerCPU float64 `json:"broker_cpu_s"`  // source + destination broker processes
+	PeakRSS   int64   `json:"peak_rss_kib"`  // router or pipe process (VmHWM); 0 for shovels
+	Verified  string  `json:"verified"`      // "ok", or what the after-the-fact check found
+	FillSecs  float64 `json:"fill_seconds"`  // not timed: filling the sources before
+	WaitSecs  float64 `json:"wait_seconds"`  // not timed: the previous run's check after the fill
+}
+
+// runObjs are the broker objects of one run, one set per route.
+type runObjs struct {
+	pair  pairDef
+	per   int      // messages per route
+	srcQ  []string // source queues (Proton: addresses)
+	dstX  []string // destination exchanges (Proton: addresses)
+	dstQ  []string // destination queues bound to dstX (Proton: = dstX)
+	shovs []string // shovel parameter names (shovel variants)
+}
+
+// bench holds one `fedbench run`.
+type bench struct {
+	opt     options
+	id      string // prefix of every broker object this run creates
+	seq     int
+	self    string // this executable, for the pipe subprocess
+	pending sync.WaitGroup
+}
+
+func (b *bench) brokerPIDs(p pairDef) []int { return []int{p.Src.PID, p.Dst.PID} }
+
+func (b *bench) objects(c caseSpec, p pairDef) runObjs {
+	b.seq++
+	base := fmt.Sprintf("%s.%d", b.id, b.seq)
+	o := runObjs{pair: p, per: c.Messages / c.Routes}
+	for k := 0; k < c.Routes; k++ {
+		o.srcQ = append(o.srcQ, fmt.Sprintf("%s.q%d", base, k))
+		o.dstX = append(o.dstX, fmt.Sprintf("%s.x%d", base, k))
+		if p.Dst.Kind == "rabbitmq" {
+			o.dstQ = append(o.dstQ, fmt.Sprintf("%s.d%d", base, k))
+		} else {
+			o.dstQ = append(o.dstQ, o.dstX[k])
+		}
+		o.shovs = append(o.shovs, fmt.Sprintf("%s.s%d", base, k))
+	}
+	return o
+}
+
+// setup declares the run's queues and exchanges and fills the sources
+// (not timed).
+func (b *bench) setup(ctx context.Context, o runObjs, size int) error {
+	if o.pair.Src.Kind == "rabbitmq" {
+		m := newMgmt(o.pair.Src.Mgmt)
+		for _, q := range o.srcQ {
+			if err := m.declareQueue(ctx, q); err != nil {
+				return err
+			}
+		}
+	}
+	if o.pair.Dst.Kind == "rabbitmq" {
+		m := newMgmt(o.pair.Dst.Mgmt)
+		for k := range o.dstX {
+			if err := m.declareFanout(ctx, o.dstX[k], o.dstQ[k]); err != nil {
+				return err
+			}
+		}
+	}
+	errs := make([]error, len(o.srcQ))
+	var wg sync.WaitGroup
+	for k, q := range o.srcQ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// One queue filled over two links goes faster than over one;
+			// several queues fill in parallel anyway.
+			senders := 1
+			if len(o.srcQ) == 1 {
+				senders = 2
+			}
+			errs[k] = fill(ctx, o.pair.Src, queueAddr(o.pair.Src, q), o.per, size, senders)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// cleanup checks, after the fact, that every destination got its
+// messages and every source is empty, then removes the run's objects. It
+// returns "ok" or what was wrong. RabbitMQ's counts come from the
+// management statistics, which lag by up to 5 s: that is why this runs in
+// the background while the next run fills.
+func (b *bench) cleanup(ctx context.Context, o runObjs) string {
+	var problems []string
+	note := func(err error) {
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	if o.pair.Src.Kind == "rabbitmq" {
+		m := newMgmt(o.pair.Src.Mgmt)
+		for _, s := range o.shovs {
+			note(m.deleteShovel(ctx, s))
+		}
+	}
+	if o.pair.Dst.Kind == "rabbitmq" {
+		m := newMgmt(o.pair.Dst.Mgmt)
+		for k := range o.dstQ {
+			note(m.waitQueueMessages(ctx, o.dstQ[k], o.per, 20*time.Second))
+			note(m.deleteQueue(ctx, o.dstQ[k]))
+			note(m.deleteExchange(ctx, o.dstX[k]))
+		}
+	} else {
+		for _, a := range o.dstQ {
+			got, err := drain(ctx, o.pair.Dst, a, o.per, 3*time.Second)
+			note(err)
+			if got != o.per {
+				note(fmt.Errorf("%s on %s: %d messages, want %d", a, o.pair.Dst.Name, got, o.per))
+			}
+		}
+	}
+	if o.pair.Src.Kind == "rabbitmq" {
+		m := newMgmt(o.pair.Src.Mgmt)
+		for _, q := range o.srcQ {
+			note(m.waitQueueMessages(ctx, q, 0, 20*time.Second))
+			note(m.deleteQueue(ctx, q))
+		}
+	} else {
+		for _, a := range o.srcQ {
+			got, err := drain(ctx, o.pair.Src, a, -1, 300*time.Millisecond)
+			note(err)
+			if got != 0 {
+				note(fmt.Errorf("%s on %s: %d messages left at the source", a, o.pair.Src.Name, got))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return strings.Join(problems, "; ")
+	}
+	return "ok"
+}
+
+// runCase sets up, measures and (in the background) verifies one run.
+func (b *bench) runCase(ctx context.Context, c caseSpec, p pairDef) (*sample, error) {
+	o := b.objects(c, p)
+	s := &sample{Verified: "pending"}
+	launched := false
+	defer func() {
+		if launched {
+			return
+		}
+		// Setup or the run failed: remove what was made, in the foreground.
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		b.cleanup(cctx, o)
+	}()
+	t0 := time.Now()
+	if err := b.setup(ctx, o, c.Size); err != nil {
+		return nil, fmt.Errorf("setup: %w", err)
+	}
+	s.FillSecs = time.Since(t0).Seconds()
+	b.pending.Wait() // the previous run's check and clean-up: not while timing
+	s.WaitSecs = time.Since(t0).Seconds() - s.FillSecs
+	var err error
+	switch c.Variant {
+	case vRaw:
+		err = b.runRaw(ctx, o, s)
+	case vFedrouter:
+		err = b.runFedrouter(ctx, o, s)
+	case vShovel091, vShovel10:
+		err = b.runShovel(ctx, o, c.Variant == vShovel10, s)
+	default:
+		err = fmt.Errorf("unknown variant %q", c.Variant)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.Rate = float64(c.Messages) / s.Seconds
+	launched = true
+	b.pending.Add(1)
+	go func() { // joined by the next runCase or by finish
+		defer b.pending.Done()
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		s.Verified = b.cleanup(cctx, o)
+	}()
+	return s, nil
+}
+
+// timeout bounds one timed run: generous, for a loaded machine.
+func (b *bench) timeout(n int) time.Duration {
+	return 2*time.Minute + time.Duration(n/200)*time.Second
+}
+
+// poll calls done every interval until it reports true, fails, or timeout.
+func poll(ctx context.Context, interval, timeout time.Duration, done func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		ok, err := done()
+		if err != nil || ok {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not done after %s", timeout)
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func sizeName(n int) string {
+	if n >= 1024 && n%1024 == 0 {
+		return fmt.Sprintf("%d KiB", n/1024)
+	}
+	return fmt.Sprintf("%d B", n)
+}

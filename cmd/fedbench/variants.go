@@ -1,0 +1,265 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// runRaw runs the raw pipe as a child process (fedbench pipe); timed from
+// "go" to "done", the CPU of the pipe process over the same interval.
+func (b *bench) runRaw(ctx context.Context, o runObjs, s *sample) error {
+	args := []string{"pipe", "--src-url", o.pair.Src.URL, "--dst-url", o.pair.Dst.URL,
+		"--n", strconv.Itoa(o.per), "--credit", strconv.Itoa(b.opt.Credit), "--conns", strconv.Itoa(b.opt.PipeConns), "--grant", b.opt.PipeGrant}
+	for k := range o.srcQ {
+		args = append(args, "--link", queueAddr(o.pair.Src, o.srcQ[k])+">"+exchangeAddr(o.pair.Dst, o.dstX[k]))
+	}
+	p, err := startPipe(b.self, args)
+	if err != nil {
+		return err
+	}
+	if err := p.expect(ctx, "ready", 30*time.Second); err != nil {
+		return p.fail(err)
+	}
+	meter, err := startCPU(append([]int{p.pid()}, b.brokerPIDs(o.pair)...)...)
+	if err != nil {
+		return p.fail(err)
+	}
+	t0 := time.Now()
+	if _, err := io.WriteString(p.stdin, "go\n"); err != nil {
+		return p.fail(err)
+	}
+	if err := p.expect(ctx, "done", b.timeout(o.per*len(o.srcQ))); err != nil {
+		return p.fail(err)
+	}
+	s.Seconds = time.Since(t0).Seconds()
+	cpu, err := meter.stop()
+	if err != nil {
+		return p.fail(err)
+	}
+	_, hwm, err := memKiB(p.pid())
+	if err != nil {
+		return p.fail(err)
+	}
+	s.ProcCPU, s.BrokerCPU, s.PeakRSS = cpu[0], cpu[1]+cpu[2], hwm
+	if err := p.finish(); err != nil {
+		return fmt.Errorf("raw pipe exit: %w: %s", err, p.stderrText())
+	}
+	return nil
+}
+
+// pipeProc is a running `fedbench pipe` child.
+type pipeProc struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan string // its stdout, line by line; closed at EOF
+	stderr strings.Builder
+}
+
+func startPipe(self string, args []string) (*pipeProc, error) {
+	p := &pipeProc{cmd: exec.Command(self, args...), lines: make(chan string)}
+	p.cmd.Stderr = &p.stderr
+	var err error
+	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start the raw pipe: %w", err)
+	}
+	go func() { // owned: ends at EOF, when the pipe exits; finish drains it
+		defer close(p.lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			p.lines <- sc.Text()
+		}
+	}()
+	return p, nil
+}
+
+func (p *pipeProc) pid() int { return p.cmd.Process.Pid }
+
+// expect waits for a line starting with word.
+func (p *pipeProc) expect(ctx context.Context, word string, timeout time.Duration) error {
+	deadline := time.After(timeout)
+	for {
+		select {
+		case l, ok := <-p.lines:
+			if !ok {
+				return fmt.Errorf("exited before %q", word)
+			}
+			if strings.HasPrefix(l, word) {
+				return nil
+			}
+		case <-deadline:
+			return fmt.Errorf("no %q within %s", word, timeout)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// finish closes the pipe's stdin (it exits at EOF), kills it if it has not
+// exited after 15 s, and waits for it.
+func (p *pipeProc) finish() error {
+	p.stdin.Close()
+	exited := make(chan struct{})
+	go func() { // owned: ends when lines closes, which the exit ensures
+		for range p.lines {
+		}
+		close(exited)
+	}()
+	select {
+	case <-exited:
+	case <-time.After(15 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-exited
+	}
+	return p.cmd.Wait()
+}
+
+// fail kills the pipe and returns err with what it wrote to stderr.
+func (p *pipeProc) fail(err error) error {
+	_ = p.cmd.Process.Kill()
+	_ = p.finish()
+	return fmt.Errorf("raw pipe: %w: %s", err, p.stderrText())
+}
+
+// stderrText is safe once finish returned (Wait has copied everything).
+func (p *pipeProc) stderrText() string { return strings.TrimSpace(p.stderr.String()) }
+
+// runFedrouter starts a router with both brokers, adds the routes through
+// the admin API and polls their forwarded counters; timed from the first
+// add to the poll that sees every message forwarded (accepted by the
+// destination and settled at the source).
+func (b *bench) runFedrouter(ctx context.Context, o runObjs, s *sample) error {
+	dir, err := os.MkdirTemp(b.opt.Tmp, "fedbench-router-")
+	if err != nil {
+		return err
+	}
+	rp, err := startRouter(ctx, b.opt.Fedrouter, dir, o.pair.Src, o.pair.Dst)
+	if err != nil {
+		return err
+	}
+	defer rp.stop()
+	meter, err := startCPU(append([]int{rp.pid()}, b.brokerPIDs(o.pair)...)...)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	ids := map[string]bool{}
+	for k := range o.srcQ {
+		id, err := rp.addRoute(ctx, routeSpec{Kind: "queue", Src: o.pair.Src.Name, Dest: o.pair.Dst.Name,
+			Exchange: o.dstX[k], Queue: o.srcQ[k], Credit: b.opt.Credit})
+		if err != nil {
+			return err
+		}
+		ids[id] = true
+	}
+	want := uint64(o.per * len(o.srcQ))
+	err = poll(ctx, b.opt.Poll, b.timeout(int(want)), func() (bool, error) {
+		n, err := rp.forwarded(ctx, ids)
+		return n >= want, err
+	})
+	if err != nil {
+		return fmt.Errorf("fedrouter (log %s): %w", rp.log, err)
+	}
+	s.Seconds = time.Since(t0).Seconds()
+	cpu, err := meter.stop()
+	if err != nil {
+		return err
+	}
+	_, hwm, err := memKiB(rp.pid())
+	if err != nil {
+		return err
+	}
+	s.ProcCPU, s.BrokerCPU, s.PeakRSS = cpu[0], cpu[1]+cpu[2], hwm
+	rp.stop()
+	return os.RemoveAll(dir)
+}
+
+// runShovel defines one dynamic shovel per route on the source node, each
+// deleting itself once it has moved its share (src-delete-after; with
+// ack-mode on-confirm the count is of messages confirmed by the
+// destination and acknowledged at the source). Timed from the first
+// definition until every shovel is gone. The shovel runs inside RabbitMQ:
+// its CPU is part of the brokers'.
+func (b *bench) runShovel(ctx context.Context, o runObjs, amqp10 bool, s *sample) error {
+	m := newMgmt(o.pair.Src.Mgmt)
+	meter, err := startCPU(b.brokerPIDs(o.pair)...)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	left := map[string]bool{}
+	for k := range o.srcQ {
+		def := shovel{
+			"src-uri": "amqp://guest:guest@" + o.pair.Src.hostPort(), "dest-uri": "amqp://guest:guest@" + o.pair.Dst.hostPort(),
+			"ack-mode": "on-confirm", "src-prefetch-count": b.opt.Credit, "src-delete-after": o.per,
+		}
+		if amqp10 {
+			def["src-protocol"], def["src-address"] = "amqp10", queueAddr(o.pair.Src, o.srcQ[k])
+			def["dest-protocol"], def["dest-address"] = "amqp10", exchangeAddr(o.pair.Dst, o.dstX[k])
+		} else {
+			def["src-protocol"], def["src-queue"] = "amqp091", o.srcQ[k]
+			def["dest-protocol"], def["dest-exchange"] = "amqp091", o.dstX[k]
+		}
+		if err := m.putShovel(ctx, o.shovs[k], def); err != nil {
+			return err
+		}
+		left[o.shovs[k]] = true
+	}
+	polls := 0
+	var failingSince time.Time
+	err = poll(ctx, b.opt.Poll, b.timeout(o.per*len(o.srcQ)), func() (bool, error) {
+		for name := range left {
+			ok, err := m.shovelExists(ctx, name)
+			if err != nil {
+				// Seen: a 500 while the shovel deletes its own parameter.
+				// Ask again; give up only if it persists.
+				if failingSince.IsZero() {
+					failingSince = time.Now()
+				}
+				if time.Since(failingSince) > 5*time.Second {
+					return false, err
+				}
+				return false, nil
+			}
+			failingSince = time.Time{}
+			if !ok {
+				delete(left, name)
+			}
+		}
+		if polls++; polls%25 == 0 && len(left) > 0 { // a shovel that cannot work says so here
+			sts, err := m.shovels(ctx)
+			if err != nil {
+				return false, err
+			}
+			for _, st := range sts {
+				if left[st.Name] && st.State == "terminated" {
+					return false, fmt.Errorf("shovel %s terminated: %s", st.Name, st.Reason)
+				}
+			}
+		}
+		return len(left) == 0, nil
+	})
+	if err != nil {
+		return err
+	}
+	s.Seconds = time.Since(t0).Seconds()
+	cpu, err := meter.stop()
+	if err != nil {
+		return err
+	}
+	s.BrokerCPU = cpu[0] + cpu[1]
+	return nil
+}
