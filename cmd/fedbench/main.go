@@ -26,7 +26,7 @@ type options struct {
 	Reps      int           `json:"reps"`
 	Credit    int           `json:"credit"`     // route credit; the raw pipe's window and the shovels' prefetch
 	PipeConns int           `json:"pipe_conns"` // connections per broker of the raw pipe (1, as fedrouter)
-	PipeGrant string        `json:"pipe_grant"` // the raw pipe's credit grants: stop (as fedrouter) or overlap
+	PipeProf  string        `json:"-"`          // CPU profile of the raw pipe (the last run's)
 	Many      int           `json:"routes"`     // routes in the "several routes" cases
 	Backlog   int           `json:"backlog"`    // messages waiting at the source in the backlog case (0: skip)
 	Pairs     []string      `json:"pairs"`
@@ -74,7 +74,7 @@ func runFlags() []cli.Flag {
 		&cli.IntFlag{Name: "reps", Value: 3, EnvVars: []string{"BENCH_REPS"}, Usage: "runs per case; the median is reported"},
 		&cli.IntFlag{Name: "credit", Value: 500, EnvVars: []string{"BENCH_CREDIT"}, Usage: "route credit (fedrouter's default); the raw pipe's window and the shovels' prefetch"},
 		&cli.IntFlag{Name: "pipe-conns", Value: 1, Usage: "connections per broker of the raw pipe (1, like fedrouter; more to see what more connections would buy)"},
-		&cli.StringFlag{Name: "pipe-grant", Value: "stop", Usage: "the raw pipe's credit grants: stop (as fedrouter) or overlap (to see what overlapping grants would buy)"},
+		&cli.StringFlag{Name: "pipe-cpuprofile", Usage: "write the raw pipe's CPU profile to `FILE` (each run overwrites it)"},
 		&cli.IntFlag{Name: "routes", Value: 8, EnvVars: []string{"BENCH_ROUTES"}, Usage: "routes in the several-routes cases"},
 		&cli.IntFlag{Name: "backlog", Value: 1000000, EnvVars: []string{"BENCH_BACKLOG"}, Usage: "messages waiting at the source in the backlog case (0: skip)"},
 		&cli.StringSliceFlag{Name: "pair", Value: cli.NewStringSlice("rabbitmq", "proton"), EnvVars: []string{"BENCH_PAIRS"}, Usage: "broker pairs: rabbitmq (rabbit1->rabbit2), proton (proton1->proton2)"},
@@ -91,7 +91,7 @@ var variantNames = map[string]string{"raw": vRaw, "fedrouter": vFedrouter, "shov
 
 func runBench(c *cli.Context) error {
 	o := options{
-		NSmall: c.Int("n"), NLarge: c.Int("n-large"), Reps: max(1, c.Int("reps")), Credit: c.Int("credit"), PipeConns: max(1, c.Int("pipe-conns")), PipeGrant: c.String("pipe-grant"),
+		NSmall: c.Int("n"), NLarge: c.Int("n-large"), Reps: max(1, c.Int("reps")), Credit: c.Int("credit"), PipeConns: max(1, c.Int("pipe-conns")), PipeProf: c.String("pipe-cpuprofile"),
 		Sizes: c.IntSlice("size"), Many: max(1, c.Int("routes")), Backlog: c.Int("backlog"), Pairs: c.StringSlice("pair"), Out: c.String("out"),
 		Fedrouter: c.String("fedrouter"), Go: c.String("go"), Topology: c.Bool("topology"), Poll: c.Duration("poll"),
 		Tmp: os.TempDir(),

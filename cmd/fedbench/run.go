@@ -219,7 +219,7 @@ func (b *bench) runCase(ctx context.Context, c caseSpec, p pairDef) (*sample, er
 	s.Rate = float64(c.Messages) / s.Seconds
 	launched = true
 	b.pending.Add(1)
-	go func() { // joined by the next runCase or by finish
+	go func() { // joined by the next runCase (before its timing) and by run
 		defer b.pending.Done()
 		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()

@@ -16,9 +16,12 @@ import (
 // "go" to "done", the CPU of the pipe process over the same interval.
 func (b *bench) runRaw(ctx context.Context, o runObjs, s *sample) error {
 	args := []string{"pipe", "--src-url", o.pair.Src.URL, "--dst-url", o.pair.Dst.URL,
-		"--n", strconv.Itoa(o.per), "--credit", strconv.Itoa(b.opt.Credit), "--conns", strconv.Itoa(b.opt.PipeConns), "--grant", b.opt.PipeGrant}
+		"--n", strconv.Itoa(o.per), "--credit", strconv.Itoa(b.opt.Credit), "--conns", strconv.Itoa(b.opt.PipeConns)}
 	for k := range o.srcQ {
 		args = append(args, "--link", queueAddr(o.pair.Src, o.srcQ[k])+">"+exchangeAddr(o.pair.Dst, o.dstX[k]))
+	}
+	if b.opt.PipeProf != "" {
+		args = append(args, "--cpuprofile", b.opt.PipeProf)
 	}
 	p, err := startPipe(b.self, args)
 	if err != nil {
