@@ -25,6 +25,10 @@ const (
 	// on a queue-only broker each router has an inbox (Name.<router id>) and
 	// a send names the peer in Key.
 	Control
+	// Transit: a durable queue fedrouter owns on a broker (multi-hop
+	// transit, the ingress, the router's dead-letter queue). Source and
+	// CheckTarget create it when missing; elsewhere it is a Queue.
+	Transit
 )
 
 func (k NodeKind) String() string {
@@ -35,6 +39,8 @@ func (k NodeKind) String() string {
 		return "exchange"
 	case Control:
 		return "control"
+	case Transit:
+		return "transit queue"
 	}
 	return fmt.Sprintf("NodeKind(%d)", int(k))
 }
@@ -51,6 +57,46 @@ func (n Node) String() string {
 		return fmt.Sprintf("%s %s key %q", n.Kind, n.Name, n.Key)
 	}
 	return fmt.Sprintf("%s %s", n.Kind, n.Name)
+}
+
+// Address is n in fedrouter's broker-neutral text form, carried by
+// messages that travel several hops: "queue:NAME", "exchange:NAME" or
+// "exchange:NAME:KEY". ParseAddress reads it back.
+func (n Node) Address() string {
+	kind := "exchange"
+	if n.Kind == Queue || n.Kind == Transit {
+		kind = "queue"
+	}
+	if n.Key != "" {
+		return kind + ":" + n.Name + ":" + n.Key
+	}
+	return kind + ":" + n.Name
+}
+
+// ParseAddress reads a node written "queue:NAME", "exchange:NAME" or
+// "exchange:NAME:KEY" (the key may hold ':'; the name may not).
+func ParseAddress(s string) (Node, error) {
+	kind, rest, ok := strings.Cut(s, ":")
+	if !ok {
+		return Node{}, fmt.Errorf("address %q: want queue:NAME, exchange:NAME or exchange:NAME:KEY", s)
+	}
+	name, key, _ := strings.Cut(rest, ":")
+	var n Node
+	switch kind {
+	case "queue":
+		n = Node{Kind: Queue, Name: name}
+	case "exchange":
+		n = Node{Kind: Exchange, Name: name, Key: key}
+	default:
+		return Node{}, fmt.Errorf("address %q: kind %q: want queue or exchange", s, kind)
+	}
+	if err := checkNode(n); err != nil {
+		return Node{}, fmt.Errorf("address %q: %w", s, err)
+	}
+	if n.Kind == Queue && key != "" {
+		return Node{}, fmt.Errorf("address %q: a queue takes no key", s)
+	}
+	return n, nil
 }
 
 // Subscription names the private, per-route state a source needs on an
@@ -114,7 +160,7 @@ type Profile interface {
 	Unsubscribe(ctx context.Context, n Node, sub Subscription) error
 	// CheckTarget verifies that n exists where the broker can tell (a send
 	// to a missing RabbitMQ queue is accepted and dropped). Profiles that
-	// cannot tell return nil.
+	// cannot tell return nil. A Transit node is created when missing.
 	CheckTarget(ctx context.Context, n Node) error
 	// Close releases what the profile holds (management API connections).
 	Close()
@@ -167,10 +213,19 @@ func checkNode(n Node) error {
 	if n.Name == "" {
 		return fmt.Errorf("%s node has an empty name", n.Kind)
 	}
-	if n.Kind == Queue && n.Key != "" {
+	if (n.Kind == Queue || n.Kind == Transit) && n.Key != "" {
 		return fmt.Errorf("queue %s: a queue takes no key", n.Name)
 	}
 	return nil
+}
+
+// asQueue maps a Transit node to a Queue for profiles whose queues need
+// no creating (or cannot be created through AMQP).
+func asQueue(n Node) Node {
+	if n.Kind == Transit {
+		n.Kind = Queue
+	}
+	return n
 }
 
 // controlInbox is the per-router inbox on queue-only brokers.

@@ -46,7 +46,7 @@ func (p *rabbitProfile) Target(n Node) (LinkSpec, error) {
 		return LinkSpec{}, fmt.Errorf("%s: RabbitMQ addresses cannot hold '/' in a name", n)
 	}
 	switch n.Kind {
-	case Queue:
+	case Queue, Transit:
 		return LinkSpec{Address: "/amq/queue/" + n.Name}, nil
 	case Control:
 		return LinkSpec{Address: "/exchange/" + n.Name}, nil
@@ -63,6 +63,11 @@ func (p *rabbitProfile) Source(ctx context.Context, n Node, sub Subscription) (L
 	}
 	switch n.Kind {
 	case Queue:
+		return LinkSpec{Address: "/amq/queue/" + n.Name}, nil
+	case Transit:
+		if err := p.declareTransit(ctx, n.Name); err != nil {
+			return LinkSpec{}, err
+		}
 		return LinkSpec{Address: "/amq/queue/" + n.Name}, nil
 	case Control:
 		if err := p.mgmt.DeclareExchange(ctx, n.Name, "fanout", true); err != nil {
@@ -112,9 +117,18 @@ func (p *rabbitProfile) declareAndBind(ctx context.Context, exchange, queue, key
 	return p.mgmt.Bind(ctx, exchange, queue, key)
 }
 
+// declareTransit makes a transit queue exist: durable, so what waits in
+// it survives a broker restart; declaring it again is a no-op.
+func (p *rabbitProfile) declareTransit(ctx context.Context, name string) error {
+	if strings.Contains(name, "/") {
+		return fmt.Errorf("transit queue %q: RabbitMQ addresses cannot hold '/' in a name", name)
+	}
+	return p.mgmt.DeclareQueue(ctx, name, QueueArgs{Durable: true})
+}
+
 func (p *rabbitProfile) Unsubscribe(ctx context.Context, n Node, sub Subscription) error {
 	switch n.Kind {
-	case Queue:
+	case Queue, Transit:
 		return nil
 	case Control:
 		return p.mgmt.DeleteQueue(ctx, controlInbox(n.Name, sub.Name))
@@ -126,6 +140,8 @@ func (p *rabbitProfile) Unsubscribe(ctx context.Context, n Node, sub Subscriptio
 // look the destination up.
 func (p *rabbitProfile) CheckTarget(ctx context.Context, n Node) error {
 	switch n.Kind {
+	case Transit:
+		return p.declareTransit(ctx, n.Name)
 	case Queue:
 		if _, err := p.mgmt.Queue(ctx, n.Name); err != nil {
 			if isNotFound(err) {

@@ -20,6 +20,7 @@ func (protonProfile) Tested() bool    { return true }
 func (protonProfile) Multicast() bool { return false }
 
 func (protonProfile) Target(n Node) (LinkSpec, error) {
+	n = asQueue(n)
 	if err := checkNode(n); err != nil {
 		return LinkSpec{}, err
 	}
@@ -38,6 +39,7 @@ func (protonProfile) Target(n Node) (LinkSpec, error) {
 }
 
 func (protonProfile) Source(_ context.Context, n Node, sub Subscription) (LinkSpec, error) {
+	n = asQueue(n)
 	if err := checkNode(n); err != nil {
 		return LinkSpec{}, err
 	}
@@ -68,6 +70,7 @@ func (genericProfile) Tested() bool    { return true }
 func (genericProfile) Multicast() bool { return true }
 
 func (genericProfile) Target(n Node) (LinkSpec, error) {
+	n = asQueue(n)
 	if err := checkNode(n); err != nil {
 		return LinkSpec{}, err
 	}
@@ -78,6 +81,7 @@ func (genericProfile) Target(n Node) (LinkSpec, error) {
 }
 
 func (genericProfile) Source(_ context.Context, n Node, sub Subscription) (LinkSpec, error) {
+	n = asQueue(n)
 	if err := checkNode(n); err != nil {
 		return LinkSpec{}, err
 	}
@@ -110,6 +114,7 @@ func (artemisProfile) Tested() bool    { return false }
 func (artemisProfile) Multicast() bool { return true }
 
 func (artemisProfile) Target(n Node) (LinkSpec, error) {
+	n = asQueue(n)
 	if err := checkNode(n); err != nil {
 		return LinkSpec{}, err
 	}
@@ -120,6 +125,7 @@ func (artemisProfile) Target(n Node) (LinkSpec, error) {
 }
 
 func (artemisProfile) Source(_ context.Context, n Node, sub Subscription) (LinkSpec, error) {
+	n = asQueue(n)
 	if err := checkNode(n); err != nil {
 		return LinkSpec{}, err
 	}
@@ -148,6 +154,7 @@ func (qpidProfile) Tested() bool    { return false }
 func (qpidProfile) Multicast() bool { return true }
 
 func (qpidProfile) Target(n Node) (LinkSpec, error) {
+	n = asQueue(n)
 	if err := checkNode(n); err != nil {
 		return LinkSpec{}, err
 	}
@@ -161,6 +168,7 @@ func (qpidProfile) Target(n Node) (LinkSpec, error) {
 }
 
 func (qpidProfile) Source(_ context.Context, n Node, sub Subscription) (LinkSpec, error) {
+	n = asQueue(n)
 	if err := checkNode(n); err != nil {
 		return LinkSpec{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -88,5 +89,26 @@ func TestManagementURLDerivedFromAMQPURL(t *testing.T) {
 	base, user, pass, err := cfg.managementEndpoint()
 	if err != nil || base != "http://10.1.2.3:15672" || user != "bob" || pass != "pw" {
 		t.Fatalf("got %s %s %s %v", base, user, pass, err)
+	}
+}
+
+func TestAddressRoundTrip(t *testing.T) {
+	for _, n := range []Node{
+		{Kind: Queue, Name: "orders"},
+		{Kind: Exchange, Name: "amq.topic"},
+		{Kind: Exchange, Name: "events", Key: "eu.orders"},
+		{Kind: Exchange, Name: "events", Key: "a:b"},
+	} {
+		got, err := ParseAddress(n.Address())
+		if err != nil || got != n {
+			t.Errorf("ParseAddress(%q) = %+v, %v; want %+v", n.Address(), got, err, n)
+		}
+	}
+	for _, bad := range []string{"", "orders", "topic:x", "queue:", "queue:q:key", "exchange:"} {
+		if _, err := ParseAddress(bad); err == nil {
+			t.Errorf("ParseAddress(%q) = nil error", bad)
+		} else if !strings.Contains(err.Error(), "address") {
+			t.Errorf("ParseAddress(%q): %v does not name the address", bad, err)
+		}
 	}
 }

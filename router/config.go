@@ -42,6 +42,9 @@ type Config struct {
 	// StateFile keeps durable routes added at runtime. Relative paths are
 	// taken from the configuration file's directory.
 	StateFile string `yaml:"state_file"`
+	// Links are federation links this router holds besides its routes'
+	// own: broker pairs, both ways, that carry multi-hop transit (a mesh).
+	Links []LinkSpec `yaml:"links"`
 
 	file  string         // path the config came from, for messages
 	lines map[string]int // "brokers[i]" → line, for validation messages
@@ -74,6 +77,13 @@ type BrokerSpec struct {
 type StaticBinding struct {
 	Exchange string `yaml:"exchange"`
 	Key      string `yaml:"key"`
+}
+
+// LinkSpec is one configured link: two of the router's brokers, joined
+// both ways, at a cost (default 1).
+type LinkSpec struct {
+	Between []string `yaml:"between"`
+	Cost    int      `yaml:"cost"`
 }
 
 // TLSSpec is a broker's TLS settings (used with amqps:// URLs).
@@ -125,6 +135,9 @@ type TopologySpec struct {
 	// DestinationIdle: an auto-created destination with no consumers and
 	// no messages for this long is no longer advertised. Default 2m.
 	DestinationIdle Duration `yaml:"destination_idle"`
+	// MaxHops bounds a message's transit hops (multi-hop delivery); a
+	// message past it is dead-lettered. Default 16.
+	MaxHops int `yaml:"max_hops"`
 	// Peers are router ids whose inboxes this router publishes to on
 	// queue-only brokers (where there is no broadcast). Routers heard on
 	// multicast brokers are added by themselves.
@@ -165,7 +178,7 @@ func DefaultConfig() Config {
 		Log:       LogSpec{Level: "info", Format: "text"},
 		Admin:     AdminSpec{Listen: DefaultAdminListen},
 		Topology: TopologySpec{Refresh: Duration(30 * time.Second), MaxAge: Duration(90 * time.Second),
-			ControlAddress: DefaultControlAddress, DestinationIdle: Duration(2 * time.Minute)},
+			ControlAddress: DefaultControlAddress, DestinationIdle: Duration(2 * time.Minute), MaxHops: routes.DefaultMaxHops},
 	}
 }
 
@@ -253,7 +266,7 @@ func itemLines(root *yaml.Node) map[string]int {
 	}
 	m := root.Content[0]
 	for i := 0; i+1 < len(m.Content); i += 2 {
-		if key := m.Content[i].Value; key == "brokers" || key == "routes" {
+		if key := m.Content[i].Value; key == "brokers" || key == "routes" || key == "links" {
 			for j, item := range m.Content[i+1].Content {
 				out[fmt.Sprintf("%s[%d]", key, j)] = item.Line
 			}
@@ -322,12 +335,16 @@ func (c *Config) validate() []string {
 		add("reconnect", "reconnect: need 0 < min <= max (min %s, max %s)", time.Duration(c.Reconnect.Min), time.Duration(c.Reconnect.Max))
 	}
 	p = append(p, c.validateRoutes(seen)...)
+	p = append(p, c.validateLinks(seen)...)
 	if steps, err := routes.ParseNoPath(c.NoPath); err != nil {
 		add("no_path", "%v", err)
 	} else {
 		for _, st := range steps {
 			if st.Action == routes.NoPathDeadLetter {
 				add("no_path", "no_path: dead-letter needs a route's dead_letter_queue; set it per route")
+			}
+			if st.Action == routes.NoPathReroute && !c.flooding() {
+				add("no_path", "no_path: reroute needs link-state flooding: set topology.secret")
 			}
 		}
 	}
@@ -372,9 +389,25 @@ func (c *Config) validateRoutes(brokers map[string]int) []string {
 				}
 			}
 		}
-		for _, b := range []string{spec.Src, spec.Dest} {
-			if _, ok := brokers[b]; b != "" && !ok {
-				add("broker %q is not in brokers", b)
+		if _, ok := brokers[spec.Src]; spec.Src != "" && !ok {
+			add("broker %q is not in brokers", spec.Src)
+		}
+		if _, ok := brokers[spec.Dest]; spec.Dest != "" && !ok {
+			switch {
+			case !c.flooding():
+				add("broker %q is not in brokers (a broker this router is not attached to can be a destination only with link-state flooding: set topology.secret)", spec.Dest)
+			case spec.Kind == routes.KindDynamic:
+				add("broker %q is not in brokers: a dynamic route needs both brokers attached", spec.Dest)
+			case !nameRE.MatchString(spec.Dest):
+				add("destination broker %q: want a broker name (letters, digits, '.', '_' and '-')", spec.Dest)
+			}
+		}
+		if steps, err := routes.ParseNoPath(spec.NoPath); err == nil && len(steps) > 0 && steps[0].Action == routes.NoPathReroute {
+			switch {
+			case !c.flooding():
+				add("no_path reroute needs link-state flooding: set topology.secret")
+			case spec.Kind == routes.KindDynamic:
+				add("no_path reroute applies to queue and exchange routes (a dynamic route follows demand along shortest paths already)")
 			}
 		}
 		if j, dup := seen[spec.Identity()]; dup {
@@ -383,6 +416,60 @@ func (c *Config) validateRoutes(brokers map[string]int) []string {
 		seen[spec.Identity()] = i
 	}
 	return p
+}
+
+// flooding says whether link-state flooding is on (a secret is given).
+func (c *Config) flooding() bool { return c.Topology.Secret != "" || c.Topology.SecretFile != "" }
+
+// validateLinks checks the configured links against the brokers.
+func (c *Config) validateLinks(brokers map[string]int) []string {
+	var p []string
+	seen := map[[2]string]int{}
+	for i, l := range c.Links {
+		key := fmt.Sprintf("links[%d]", i)
+		add := func(format string, args ...any) {
+			p = append(p, c.at(key)+": link "+strings.Join(l.Between, "-")+": "+fmt.Sprintf(format, args...))
+		}
+		if !c.flooding() {
+			add("links carry multi-hop transit, which needs link-state flooding: set topology.secret")
+		}
+		if len(l.Between) != 2 {
+			add("between: want two broker names, e.g. [rabbit1, rabbit2]")
+			continue
+		}
+		a, b := l.Between[0], l.Between[1]
+		for _, n := range l.Between {
+			if _, ok := brokers[n]; !ok {
+				add("broker %q is not in brokers", n)
+			}
+		}
+		if a == b {
+			add("a link joins two different brokers")
+		}
+		if l.Cost < 0 {
+			add("cost %d: want 1 or more (default 1)", l.Cost)
+		}
+		k := [2]string{min(a, b), max(a, b)}
+		if j, dup := seen[k]; dup {
+			add("defined twice (also at %s)", c.at(fmt.Sprintf("links[%d]", j)))
+		}
+		seen[k] = i
+	}
+	return p
+}
+
+// LinkPairs returns the configured links, both ways, with their costs.
+func (c *Config) LinkPairs() map[[2]string]int64 {
+	out := map[[2]string]int64{}
+	for _, l := range c.Links {
+		if len(l.Between) != 2 {
+			continue
+		}
+		cost := int64(max(l.Cost, 1))
+		out[[2]string{l.Between[0], l.Between[1]}] = cost
+		out[[2]string{l.Between[1], l.Between[0]}] = cost
+	}
+	return out
 }
 
 func (c *Config) validateTopology() []string {
@@ -405,6 +492,9 @@ func (c *Config) validateTopology() []string {
 	}
 	if t.DestinationIdle <= 0 {
 		add("destination_idle must be positive")
+	}
+	if t.MaxHops < 1 || t.MaxHops > 255 {
+		add("max_hops %d: want 1..255", t.MaxHops)
 	}
 	if !nameRE.MatchString(t.ControlAddress) {
 		add("control_address %q: use letters, digits, '.', '_' and '-'", t.ControlAddress)

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -25,13 +24,13 @@ type Router struct {
 	log zerolog.Logger
 
 	mu       sync.Mutex
-	conns    map[string]*famqp.Conn         // by broker name; guarded by mu
-	profiles map[string]famqp.Profile       // by broker name; guarded by mu
-	routes   *routes.Manager                // set by Start
-	control  *Control                       // set by Start when flooding is on
-	topo     *topoDriver                    // set by Start when flooding is on
-	dests    *destWatcher                   // set by Start when flooding is on
-	table    atomic.Pointer[topology.Paths] // the topology's latest shortest paths
+	conns    map[string]*famqp.Conn   // by broker name; guarded by mu
+	profiles map[string]famqp.Profile // by broker name; guarded by mu
+	routes   *routes.Manager          // set by Start
+	control  *Control                 // set by Start when flooding is on
+	topo     *topoDriver              // set by Start when flooding is on
+	dests    *destWatcher             // set by Start when flooding is on
+	table    *table                   // the topology's latest shortest paths
 }
 
 // ErrTopologyOff: the router floods no link state (no topology secret).
@@ -39,7 +38,8 @@ var ErrTopologyOff = errors.New("router: link-state flooding is off (no topology
 
 // New builds a router from a validated configuration. It does not connect.
 func New(cfg *Config, log zerolog.Logger) *Router {
-	return &Router{cfg: cfg, log: log.With().Str("router", cfg.RouterID).Logger(), conns: map[string]*famqp.Conn{}, profiles: map[string]famqp.Profile{}}
+	return &Router{cfg: cfg, log: log.With().Str("router", cfg.RouterID).Logger(), conns: map[string]*famqp.Conn{}, profiles: map[string]famqp.Profile{},
+		table: newTable()}
 }
 
 // Start dials every broker in the background and starts the configured
@@ -54,10 +54,17 @@ func (r *Router) Start() error {
 		brokers[name] = routes.Broker{Conn: c, Profile: r.profiles[name], StaticDemand: r.cfg.StaticDemand()[name]}
 	}
 	r.mu.Unlock()
-	r.routes = routes.NewManager(routes.Options{
+	opts := routes.Options{
 		RouterID: r.cfg.RouterID, Brokers: brokers, StatePath: r.cfg.StatePath(),
 		Log: r.log, Backoff: r.cfg.Backoff(), NextHop: r.nextHop, DefaultNoPath: r.cfg.DefaultNoPath(),
-	})
+	}
+	if r.cfg.flooding() { // multi-hop transit rides on the link-state table
+		opts.Table, opts.MaxHops = r.table, r.cfg.Topology.MaxHops
+		for pair := range r.cfg.LinkPairs() {
+			opts.Links = append(opts.Links, pair)
+		}
+	}
+	r.routes = routes.NewManager(opts)
 	if err := r.routes.Restore(r.cfg.RouteSpecs()); err != nil {
 		r.Stop()
 		return err
@@ -90,7 +97,7 @@ func (r *Router) startTopology(brokers map[string]routes.Broker) error {
 	}
 	r.dests = newDestWatcher(listers, time.Duration(r.cfg.Topology.DestinationIdle), r.log)
 	exts := map[string]func() json.RawMessage{DemandExt: r.localDemand, DestinationsExt: r.dests.current}
-	r.topo, err = newTopoDriver(r.cfg, secret, r.control, r.localTopology, exts, &r.table, r.log)
+	r.topo, err = newTopoDriver(r.cfg, secret, r.control, r.localTopology, exts, r.table, r.log)
 	if err != nil {
 		return fmt.Errorf("router: topology: %w", err)
 	}

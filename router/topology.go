@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"sort"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -34,7 +33,7 @@ type topoDriver struct {
 	// table is the latest shortest-path table, for readers outside the
 	// driver's goroutine (dynamic routes); a *Paths is never changed once
 	// published.
-	table *atomic.Pointer[topology.Paths]
+	table *table
 
 	snapReq chan chan topology.Snapshot
 	cancel  context.CancelFunc
@@ -49,7 +48,7 @@ const localEvery = 500 * time.Millisecond
 // router's brokers: {"<broker>": {"<exchange>": ["<key>", ...]}}.
 const DemandExt = "demand"
 
-func newTopoDriver(cfg *Config, secret string, ctl *Control, local func() ([]topology.BrokerState, []topology.Link), exts map[string]func() json.RawMessage, table *atomic.Pointer[topology.Paths], log zerolog.Logger) (*topoDriver, error) {
+func newTopoDriver(cfg *Config, secret string, ctl *Control, local func() ([]topology.BrokerState, []topology.Link), exts map[string]func() json.RawMessage, table *table, log zerolog.Logger) (*topoDriver, error) {
 	tc := topology.DefaultConfig()
 	tc.RouterID, tc.Secret = cfg.RouterID, []byte(secret)
 	tc.Instance = time.Now().UnixNano()
@@ -196,8 +195,9 @@ func (r *Router) localDemand() json.RawMessage {
 }
 
 // localTopology reports the router's brokers and links for its LSA: every
-// connection with its state, and one link per (src, dest) pair of routes,
-// with the lowest cost among them, up while both ends are Operational.
+// connection with its state, the configured links (both ways), and one
+// link per (src, dest) pair of routes between its own brokers, with the
+// lowest cost among them; each up while both ends are Operational.
 func (r *Router) localTopology() ([]topology.BrokerState, []topology.Link) {
 	sts := r.Status()
 	state := map[string]famqp.State{}
@@ -206,8 +206,11 @@ func (r *Router) localTopology() ([]topology.BrokerState, []topology.Link) {
 		state[st.Broker] = st.State
 		brokers = append(brokers, topology.BrokerState{Name: st.Broker, State: st.State.String()})
 	}
-	cost := map[[2]string]int64{}
+	cost := r.cfg.LinkPairs()
 	for _, rt := range r.routes.List() {
+		if _, attached := state[rt.Spec.Dest]; !attached {
+			continue // a multi-hop route: the links on its way are other routers'
+		}
 		k := [2]string{rt.Spec.Src, rt.Spec.Dest}
 		if c, ok := cost[k]; !ok || int64(rt.Spec.Cost) < c {
 			cost[k] = int64(rt.Spec.Cost)

@@ -56,6 +56,22 @@ type Options struct {
 	// DemandReconcile: how often it does so when it follows binding events
 	// (so that a missed event heals). Default 10s.
 	DemandReconcile time.Duration
+	// Table, when set, is the link-state table: it turns on multi-hop
+	// transit (transit.go): routes to brokers this router is not attached
+	// to, the reroute no-path action, the ingress, and the transit
+	// forwarders between this router's brokers.
+	Table Table
+	// Links are the configured links (broker pairs, both ways), listed
+	// with the routes' own.
+	Links [][2]string
+	// MaxHops bounds a message's transit hops. Default DefaultMaxHops.
+	MaxHops int
+	// TransitWindow is each transit forwarder's window. Default
+	// DefaultCredit.
+	TransitWindow int
+	// TransitOutcomeTimeout bounds the wait for an outcome in transit.
+	// Default DefaultOutcomeTimeout.
+	TransitOutcomeTimeout time.Duration
 }
 
 // Manager runs the routes: one goroutine per route, owned here and
@@ -73,6 +89,9 @@ type Manager struct {
 	mu      sync.Mutex
 	routes  map[string]*route // by Spec.ID(); guarded by mu
 	stopped bool              // guarded by mu
+	transit []*forwarder      // the running transit forwarders; guarded by mu
+
+	transitDone chan struct{} // closed when runTransit returns (nil: no transit)
 }
 
 // NewManager builds a manager; it runs nothing until routes are added.
@@ -95,8 +114,22 @@ func NewManager(opts Options) *Manager {
 	if opts.DemandReconcile <= 0 {
 		opts.DemandReconcile = 10 * time.Second
 	}
+	if opts.MaxHops <= 0 {
+		opts.MaxHops = DefaultMaxHops
+	}
+	if opts.TransitWindow <= 0 {
+		opts.TransitWindow = DefaultCredit
+	}
+	if opts.TransitOutcomeTimeout <= 0 {
+		opts.TransitOutcomeTimeout = DefaultOutcomeTimeout
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Manager{opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, routes: map[string]*route{}}
+	m := &Manager{opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, routes: map[string]*route{}}
+	if opts.Table != nil {
+		m.transitDone = make(chan struct{})
+		go m.runTransit(ctx)
+	}
+	return m
 }
 
 // Restore starts the configured routes and the durable runtime routes of
@@ -171,11 +204,51 @@ func (m *Manager) Normalize(spec Spec) (Spec, error) {
 	if spec.Src, err = m.Resolve(spec.Src); err != nil {
 		return spec, err
 	}
-	if spec.Dest, err = m.Resolve(spec.Dest); err != nil {
+	if spec.Dest, err = m.resolveDest(spec.Dest); err != nil {
 		return spec, err
 	}
+	if _, attached := m.opts.Brokers[spec.Dest]; !attached && spec.Dest != "" {
+		// A broker known only from the link-state network: the route
+		// delivers through transit (multi-hop).
+		if spec.Kind == KindDynamic {
+			return spec, fmt.Errorf("%w: dynamic route to %s: dynamic routes need both brokers attached to this router", ErrUnknownBroker, spec.Dest)
+		}
+	}
 	spec = spec.WithDefaults()
-	return spec, spec.Validate()
+	if err := spec.Validate(); err != nil {
+		return spec, err
+	}
+	if rerouting(mustSteps(spec.NoPath)) && m.opts.Table == nil {
+		return spec, fmt.Errorf("route %s: no_path reroute needs link-state flooding (topology.secret)", spec)
+	}
+	if rerouting(mustSteps(spec.NoPath)) && spec.Kind == KindDynamic {
+		return spec, fmt.Errorf("route %s: no_path reroute applies to queue and exchange routes; a dynamic route follows demand along shortest paths already", spec)
+	}
+	return spec, nil
+}
+
+// resolveDest resolves a route's destination: a configured broker, or a
+// remote one (remoteBroker).
+func (m *Manager) resolveDest(s string) (string, error) {
+	name, err := m.Resolve(s)
+	if err != nil && m.remoteBroker(s) {
+		return s, nil
+	}
+	return name, err
+}
+
+// remoteBroker says whether name can be a route's remote destination: a
+// plain broker name (not host:port) with link state on. Whether the
+// network has it is for the table to say, now or later: until then the
+// route holds (its no-path chain).
+func (m *Manager) remoteBroker(name string) bool {
+	return m.opts.Table != nil && name != "" && !strings.ContainsAny(name, ":@/ ")
+}
+
+// mustSteps parses validated no_path steps.
+func mustSteps(s []string) []NoPathStep {
+	steps, _ := ParseNoPath(s)
+	return steps
 }
 
 // Delete deletes the route with id: stops it and, for an exchange route,
@@ -210,7 +283,7 @@ func (m *Manager) DeleteSpec(ctx context.Context, spec Spec) error {
 	if spec.Src, err = m.Resolve(spec.Src); err != nil {
 		return err
 	}
-	if spec.Dest, err = m.Resolve(spec.Dest); err != nil {
+	if spec.Dest, err = m.resolveDest(spec.Dest); err != nil {
 		return err
 	}
 	return m.Delete(ctx, spec.ID())
@@ -220,7 +293,7 @@ func (m *Manager) DeleteSpec(ctx context.Context, spec Spec) error {
 func (m *Manager) Flush(ctx context.Context, dest string) (int, error) {
 	if dest != "" {
 		var err error
-		if dest, err = m.Resolve(dest); err != nil {
+		if dest, err = m.resolveDest(dest); err != nil {
 			return 0, err
 		}
 	}
@@ -303,20 +376,36 @@ func (m *Manager) Links() []LinkStatus {
 	for _, st := range m.List() {
 		count[[2]string{st.Spec.Src, st.Spec.Dest}]++
 	}
-	out := make([]LinkStatus, 0, len(count))
-	for pair, n := range count {
-		ls := LinkStatus{Src: pair[0], Dest: pair[1], Routes: n, State: StateOperational}
-		for _, name := range pair {
-			st, _ := m.opts.Brokers[name].Conn.Status()
-			if st.State != famqp.Operational {
-				ls.State = State(st.State.String())
-				if st.LastError != nil {
-					ls.LastError = name + ": " + st.LastError.Error()
-				}
-				break
-			}
+	for _, l := range m.opts.Links {
+		count[l] += 0
+	}
+	transit := map[[2]string][]TransitStatus{}
+	for _, t := range m.Transit() {
+		k := [2]string{t.Broker, t.Via}
+		if t.Dest == "" {
+			k[1] = ""
+		} else {
+			count[k] += 0
 		}
+		transit[k] = append(transit[k], t)
+	}
+	out := make([]LinkStatus, 0, len(count)+len(transit))
+	for pair, n := range count {
+		ls := LinkStatus{Src: pair[0], Dest: pair[1], Routes: n, State: StateOperational, Transit: transit[pair]}
+		if _, attached := m.opts.Brokers[pair[1]]; !attached {
+			m.remoteLink(&ls)
+			out = append(out, ls)
+			continue
+		}
+		m.linkState(&ls, pair[:]...)
 		out = append(out, ls)
+	}
+	for pair, ts := range transit {
+		if pair[1] == "" { // the broker's ingress
+			ls := LinkStatus{Src: pair[0], Ingress: true, State: StateOperational, Transit: ts}
+			m.linkState(&ls, pair[0])
+			out = append(out, ls)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Src != out[j].Src {
@@ -325,6 +414,42 @@ func (m *Manager) Links() []LinkStatus {
 		return out[i].Dest < out[j].Dest
 	})
 	return out
+}
+
+// linkState sets ls's state from its brokers' connections.
+func (m *Manager) linkState(ls *LinkStatus, brokers ...string) {
+	for _, name := range brokers {
+		st, _ := m.opts.Brokers[name].Conn.Status()
+		if st.State != famqp.Operational {
+			ls.State = State(st.State.String())
+			if st.LastError != nil {
+				ls.LastError = name + ": " + st.LastError.Error()
+			}
+			return
+		}
+	}
+}
+
+// remoteLink fills in the state of a link to a broker this router is not
+// attached to: Operational while the source is and the table has a path.
+func (m *Manager) remoteLink(ls *LinkStatus) {
+	if st, _ := m.opts.Brokers[ls.Src].Conn.Status(); st.State != famqp.Operational {
+		ls.State = State(st.State.String())
+		if st.LastError != nil {
+			ls.LastError = ls.Src + ": " + st.LastError.Error()
+		}
+		return
+	}
+	p, _ := m.opts.Table.Paths()
+	path := []string(nil)
+	if p != nil {
+		path = p.Path(ls.Src, ls.Dest)
+	}
+	if path == nil {
+		ls.State, ls.LastError = StateWaiting, "no path to "+ls.Dest+" in the link-state table"
+		return
+	}
+	ls.Via = path[1 : len(path)-1]
 }
 
 // Stop stops every route and waits for them. Transient exchange routes'
@@ -340,6 +465,9 @@ func (m *Manager) Stop(ctx context.Context) {
 	m.cancel()
 	for _, r := range rs {
 		<-r.done
+	}
+	if m.transitDone != nil {
+		<-m.transitDone
 	}
 	for _, r := range rs {
 		if !r.spec.Durable {

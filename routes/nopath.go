@@ -14,7 +14,10 @@ import (
 )
 
 // Corrective action when a route's destination cannot be reached: a chain
-// of steps, each for a time, the last for good. "hold" (the default)
+// of steps, each for a time, the last for good. "reroute", first if at
+// all, sends over the best live alternative path through other brokers
+// (multi-hop transit, transit.go) while the table has one; the steps after
+// it apply when there is none. "hold" (the default)
 // takes no more messages — they stay at the source, durable — until the
 // destination is back; "dead-letter" sends each to the route's
 // dead_letter_queue on the source with the reason no-path; "reject"
@@ -51,9 +54,13 @@ func ParseNoPath(steps []string) ([]NoPathStep, error) {
 		switch st.Action {
 		case NoPathHold, NoPathDeadLetter, NoPathReject:
 		case NoPathReroute:
-			return nil, fmt.Errorf("no_path step %d: reroute needs multi-hop forwarding, which this version does not have", i+1)
+			if i > 0 || len(f) > 1 {
+				return nil, fmt.Errorf("no_path step %d %q: reroute comes first and takes no duration (it lasts while an alternative path exists; the steps after it apply when none does)", i+1, s)
+			}
+			out = append(out, st)
+			continue
 		default:
-			return nil, fmt.Errorf("no_path step %d: action %q: want hold, dead-letter or reject", i+1, f[0])
+			return nil, fmt.Errorf("no_path step %d: action %q: want reroute, hold, dead-letter or reject", i+1, f[0])
 		}
 		if len(f) == 2 {
 			d, err := time.ParseDuration(f[1])
@@ -70,9 +77,18 @@ func ParseNoPath(steps []string) ([]NoPathStep, error) {
 	return out, nil
 }
 
+// rerouting says whether the chain starts with reroute.
+func rerouting(steps []NoPathStep) bool {
+	return len(steps) > 0 && steps[0].Action == NoPathReroute
+}
+
 // noPathAction is the action due after the path has been gone for d, and
-// how long until the next step (0: none).
+// how long until the next step (0: none). A leading reroute is not among
+// them: it applies while an alternative path exists, these when none does.
 func noPathAction(steps []NoPathStep, d time.Duration) (string, time.Duration) {
+	if rerouting(steps) {
+		steps = steps[1:]
+	}
 	for _, s := range steps {
 		if s.For == 0 || d < s.For {
 			left := time.Duration(0)

@@ -32,6 +32,8 @@ type route struct {
 	noPath   atomic.Uint64  // messages handled by a no-path action
 	cNoPath  links.Counters // what the no-path runs did (kept apart: nothing was sent)
 	steps    []NoPathStep   // the corrective action chain (spec or the manager's default)
+	remote   bool           // the destination is not one of this router's brokers: always transit
+	rerouted atomic.Uint64  // messages sent over an alternative path (reroute)
 
 	cancel context.CancelFunc
 	done   chan struct{} // closed when run returns
@@ -58,7 +60,8 @@ func newRoute(m *Manager, spec Spec, origin Origin) *route {
 	if len(spec.NoPath) == 0 {
 		steps = m.opts.DefaultNoPath
 	}
-	return &route{steps: steps,
+	_, attached := m.opts.Brokers[spec.Dest]
+	return &route{steps: steps, remote: !attached,
 		m: m, id: id, spec: spec, origin: origin,
 		src: m.opts.Brokers[spec.Src], dst: m.opts.Brokers[spec.Dest],
 		log:   m.log.With().Str("route", id).Str("src", spec.Src).Str("dest", spec.Dest).Logger(),
@@ -83,7 +86,8 @@ func (r *route) run(ctx context.Context) {
 	defer r.setState(StateClosed, nil, 0)
 	attempt, suspect := 0, 0
 	for {
-		if !r.waitBrokers(ctx) {
+		path, ok := r.waitPath(ctx)
+		if !ok {
 			return
 		}
 		r.setState(StateConnecting, nil, 0)
@@ -98,7 +102,7 @@ func (r *route) run(ctx context.Context) {
 		if suspect > 0 {
 			credit, limit = 1, r.spec.Credit+1
 		}
-		err := r.runOnce(ctx, credit, limit)
+		err := r.runOnce(ctx, path, credit, limit)
 		if ctx.Err() != nil {
 			return
 		}
@@ -163,32 +167,80 @@ func setupFailure(err error) bool {
 	return false
 }
 
-// waitBrokers waits until both brokers are Operational; false if ctx ended.
-// While the source is up and the destination is not, the route's no-path
-// chain applies: hold (wait), or dead-letter or reject what the source has.
-func (r *route) waitBrokers(ctx context.Context) bool {
+// pathKind is how a route reaches its destination on one run.
+type pathKind int
+
+const (
+	pathNone    pathKind = iota
+	pathDirect           // the destination is one of the router's brokers and up
+	pathTransit          // through other brokers (a remote destination, or a reroute)
+)
+
+// pathNow says whether the source is up and how the destination can be
+// reached now, why not if it cannot, and the channels that signal a
+// change of either.
+func (r *route) pathNow() (srcUp bool, kind pathKind, why string, changed []<-chan struct{}) {
+	src, srcCh := r.src.Conn.Status()
+	changed = append(changed, srcCh)
+	if src.State != famqp.Operational {
+		return false, pathNone, fmt.Sprintf("broker %s is %s", src.Broker, src.State), changed
+	}
+	why = fmt.Sprintf("no path to broker %s", r.spec.Dest)
+	if !r.remote {
+		dst, dstCh := r.dst.Conn.Status()
+		changed = append(changed, dstCh)
+		if dst.State == famqp.Operational {
+			return true, pathDirect, "", changed
+		}
+		why = fmt.Sprintf("no path to broker %s (%s)", dst.Broker, dst.State)
+	}
+	if r.m.opts.Table == nil || (!r.remote && !rerouting(r.steps)) {
+		return true, pathNone, why, changed
+	}
+	paths, tableCh := r.m.opts.Table.Paths()
+	changed = append(changed, tableCh)
+	if paths == nil {
+		return true, pathNone, why + ": no link-state table yet", changed
+	}
+	if _, ok := paths.Route(r.spec.Src, r.spec.Dest); ok {
+		return true, pathTransit, "", changed
+	}
+	if !r.remote {
+		return true, pathNone, why + " and no alternative path", changed
+	}
+	return true, pathNone, why + " in the link-state table", changed
+}
+
+// waitPath waits until the source is up and the destination reachable
+// (directly, or through transit), and says how; false if ctx ended. While
+// the source is up and the destination is not reachable, the route's
+// no-path chain applies: hold (wait), or dead-letter or reject what the
+// source has.
+func (r *route) waitPath(ctx context.Context) (pathKind, bool) {
 	var lost time.Time // when the destination was first seen unreachable
 	for {
-		src, srcCh := r.src.Conn.Status()
-		dst, dstCh := r.dst.Conn.Status()
-		if src.State == famqp.Operational && dst.State == famqp.Operational {
-			return true
+		srcUp, kind, why, changed := r.pathNow()
+		if kind != pathNone {
+			return kind, true
 		}
-		if src.State != famqp.Operational {
-			r.setWaiting(fmt.Sprintf("broker %s is %s", src.Broker, src.State))
+		if !srcUp {
+			r.setWaiting(why)
 			lost = time.Time{}
 		} else if lost.IsZero() {
 			lost = time.Now()
 		}
-		var next <-chan time.Time
 		var timer *time.Timer
+		var next <-chan time.Time
 		if !lost.IsZero() {
 			action, left := noPathAction(r.steps, time.Since(lost))
 			if action != NoPathHold {
-				r.correct(ctx, action)
+				r.correct(ctx, action, why)
+				if ctx.Err() != nil {
+					return pathNone, false
+				}
 				continue
 			}
-			detail := fmt.Sprintf("no path to broker %s (%s): holding at the source", dst.Broker, dst.State)
+			detail := why + ": holding at the source"
 			if left > 0 {
 				detail += fmt.Sprintf(", next action in %s", left.Round(time.Second))
 				timer = time.NewTimer(left)
@@ -196,43 +248,37 @@ func (r *route) waitBrokers(ctx context.Context) bool {
 			}
 			r.setWaiting(detail)
 		}
-		select {
-		case <-srcCh:
-		case <-dstCh:
-		case <-next:
-		case <-ctx.Done():
-		}
+		ok := waitAny(ctx, next, changed)
 		if timer != nil {
 			timer.Stop()
 		}
-		if ctx.Err() != nil {
-			return false
+		if !ok {
+			return pathNone, false
 		}
 	}
 }
 
-// correct applies a no-path action until the destination is Operational
+// correct applies a no-path action until the destination is reachable
 // again (or the source goes, or the route stops).
-func (r *route) correct(ctx context.Context, action string) {
+func (r *route) correct(ctx context.Context, action, why string) {
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	watched := make(chan struct{})
 	go func() { // ends with actx
+		defer close(watched)
 		for {
-			src, srcCh := r.src.Conn.Status()
-			dst, dstCh := r.dst.Conn.Status()
-			if dst.State == famqp.Operational || src.State != famqp.Operational {
+			srcUp, kind, _, changed := r.pathNow()
+			if kind != pathNone || !srcUp {
 				cancel()
 				return
 			}
-			select {
-			case <-srcCh:
-			case <-dstCh:
-			case <-actx.Done():
+			if !waitAny(actx, nil, changed) {
 				return
 			}
 		}
 	}()
-	r.setWaiting(fmt.Sprintf("no path to broker %s: %s", r.spec.Dest, map[string]string{
+	defer func() { cancel(); <-watched }()
+	r.setWaiting(fmt.Sprintf("%s: %s", why, map[string]string{
 		NoPathDeadLetter: "dead-lettering to " + r.spec.DeadLetterQueue, NoPathReject: "rejecting at the source with " + CondNoPath}[action]))
 	err := r.runNoPath(actx, action)
 	if err != nil && actx.Err() == nil {
@@ -244,50 +290,53 @@ func (r *route) correct(ctx context.Context, action string) {
 	}
 }
 
-// runOnce runs the route's links until they or a connection fail.
-func (r *route) runOnce(ctx context.Context, credit, limit int) error {
-	// The run ends as soon as either broker's connection does: a receiver
-	// idle at the source would not notice a dead destination until its next
-	// message, and the route would look Operational without a path.
+// runOnce runs the route's links until they fail, or the source or the
+// path changes (a broker connection went, a direct destination came back
+// while rerouting, the table lost the path).
+func (r *route) runOnce(ctx context.Context, path pathKind, credit, limit int) error {
+	// The run ends as soon as its path does: a receiver idle at the source
+	// would not notice a dead destination until its next message, and the
+	// route would look Operational without a path.
 	ctx, stop := context.WithCancelCause(ctx)
 	watched := make(chan struct{})
-	go func() { defer close(watched); r.watchConns(ctx, stop) }()
+	go func() { defer close(watched); r.watchPath(ctx, path, stop) }()
 	defer func() { stop(nil); <-watched }()
-	err := r.runLinks(ctx, credit, limit)
+	err := r.runLinks(ctx, path, credit, limit)
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause
 	}
 	return err
 }
 
-// errConnLost ends a run whose broker connection went away: the route
-// waits for the connection (and applies its no-path chain) at once, with
-// no backoff of its own — the connection has one.
-var errConnLost = errors.New("connection lost")
+// errConnLost ends a run whose path went away (a broker connection, or
+// the table's path) or changed: the route waits for a path (and applies
+// its no-path chain) at once, with no backoff of its own — the
+// connection has one.
+var errConnLost = errors.New("path changed")
 
-// watchConns cancels ctx, with the reason, when the source or destination
-// connection stops being Operational.
-func (r *route) watchConns(ctx context.Context, stop context.CancelCauseFunc) {
+// watchPath cancels ctx, with the reason, when the route's path is no
+// longer the one the run uses.
+func (r *route) watchPath(ctx context.Context, path pathKind, stop context.CancelCauseFunc) {
 	for {
-		for _, b := range []Broker{r.src, r.dst} {
-			if st, _ := b.Conn.Status(); st.State != famqp.Operational {
-				stop(fmt.Errorf("%w: broker %s is %s", errConnLost, st.Broker, st.State))
-				return
+		_, kind, why, changed := r.pathNow()
+		if kind != path {
+			if why == "" {
+				why = fmt.Sprintf("broker %s is reachable directly again", r.spec.Dest)
 			}
+			stop(fmt.Errorf("%w: %s", errConnLost, why))
+			return
 		}
-		_, srcCh := r.src.Conn.Status()
-		_, dstCh := r.dst.Conn.Status()
-		select {
-		case <-srcCh:
-		case <-dstCh:
-		case <-ctx.Done():
+		if kind == pathTransit {
+			r.setDetail(r.transitDetail()) // the path may have changed
+		}
+		if !waitAny(ctx, nil, changed) {
 			return
 		}
 	}
 }
 
 // runLinks attaches the route's links and forwards until one fails.
-func (r *route) runLinks(ctx context.Context, credit, limit int) error {
+func (r *route) runLinks(ctx context.Context, path pathKind, credit, limit int) error {
 	setup, cancel := context.WithTimeout(ctx, r.m.opts.SetupTimeout)
 	defer cancel()
 	srcSess, _, err := r.src.Conn.NewSession(setup)
@@ -295,26 +344,37 @@ func (r *route) runLinks(ctx context.Context, credit, limit int) error {
 		return err
 	}
 	defer famqp.CloseSession(srcSess)
-	dstSess, _, err := r.dst.Conn.NewSession(setup)
-	if err != nil {
-		return err
-	}
-	defer famqp.CloseSession(dstSess)
-
 	srcNode, sub, dstNode := r.nodes()
-	// RabbitMQ accepts and drops sends to a missing node: look first.
-	if err := r.dst.Profile.CheckTarget(setup, dstNode); err != nil {
-		return fmt.Errorf("destination %s on %s: %w", dstNode, r.spec.Dest, err)
-	}
-	dstSpec, err := r.dst.Profile.Target(dstNode)
-	if err != nil {
-		return err
-	}
-	snd, err := dstSess.NewSender(setup, dstSpec.Address, dstSpec.SenderOptions())
-	if err != nil {
-		return fmt.Errorf("attach sender to %s on %s: %w", dstSpec.Address, r.spec.Dest, err)
-	}
 	cfg := links.Config{Window: credit, Limit: limit, OutcomeTimeout: r.spec.OutcomeTimeout}
+	var sink links.Sink
+	if path == pathTransit {
+		// Into the source broker's transit queue for the destination; the
+		// transit forwarders take it from there (transit.go).
+		sink = &dispatchSink{at: r.spec.Src, maxHops: int64(r.m.opts.MaxHops), sess: srcSess, prof: r.src.Profile}
+		cfg.Prepare = r.enterTransit(dstNode)
+	} else {
+		dstSess, _, err := r.dst.Conn.NewSession(setup)
+		if err != nil {
+			return err
+		}
+		defer famqp.CloseSession(dstSess)
+		// RabbitMQ accepts and drops sends to a missing node: look first.
+		if err := r.dst.Profile.CheckTarget(setup, dstNode); err != nil {
+			return fmt.Errorf("destination %s on %s: %w", dstNode, r.spec.Dest, err)
+		}
+		dstSpec, err := r.dst.Profile.Target(dstNode)
+		if err != nil {
+			return err
+		}
+		snd, err := dstSess.NewSender(setup, dstSpec.Address, dstSpec.SenderOptions())
+		if err != nil {
+			return fmt.Errorf("attach sender to %s on %s: %w", dstSpec.Address, r.spec.Dest, err)
+		}
+		sink = links.SenderSink{S: snd}
+		if r.spec.Kind == KindExchange && r.m.opts.Table != nil {
+			cfg.Prepare = r.meshHop
+		}
+	}
 	if r.spec.OnReject == DeadLetter {
 		if cfg.DeadLetter, err = r.deadLetterSink(setup, srcSess); err != nil {
 			return err
@@ -340,24 +400,66 @@ func (r *route) runLinks(ctx context.Context, credit, limit int) error {
 		return fmt.Errorf("attach receiver to %s on %s: %w", srcSpec.Address, r.spec.Src, err)
 	}
 	r.setState(StateOperational, nil, 0)
-	return links.Forward(ctx, rcv, links.SenderSink{S: snd}, cfg, &r.c)
+	if path == pathTransit {
+		r.setDetail(r.transitDetail())
+	}
+	return links.Forward(ctx, rcv, sink, cfg, &r.c)
+}
+
+// enterTransit is the Prepare of a run through transit: each message is
+// addressed to the destination broker and node.
+func (r *route) enterTransit(node famqp.Node) func(*goamqp.Message) bool {
+	return func(out *goamqp.Message) bool {
+		setEntry(out, r.spec.Src, r.spec.Dest, node)
+		if !r.remote {
+			r.rerouted.Add(1)
+		}
+		return true
+	}
+}
+
+// transitDetail says, for route list, which path a transit run takes.
+func (r *route) transitDetail() string {
+	how := "multi-hop"
+	if !r.remote {
+		how = fmt.Sprintf("rerouting (the direct link to %s is down)", r.spec.Dest)
+	}
+	if p, _ := r.m.opts.Table.Paths(); p != nil {
+		if path := p.Path(r.spec.Src, r.spec.Dest); path != nil {
+			return fmt.Sprintf("%s via %s", how, strings.Join(path, " > "))
+		}
+	}
+	return how
+}
+
+// meshHop is an exchange route's Prepare on a link-state network: a
+// message published at one broker must reach every other once, however
+// many paths the routes make. It crosses this route's link only if the
+// link is on the shortest-path tree of the broker it was first published
+// at (its origin; valid origins), never to a broker in its trace, and it
+// records both.
+func (r *route) meshHop(out *goamqp.Message) bool {
+	if out.Annotations == nil {
+		out.Annotations = goamqp.Annotations{}
+	}
+	origin, _ := out.Annotations[AnnotationOrigin].(string)
+	if origin == "" {
+		origin = r.spec.Src
+		out.Annotations[AnnotationOrigin] = origin
+	}
+	if origin != r.spec.Src {
+		if p, _ := r.m.opts.Table.Paths(); p != nil {
+			if on, known := p.OnTree(origin, r.spec.Src, r.spec.Dest); known && !on {
+				return false
+			}
+		}
+	}
+	return r.traceHop(out)
 }
 
 // deadLetterSink attaches a sender to the dead-letter queue on the source.
 func (r *route) deadLetterSink(ctx context.Context, sess *goamqp.Session) (links.Sink, error) {
-	n := famqp.Node{Kind: famqp.Queue, Name: r.spec.DeadLetterQueue}
-	if err := r.src.Profile.CheckTarget(ctx, n); err != nil {
-		return nil, fmt.Errorf("dead-letter queue on %s: %w", r.spec.Src, err)
-	}
-	spec, err := r.src.Profile.Target(n)
-	if err != nil {
-		return nil, err
-	}
-	snd, err := sess.NewSender(ctx, spec.Address, spec.SenderOptions())
-	if err != nil {
-		return nil, fmt.Errorf("attach dead-letter sender to %s on %s: %w", spec.Address, r.spec.Src, err)
-	}
-	return links.SenderSink{S: snd}, nil
+	return senderTo(ctx, sess, r.src.Profile, r.spec.Src, famqp.Node{Kind: famqp.Queue, Name: r.spec.DeadLetterQueue}, "dead-letter queue")
 }
 
 // nodes maps the route to the profile layer's nodes.
@@ -405,6 +507,15 @@ func (r *route) unsubscribe(ctx context.Context) {
 			r.log.Warn().Err(err).Msg("could not remove the route's binding-event queue at the destination; it expires by itself")
 		}
 	}
+}
+
+// setDetail says how an Operational route runs (its path).
+func (r *route) setDetail(detail string) {
+	r.mu.Lock()
+	if r.state == StateOperational {
+		r.detail = detail
+	}
+	r.mu.Unlock()
 }
 
 func (r *route) setWaiting(reason string) {
@@ -472,7 +583,7 @@ func (r *route) status() Status {
 		Redelivered:  r.c.Redelivered.Load() + r.cNoPath.Redelivered.Load(),
 		Rejected:     r.c.Rejected.Load() + r.cNoPath.Rejected.Load(),
 		DeadLettered: r.c.DeadLettered.Load() + r.cNoPath.DeadLettered.Load(),
-		NoOutcome:    r.c.NoOutcome.Load(), Looped: r.c.Looped.Load(),
+		NoOutcome:    r.c.NoOutcome.Load(), Looped: r.c.Looped.Load(), Rerouted: r.rerouted.Load(),
 		InFlight: r.c.InFlight.Load() + r.cNoPath.InFlight.Load(),
 	}
 	return st

@@ -30,8 +30,9 @@ type Counters struct {
 	Rejected     uint64 `json:"rejected"`      // rejected at the source (policy reject)
 	DeadLettered uint64 `json:"dead_lettered"` // sent to the dead-letter queue (policy dead-letter)
 	NoOutcome    uint64 `json:"no_outcome"`    // destination gave no outcome within outcome_timeout
-	Looped       uint64 `json:"looped"`        // dynamic routes: not sent, the destination was in its trace
+	Looped       uint64 `json:"looped"`        // not sent: the destination was in its trace, or (exchange routes on a mesh) the link is not on its origin's tree
 	NoPath       uint64 `json:"no_path"`       // dead-lettered or rejected because the destination was unreachable
+	Rerouted     uint64 `json:"rerouted"`      // sent over an alternative path while the direct link was down
 	InFlight     int64  `json:"in_flight"`     // sent to the destination, outcome pending
 }
 
@@ -61,4 +62,13 @@ type LinkStatus struct {
 	State     State  `json:"state"` // Operational only while both ends are
 	LastError string `json:"last_error,omitempty"`
 	Routes    int    `json:"routes"`
+	// Via lists the brokers between, for a destination this router is not
+	// attached to (multi-hop through transit).
+	Via []string `json:"via,omitempty"`
+	// Ingress marks a broker's ingress (Dest empty): applications' requests
+	// for multi-hop delivery, taken from IngressQueue.
+	Ingress bool `json:"ingress,omitempty"`
+	// Transit lists the transit queues this router carries over the link
+	// (or takes from the ingress), with their counts.
+	Transit []TransitStatus `json:"transit,omitempty"`
 }

@@ -243,6 +243,19 @@ func (p *Paths) ValidOrigins(from, to string) []string {
 	return out
 }
 
+// OnTree says whether origin's shortest-path tree uses the edge from→to
+// (ValidOrigins without the list); known is false when the table does not
+// hold all three brokers.
+func (p *Paths) OnTree(origin, from, to string) (on, known bool) {
+	o, ok0 := p.index[origin]
+	u, ok1 := p.index[from]
+	v, ok2 := p.index[to]
+	if !ok0 || !ok1 || !ok2 {
+		return false, false
+	}
+	return p.par[o][v] == u, true
+}
+
 // Path returns the brokers on the chosen path from src to dst, both
 // included; nil if there is none.
 func (p *Paths) Path(src, dst string) []string {

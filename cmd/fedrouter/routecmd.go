@@ -430,11 +430,43 @@ func listLinks(c *cli.Context, api *apiClient) error {
 		return printJSON(c.App.Writer, links)
 	}
 	w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "Src\tDest\tState\tRoutes\tLast Error")
+	fmt.Fprintln(w, "Src\tDest\tState\tRoutes\tTransit\tLast Error")
 	for _, l := range links {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\n", l.Src, l.Dest, l.State, l.Routes, orDash(l.LastError))
+		dest := l.Dest
+		switch {
+		case l.Ingress:
+			dest = "(ingress)"
+		case len(l.Via) > 0:
+			dest += " via " + strings.Join(l.Via, ",")
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\n", l.Src, dest, l.State, l.Routes, transitSummary(l.Transit), orDash(l.LastError))
 	}
 	return w.Flush()
+}
+
+// transitSummary says which transit queues a link carries and how much
+// crossed: "for rabbit3,rabbit4: 1200 fwd" ("-" when none).
+func transitSummary(ts []routes.TransitStatus) string {
+	if len(ts) == 0 {
+		return "-"
+	}
+	var dests []string
+	var fwd, dl uint64
+	for _, t := range ts {
+		if t.Dest != "" {
+			dests = append(dests, t.Dest)
+		}
+		fwd += t.Forwarded
+		dl += t.DeadLettered
+	}
+	out := fmt.Sprintf("%d fwd", fwd)
+	if len(dests) > 0 {
+		out = "for " + strings.Join(dests, ",") + ": " + out
+	}
+	if dl > 0 {
+		out += fmt.Sprintf(", %d dead-lettered", dl)
+	}
+	return out
 }
 
 func listBrokers(c *cli.Context, api *apiClient) error {

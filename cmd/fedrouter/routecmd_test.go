@@ -94,7 +94,12 @@ func (f *fakeRouter) Routes() []routes.Status {
 
 func (f *fakeRouter) Links() []routes.LinkStatus {
 	return []routes.LinkStatus{{Src: "a", Dest: "b", State: routes.StateOperational, Routes: 2},
-		{Src: "c", Dest: "b", State: routes.StateWaiting, LastError: "c: connection refused"}}
+		{Src: "c", Dest: "b", State: routes.StateWaiting, LastError: "c: connection refused"},
+		{Src: "a", Dest: "d", Via: []string{"b", "c"}, State: routes.StateOperational, Routes: 1},
+		{Src: "a", Ingress: true, State: routes.StateOperational, Transit: []routes.TransitStatus{{Broker: "a", Counters: routes.Counters{Forwarded: 7}}}},
+		{Src: "b", Dest: "c", State: routes.StateOperational, Transit: []routes.TransitStatus{
+			{Broker: "b", Dest: "c", Via: "c", Counters: routes.Counters{Forwarded: 10}},
+			{Broker: "b", Dest: "d", Via: "c", Counters: routes.Counters{Forwarded: 5, DeadLettered: 1}}}}}
 }
 
 func (f *fakeRouter) Brokers() []famqp.Status {
@@ -272,7 +277,9 @@ func TestCLIRouteMapMergesMirroredRoutes(t *testing.T) {
 func TestCLILinkAndBrokerList(t *testing.T) {
 	h := startRouterAPI(t, "")
 	out, _ := h.run(0, "link", "list")
-	for _, re := range []string{`(?m)^Src\s+Dest\s+State\s+Routes\s+Last Error$`, `(?m)^a\s+b\s+Operational\s+2\s+-$`, `(?m)^c\s+b\s+Waiting\s+0\s+c: connection refused$`} {
+	for _, re := range []string{`(?m)^Src\s+Dest\s+State\s+Routes\s+Transit\s+Last Error$`, `(?m)^a\s+b\s+Operational\s+2\s+-\s+-$`,
+		`(?m)^c\s+b\s+Waiting\s+0\s+-\s+c: connection refused$`, `(?m)^a\s+d via b,c\s+Operational\s+1\s+-\s+-$`,
+		`(?m)^a\s+\(ingress\)\s+Operational\s+0\s+7 fwd\s+-$`, `(?m)^b\s+c\s+Operational\s+0\s+for c,d: 15 fwd, 1 dead-lettered\s+-$`} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Errorf("link list does not match %s:\n%s", re, out)
 		}

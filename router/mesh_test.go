@@ -1,0 +1,327 @@
+package router
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	goamqp "github.com/Azure/go-amqp"
+	"github.com/rs/zerolog"
+
+	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp/brokertest"
+	"github.com/fedrouter/fedrouter/routes"
+)
+
+// The mesh of these tests: four RabbitMQ nodes in a square, each side a
+// link held by one router (in this process):
+//
+//	rabbit1 ── mA ── rabbit2
+//	   │                │
+//	   mC               mB (to rabbit4 through a fault proxy)
+//	   │                │
+//	rabbit3 ── mD ── rabbit4 (mD through a fault proxy too)
+//
+// From rabbit1 to rabbit4 there are two paths of equal cost; ties go to
+// the smaller name, so traffic takes rabbit2 until mB's side is cut.
+
+const meshSecret = "mesh-test-secret-0123456789"
+
+type mesh struct {
+	t       *testing.T
+	brokers map[string]brokertest.Broker
+	control string
+	routers map[string]*Router
+	logs    map[string]*syncBuf
+	proxies map[string]*brokertest.FaultProxy // by router id: its path to rabbit4
+}
+
+func newMesh(t *testing.T, extra map[string]string) *mesh {
+	t.Helper()
+	bs := brokertest.Require(t, "rabbit1", "rabbit2", "rabbit3", "rabbit4")
+	m := &mesh{t: t, brokers: map[string]brokertest.Broker{}, control: brokertest.UniqueName(t, "meshctl"),
+		routers: map[string]*Router{}, logs: map[string]*syncBuf{}, proxies: map[string]*brokertest.FaultProxy{}}
+	for _, b := range bs {
+		m.brokers[b.Name] = b
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for id, l := range m.logs {
+				t.Logf("router %s log:\n%s", id, lastLines(l.String(), 60))
+			}
+		}
+	})
+	for _, id := range []string{"mB", "mD"} {
+		p, err := brokertest.NewFaultProxy(m.brokers["rabbit4"].Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		m.proxies[id] = p
+	}
+	m.start("mA", "rabbit1", "rabbit2", extra["mA"])
+	m.start("mB", "rabbit2", "rabbit4", extra["mB"])
+	m.start("mC", "rabbit1", "rabbit3", extra["mC"])
+	m.start("mD", "rabbit3", "rabbit4", extra["mD"])
+	t.Cleanup(m.removeControl)
+	return m
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// start runs router id attached to brokers a and b with a link between
+// them; extra is more configuration (routes).
+func (m *mesh) start(id, a, b, extra string) {
+	m.t.Helper()
+	broker := func(name string) string {
+		br := m.brokers[name]
+		url := br.URL
+		if p := m.proxies[id]; p != nil && name == "rabbit4" {
+			url = "amqp://" + p.Addr()
+		}
+		return fmt.Sprintf("  - {name: %s, url: %q, profile: rabbitmq, username: guest, password: guest, management: {url: %q}}\n", name, url, br.MgmtURL)
+	}
+	yaml := "router_id: " + id + "\nbrokers:\n" + broker(a) + broker(b) +
+		fmt.Sprintf("links:\n  - {between: [%s, %s]}\n", a, b) +
+		fmt.Sprintf("topology: {secret: %q, refresh: 1s, max_age: 3s, control_address: %s}\n", meshSecret, m.control) +
+		"reconnect: {min: 100ms, max: 500ms}\nadmin: {listen: \"off\"}\n" + extra
+	cfg, err := ParseConfig(id+".yaml", []byte(yaml))
+	if err != nil {
+		m.t.Fatalf("%v\n%s", err, yaml)
+	}
+	log := &syncBuf{}
+	m.logs[id] = log
+	r := New(cfg, zerolog.New(log).Level(zerolog.InfoLevel).With().Timestamp().Logger())
+	if err := r.Start(); err != nil {
+		m.t.Fatal(err)
+	}
+	m.t.Cleanup(r.Stop)
+	m.routers[id] = r
+}
+
+// removeControl deletes the control exchange and queues of the test.
+func (m *mesh) removeControl() {
+	for _, b := range m.brokers {
+		mg, err := famqp.NewRabbitManagement(b.Config())
+		if err != nil {
+			continue
+		}
+		for id := range m.routers {
+			_ = mg.DeleteQueue(context.Background(), m.control+"."+id)
+		}
+		_ = mg.DeleteExchange(context.Background(), m.control)
+		mg.Close()
+	}
+}
+
+// converged waits until every router's table has the four brokers and
+// the path from rabbit1 to rabbit4 is want.
+func (m *mesh) converged(want string) {
+	m.t.Helper()
+	brokertest.Eventually(m.t, 60*time.Second, 20*time.Millisecond, func() error {
+		for id, r := range m.routers {
+			p := r.table.Load()
+			if p == nil {
+				return fmt.Errorf("%s: no table", id)
+			}
+			if got := strings.Join(p.Path("rabbit1", "rabbit4"), " "); got != want {
+				return fmt.Errorf("%s: path rabbit1→rabbit4 is %q, want %q", id, got, want)
+			}
+		}
+		return nil
+	})
+}
+
+// arrival is one message received at the destination.
+type arrival struct {
+	seq   int64
+	trace string
+	at    time.Time
+}
+
+// collector receives Numbered messages from a queue in the background and
+// records each with its trace and time.
+type collector struct {
+	mu   sync.Mutex
+	got  []arrival
+	seen map[int64]bool
+	stop context.CancelFunc
+	done chan error
+}
+
+func (m *mesh) collect(broker, queue string) *collector {
+	m.t.Helper()
+	c := brokertest.Dial(m.t, m.brokers[broker].Config(), famqp.ConnOptions{})
+	s := brokertest.Session(m.t, c)
+	r := brokertest.OpenReceiver(m.t, s, famqp.LinkSpec{Address: "/amq/queue/" + queue}, 500)
+	ctx, cancel := context.WithCancel(context.Background())
+	col := &collector{seen: map[int64]bool{}, stop: cancel, done: make(chan error, 1)}
+	go func() { // ends with ctx (stopped at cleanup)
+		for {
+			msg, err := r.Receive(ctx)
+			if err != nil {
+				col.done <- err
+				return
+			}
+			if err := r.Accept(ctx, msg); err != nil {
+				col.done <- err
+				return
+			}
+			seq, _ := msg.ApplicationProperties["seq"].(int64)
+			trace, _ := msg.Annotations[routes.TraceAnnotation].(string)
+			col.mu.Lock()
+			col.got = append(col.got, arrival{seq: seq, trace: trace, at: time.Now()})
+			col.seen[seq] = true
+			col.mu.Unlock()
+		}
+	}()
+	m.t.Cleanup(func() { cancel(); <-col.done; famqp.CloseSession(s) })
+	return col
+}
+
+// wait waits until want distinct messages arrived.
+func (c *collector) wait(t *testing.T, want int, timeout time.Duration) {
+	t.Helper()
+	brokertest.Eventually(t, timeout, 20*time.Millisecond, func() error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if len(c.seen) < want {
+			return fmt.Errorf("%d distinct of %d arrived", len(c.seen), want)
+		}
+		return nil
+	})
+}
+
+func (c *collector) snapshot() []arrival {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]arrival(nil), c.got...)
+}
+
+func seqs(as []arrival) []int64 {
+	out := make([]int64, len(as))
+	for i, a := range as {
+		out[i] = a.seq
+	}
+	return out
+}
+
+func (m *mesh) session(broker string) *goamqp.Session {
+	c := brokertest.Dial(m.t, m.brokers[broker].Config(), famqp.ConnOptions{})
+	return brokertest.Session(m.t, c)
+}
+
+func (m *mesh) waitRoute(router, id string, ok func(routes.Status) error) routes.Status {
+	m.t.Helper()
+	var st routes.Status
+	brokertest.Eventually(m.t, 60*time.Second, 20*time.Millisecond, func() error {
+		var found bool
+		st, found = m.routers[router].routes.Get(id)
+		if !found {
+			return fmt.Errorf("route %s not found on %s", id, router)
+		}
+		return ok(st)
+	})
+	return st
+}
+
+func operational(st routes.Status) error {
+	if st.State != routes.StateOperational {
+		return fmt.Errorf("route %s is %s (%s; %s)", st.Spec, st.State, st.Detail, st.LastError)
+	}
+	return nil
+}
+
+// A queue route on mA from rabbit1 to rabbit4 — a broker mA is not
+// attached to — delivers 10,000 messages once each over the shortest path
+// (rabbit1 > rabbit2 > rabbit4). Then mB's side to rabbit4 is cut mid
+// stream: traffic moves to rabbit1 > rabbit3 > rabbit4, and the messages
+// caught on rabbit2 go back through rabbit1; nothing is lost.
+func TestIntegrationMeshMultiHopAndReroute(t *testing.T) {
+	src, ex, dq := brokertest.UniqueName(t, "meshsrc"), brokertest.UniqueName(t, "meshex"), brokertest.UniqueName(t, "meshdq")
+	m := newMesh(t, map[string]string{
+		"mA": fmt.Sprintf("routes:\n  - {kind: queue, src: rabbit1, dest: rabbit4, exchange: %s, queue: %s, credit: 200}\n", ex, src),
+	})
+	brokertest.DeclareQueue(t, m.brokers["rabbit1"].Config(), src)
+	brokertest.DeclareExchangeQueue(t, m.brokers["rabbit4"].Config(), ex, "fanout", dq, "")
+	m.converged("rabbit1 rabbit2 rabbit4")
+	id := routes.Spec{Kind: routes.KindQueue, Src: "rabbit1", Dest: "rabbit4", Exchange: ex, Queue: src}.ID()
+	st := m.waitRoute("mA", id, operational)
+	if !strings.Contains(st.Detail, "multi-hop via rabbit1 > rabbit2 > rabbit4") {
+		t.Errorf("route detail %q does not show the path", st.Detail)
+	}
+	col := m.collect("rabbit4", dq)
+
+	const n = 10000
+	in := m.session("rabbit1")
+	began := time.Now()
+	brokertest.SendAll(t, in, "/amq/queue/"+src, 200, n, brokertest.Numbered)
+	col.wait(t, n, 120*time.Second)
+	took := time.Since(began)
+	got := col.snapshot()
+	dups := brokertest.CheckNoLoss(t, seqs(got), n)
+	for _, a := range got {
+		if a.trace != "rabbit1,rabbit2" {
+			t.Fatalf("seq %d came by %q, want rabbit1,rabbit2", a.seq, a.trace)
+		}
+	}
+	t.Logf("mesh, steady: sent %d, received %d, lost 0, duplicated %d, %s (%.0f msg/s over 2 hops)", n, len(got), dups, took.Round(time.Millisecond), float64(n)/took.Seconds())
+	if dups != 0 {
+		t.Errorf("%d duplicates on a steady mesh", dups)
+	}
+	brokertest.CheckInOrderOnce(t, seqs(got), n)
+
+	// The cut, mid stream.
+	const n2 = 10000
+	sent := make(chan struct{})
+	go func() { // ends when the send is done
+		defer close(sent)
+		brokertest.SendAll(t, in, "/amq/queue/"+src, 200, n2, func(i int) *goamqp.Message { return brokertest.Numbered(n + i) })
+	}()
+	brokertest.Eventually(t, 60*time.Second, time.Millisecond, func() error {
+		if len(col.snapshot()) < n+n2/5 {
+			return fmt.Errorf("waiting for the stream")
+		}
+		return nil
+	})
+	cut := time.Now()
+	m.proxies["mB"].Cut()
+	<-sent
+	col.wait(t, n+n2, 120*time.Second)
+	got = col.snapshot()[n:]
+	dups = brokertest.CheckNoLossFrom(t, seqs(got), n, n+n2)
+	first, via3, back := time.Time{}, 0, 0
+	for _, a := range got {
+		if strings.Contains(a.trace, "rabbit3") {
+			if first.IsZero() {
+				first = a.at
+			}
+			via3++
+		}
+		if strings.HasPrefix(a.trace, "rabbit1,rabbit2,rabbit1") {
+			back++
+		}
+	}
+	if first.IsZero() {
+		t.Fatalf("no message came through rabbit3 after the cut")
+	}
+	t.Logf("mesh, cut: sent %d, received %d, lost 0, duplicated %d; first delivery over rabbit3 %s after the cut; %d via rabbit3, %d of them back from rabbit2",
+		n2, len(got), dups, first.Sub(cut).Round(time.Millisecond), via3, back)
+	if dups > 200*2 {
+		t.Errorf("%d duplicates: more than the windows in flight on the cut link", dups)
+	}
+	m.converged("rabbit1 rabbit3 rabbit4")
+	st = m.waitRoute("mA", id, operational)
+	if !strings.Contains(st.Detail, "via rabbit1 > rabbit3 > rabbit4") {
+		t.Errorf("route detail after the cut %q", st.Detail)
+	}
+}

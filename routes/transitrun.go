@@ -1,0 +1,288 @@
+package routes
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sort"
+	"sync"
+	"time"
+
+	goamqp "github.com/Azure/go-amqp"
+	"github.com/rs/zerolog"
+
+	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/links"
+)
+
+// This file runs multi-hop transit (transit.go): one forwarder per transit
+// queue this router carries and one per broker's ingress, started and
+// stopped by a reconciler that follows the link-state table and the
+// broker connections. All goroutines here are owned by the Manager: the
+// reconciler is started by NewManager and stopped by Stop, and it stops
+// every forwarder it started.
+
+// TransitStatus is one transit forwarder, for `link list` and the API.
+type TransitStatus struct {
+	Broker    string    `json:"broker"`         // where it takes messages from
+	Dest      string    `json:"dest,omitempty"` // the destination broker of the queue ("" for the ingress)
+	Via       string    `json:"via,omitempty"`  // the next hop it writes to
+	Queue     string    `json:"queue"`          // the queue on Broker
+	State     State     `json:"state"`          // Connecting, Operational, Waiting
+	Since     time.Time `json:"since"`          // in this state since
+	LastError string    `json:"last_error,omitempty"`
+	Counters
+}
+
+// forwarder is one running transit queue or ingress: a goroutine that
+// attaches, forwards until something fails, and retries with backoff.
+type forwarder struct {
+	m       *Manager
+	from    string // broker it takes messages from
+	dest    string // transit: the destination broker ("" for the ingress)
+	via     string // transit: the next hop it writes to
+	log     zerolog.Logger
+	c       links.Counters
+	cancel  context.CancelFunc
+	done    chan struct{}
+	mu      sync.Mutex // guards state, since, lastErr
+	state   State
+	since   time.Time
+	lastErr string
+}
+
+func (f *forwarder) queue() string {
+	if f.dest == "" {
+		return IngressQueue
+	}
+	return TransitNode(f.dest).Name
+}
+
+func (f *forwarder) run(ctx context.Context) {
+	defer close(f.done)
+	attempt := 0
+	for {
+		f.set(StateConnecting, nil)
+		began := time.Now()
+		err := f.runOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(began) >= stableRun {
+			attempt = 0
+		}
+		delay := f.m.opts.Backoff.Delay(attempt)
+		attempt++
+		f.set(StateWaiting, err)
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (f *forwarder) set(s State, err error) {
+	f.mu.Lock()
+	changed := f.state != s
+	if changed {
+		f.state, f.since = s, time.Now()
+	}
+	if err != nil {
+		f.lastErr = err.Error()
+	}
+	f.mu.Unlock()
+	switch {
+	case err != nil:
+		f.log.Warn().Err(err).Msg("transit forwarder failed; retrying")
+	case changed && s == StateOperational:
+		f.log.Debug().Msg("transit forwarder operational")
+	}
+}
+
+// runOnce attaches the forwarder's links and forwards until one fails.
+func (f *forwarder) runOnce(ctx context.Context) error {
+	from := f.m.opts.Brokers[f.from]
+	at, atName := from, f.from // the ingress writes on its own broker
+	if f.via != "" {
+		at, atName = f.m.opts.Brokers[f.via], f.via
+	}
+	setup, cancel := context.WithTimeout(ctx, f.m.opts.SetupTimeout)
+	defer cancel()
+	srcSess, _, err := from.Conn.NewSession(setup)
+	if err != nil {
+		return err
+	}
+	defer famqp.CloseSession(srcSess)
+	dstSess := srcSess
+	if f.via != "" {
+		if dstSess, _, err = at.Conn.NewSession(setup); err != nil {
+			return err
+		}
+		defer famqp.CloseSession(dstSess)
+	}
+	sink := &dispatchSink{at: atName, only: f.dest, maxHops: int64(f.m.opts.MaxHops), sess: dstSess, prof: at.Profile}
+	if f.via != "" {
+		sink.from = f.from
+	}
+	dl, err := routerDeadLetter(setup, srcSess, from.Profile, f.from)
+	if err != nil {
+		return err
+	}
+	node := famqp.Node{Kind: famqp.Transit, Name: f.queue()}
+	spec, err := from.Profile.Source(setup, node, famqp.Subscription{})
+	if err != nil {
+		return fmt.Errorf("%s on %s: %w", node.Name, f.from, err)
+	}
+	w := f.m.opts.TransitWindow
+	rcv, err := famqp.NewReceiver(setup, srcSess, spec, famqp.ReceiverConfig{Window: max(1, w/2), MaxUnsettled: w})
+	if err != nil {
+		return fmt.Errorf("attach receiver to %s on %s: %w", spec.Address, f.from, err)
+	}
+	f.set(StateOperational, nil)
+	cfg := links.Config{Window: w, OutcomeTimeout: f.m.opts.TransitOutcomeTimeout, DeadLetter: dl,
+		DeadLetterAnnotations: map[string]string{links.AnnotationRoute: "transit " + f.from + " " + f.queue()}}
+	return links.Forward(ctx, rcv, sink, cfg, &f.c)
+}
+
+// routerDeadLetter attaches a sender to the router dead-letter queue on a
+// broker (created when missing).
+func routerDeadLetter(ctx context.Context, sess *goamqp.Session, prof famqp.Profile, broker string) (links.Sink, error) {
+	return senderTo(ctx, sess, prof, broker, famqp.Node{Kind: famqp.Transit, Name: RouterDeadLetterQueue}, "dead-letter queue")
+}
+
+// senderTo checks node on broker (RabbitMQ drops sends to a missing
+// queue; a Transit node is created) and attaches a sender to it.
+func senderTo(ctx context.Context, sess *goamqp.Session, prof famqp.Profile, broker string, n famqp.Node, what string) (links.Sink, error) {
+	if err := prof.CheckTarget(ctx, n); err != nil {
+		return nil, fmt.Errorf("%s on %s: %w", what, broker, err)
+	}
+	spec, err := prof.Target(n)
+	if err != nil {
+		return nil, err
+	}
+	snd, err := sess.NewSender(ctx, spec.Address, spec.SenderOptions())
+	if err != nil {
+		return nil, fmt.Errorf("attach %s sender to %s on %s: %w", what, spec.Address, broker, err)
+	}
+	return links.SenderSink{S: snd}, nil
+}
+
+func (f *forwarder) status() TransitStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return TransitStatus{Broker: f.from, Dest: f.dest, Via: f.via, Queue: f.queue(), State: f.state, Since: f.since, LastError: f.lastErr,
+		Counters: Counters{Sent: f.c.Sent.Load(), Forwarded: f.c.Forwarded.Load(), Redelivered: f.c.Redelivered.Load(),
+			Rejected: f.c.Rejected.Load(), DeadLettered: f.c.DeadLettered.Load(), NoOutcome: f.c.NoOutcome.Load(), InFlight: f.c.InFlight.Load()}}
+}
+
+// transitKey names a forwarder: the broker it takes from and the
+// destination ("" for the ingress).
+type transitKey struct{ from, dest string }
+
+// runTransit reconciles the transit forwarders with the table and the
+// connections until ctx ends, then stops them all.
+func (m *Manager) runTransit(ctx context.Context) {
+	defer close(m.transitDone)
+	running := map[transitKey]*forwarder{}
+	defer func() {
+		for _, f := range running {
+			f.cancel()
+		}
+		for _, f := range running {
+			<-f.done
+		}
+		m.setTransit(nil)
+	}()
+	for {
+		paths, changed := m.opts.Table.Paths()
+		up := map[string]bool{}
+		var conns []<-chan struct{}
+		for name, b := range m.opts.Brokers {
+			st, ch := b.Conn.Status()
+			up[name] = st.State == famqp.Operational
+			conns = append(conns, ch)
+		}
+		want := map[transitKey]string{}
+		for name, ok := range up {
+			if ok {
+				want[transitKey{from: name}] = ""
+			}
+		}
+		for k, via := range nextHops(paths, func(b string) bool { return up[b] }) {
+			want[transitKey{from: k[0], dest: k[1]}] = via
+		}
+		for k, f := range running {
+			if via, ok := want[k]; !ok || via != f.via {
+				f.cancel()
+				<-f.done
+				delete(running, k)
+				m.log.Info().Str("broker", k.from).Str("dest", k.dest).Str("via", f.via).Msg("transit forwarder stopped")
+			}
+		}
+		for k, via := range want {
+			if _, ok := running[k]; ok {
+				continue
+			}
+			f := &forwarder{m: m, from: k.from, dest: k.dest, via: via, done: make(chan struct{}), state: StateConnecting, since: time.Now()}
+			f.log = m.log.With().Str("transit", f.queue()).Str("broker", k.from).Str("via", via).Logger()
+			fctx, cancel := context.WithCancel(ctx)
+			f.cancel = cancel
+			running[k] = f
+			go f.run(fctx)
+			if k.dest != "" {
+				m.log.Info().Str("broker", k.from).Str("dest", k.dest).Str("via", via).Msg("transit forwarder started")
+			}
+		}
+		list := make([]*forwarder, 0, len(running))
+		for _, f := range running {
+			list = append(list, f)
+		}
+		m.setTransit(list)
+		if !waitAny(ctx, nil, append(conns, changed)) {
+			return
+		}
+	}
+}
+
+// waitAny waits until ctx ends (false), the timer fires or one of the
+// channels is closed (true). nil channels never are.
+func waitAny(ctx context.Context, timer <-chan time.Time, chans []<-chan struct{}) bool {
+	cases := make([]reflect.SelectCase, 0, len(chans)+2)
+	cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
+	if timer != nil {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer)})
+	}
+	for _, ch := range chans {
+		if ch != nil {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+		}
+	}
+	chosen, _, _ := reflect.Select(cases)
+	return chosen != 0 || ctx.Err() == nil
+}
+
+func (m *Manager) setTransit(list []*forwarder) {
+	m.mu.Lock()
+	m.transit = list
+	m.mu.Unlock()
+}
+
+// Transit lists the transit forwarders this router runs, by broker and
+// destination.
+func (m *Manager) Transit() []TransitStatus {
+	m.mu.Lock()
+	list := m.transit
+	m.mu.Unlock()
+	out := make([]TransitStatus, 0, len(list))
+	for _, f := range list {
+		out = append(out, f.status())
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Broker != out[j].Broker {
+			return out[i].Broker < out[j].Broker
+		}
+		return out[i].Dest < out[j].Dest
+	})
+	return out
+}
