@@ -74,6 +74,12 @@ type Config struct {
 	// have been received and settled: a route probing past a suspected
 	// poison message runs in such short steps.
 	Limit int
+	// Drain, when closed, ends the run gracefully: no more messages are
+	// taken from the source, those in flight get their outcomes and are
+	// settled, and Forward returns nil. A forwarder whose path changed
+	// stops this way, so that nothing it sent comes back from the source
+	// as a duplicate. Callers bound the wait by cancelling ctx.
+	Drain <-chan struct{}
 	// MaxAbandoned: after this many sends without outcome on one run, the
 	// run ends so the destination link is rebuilt (go-amqp keeps a record
 	// of every unsettled delivery; this bounds it). Default 1000.
@@ -149,10 +155,21 @@ func Forward(ctx context.Context, src Source, dst Sink, cfg Config, c *Counters)
 	// settle loop still settles what was sent.
 	rctx, stopReceiving := context.WithCancel(ctx)
 	received := make(chan receivedMsg, cfg.Window)
+	var draining atomic.Bool
+	if cfg.Drain != nil {
+		go func() { // ends with rctx
+			select {
+			case <-cfg.Drain:
+				draining.Store(true)
+				stopReceiving()
+			case <-rctx.Done():
+			}
+		}()
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		receiveLoop(rctx, src, cfg.Limit, received)
+		receiveLoop(rctx, src, cfg.Limit, &draining, received)
 	}()
 	first.set(sendLoop(ctx, received, queue, dst, cfg, c))
 	stopReceiving()
@@ -189,13 +206,16 @@ type receivedMsg struct {
 }
 
 // receiveLoop receives from src into out until limit messages (if > 0),
-// the first error (handed on), or ctx's end, and closes out. Messages it
+// the first error (handed on), ctx's end or a drain, and closes out. Messages it
 // holds count against the source receiver's unsettled bound like any
 // other, so reading ahead adds no memory beyond the window.
-func receiveLoop(ctx context.Context, src Source, limit int, out chan<- receivedMsg) {
+func receiveLoop(ctx context.Context, src Source, limit int, draining *atomic.Bool, out chan<- receivedMsg) {
 	defer close(out)
 	for n := 0; limit <= 0 || n < limit; n++ {
 		msg, err := src.Receive(ctx)
+		if err != nil && draining.Load() {
+			return // drained: the send loop ends cleanly, the settle loop settles
+		}
 		select {
 		case out <- receivedMsg{msg, err}:
 		case <-ctx.Done():

@@ -297,3 +297,61 @@ func TestForwardRouterRefusalKeepsItsCondition(t *testing.T) {
 		t.Fatalf("dead-letter annotations %v", dl.sent[0].Annotations)
 	}
 }
+
+// slowReceipt answers accepted after a delay: an outcome still in flight
+// when the run is told to drain.
+type slowReceipt struct{ d time.Duration }
+
+func (r slowReceipt) Wait(ctx context.Context) (goamqp.DeliveryState, error) {
+	select {
+	case <-time.After(r.d):
+		return &goamqp.StateAccepted{}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+type slowSink struct {
+	mu   sync.Mutex
+	sent int
+}
+
+func (k *slowSink) Send(context.Context, *goamqp.Message) (Receipt, error) {
+	k.mu.Lock()
+	k.sent++
+	k.mu.Unlock()
+	return slowReceipt{50 * time.Millisecond}, nil
+}
+
+// Drain ends a run cleanly: what was sent is settled after its outcome,
+// nothing more is taken from the source, and Forward returns nil.
+func TestForwardDrainSettlesInFlight(t *testing.T) {
+	src := newSource(1000)
+	sink := &slowSink{}
+	drain := make(chan struct{})
+	var c Counters
+	done := make(chan error, 1)
+	go func() { done <- Forward(context.Background(), src, sink, Config{Window: 10, OutcomeTimeout: time.Second, Drain: drain}, &c) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Sent.Load() < 20 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	close(drain)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Forward after a drain: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Forward did not return after the drain")
+	}
+	sink.mu.Lock()
+	sent := sink.sent
+	sink.mu.Unlock()
+	if got := src.count(); got != sent || int(c.Forwarded.Load()) != sent {
+		t.Fatalf("sent %d, settled %d, forwarded %d: a drained run settles exactly what it sent", sent, got, c.Forwarded.Load())
+	}
+	if sent >= 1000 {
+		t.Fatalf("the drain did not stop the run: all %d sent", sent)
+	}
+}

@@ -325,3 +325,151 @@ func TestIntegrationMeshMultiHopAndReroute(t *testing.T) {
 		t.Errorf("route detail after the cut %q", st.Detail)
 	}
 }
+
+// receiveN takes n messages from a queue (its own session) and returns
+// them, failing after stall without one.
+func (m *mesh) receiveN(broker, queue string, n int, stall time.Duration) []*goamqp.Message {
+	m.t.Helper()
+	c := brokertest.Dial(m.t, m.brokers[broker].Config(), famqp.ConnOptions{})
+	s := brokertest.Session(m.t, c)
+	defer famqp.CloseSession(s)
+	r := brokertest.OpenReceiver(m.t, s, famqp.LinkSpec{Address: "/amq/queue/" + queue}, 100)
+	var out []*goamqp.Message
+	for len(out) < n {
+		ctx, cancel := context.WithTimeout(context.Background(), stall)
+		msg, err := r.Receive(ctx)
+		if err == nil {
+			err = r.Accept(ctx, msg)
+		}
+		cancel()
+		if err != nil {
+			m.t.Fatalf("%s on %s: after %d of %d: %v", queue, broker, len(out), n, err)
+		}
+		out = append(out, msg)
+	}
+	return out
+}
+
+// Corrective action on the mesh. mB's direct route rabbit2 → rabbit4
+// reroutes through rabbit1 and rabbit3 when its own side is cut; an
+// application's request through the ingress crosses the mesh; with
+// rabbit4 cut off entirely, a holding route keeps its messages at the
+// source and a dead-lettering one dead-letters them with the reason; after
+// healing the held ones arrive.
+func TestIntegrationMeshCorrectiveAction(t *testing.T) {
+	qHold, qDL, qRR := brokertest.UniqueName(t, "hold"), brokertest.UniqueName(t, "dl"), brokertest.UniqueName(t, "rr")
+	dlq, ex, dq := brokertest.UniqueName(t, "dlq"), brokertest.UniqueName(t, "ex"), brokertest.UniqueName(t, "dq")
+	m := newMesh(t, map[string]string{
+		"mA": fmt.Sprintf("routes:\n  - {kind: queue, src: rabbit1, dest: rabbit4, exchange: %s, queue: %s}\n"+
+			"  - {kind: queue, src: rabbit1, dest: rabbit4, exchange: %s, queue: %s, no_path: [dead-letter], dead_letter_queue: %s}\n",
+			ex, qHold, ex, qDL, dlq),
+		"mB": fmt.Sprintf("routes:\n  - {kind: queue, src: rabbit2, dest: rabbit4, exchange: %s, queue: %s, no_path: [reroute, hold]}\n", ex, qRR),
+	})
+	r1, r2 := m.brokers["rabbit1"].Config(), m.brokers["rabbit2"].Config()
+	for _, q := range []string{qHold, qDL, dlq} {
+		brokertest.DeclareQueue(t, r1, q)
+	}
+	brokertest.DeclareQueue(t, r2, qRR)
+	brokertest.DeclareExchangeQueue(t, m.brokers["rabbit4"].Config(), ex, "fanout", dq, "")
+	m.converged("rabbit1 rabbit2 rabbit4")
+	idHold := routes.Spec{Kind: routes.KindQueue, Src: "rabbit1", Dest: "rabbit4", Exchange: ex, Queue: qHold}.ID()
+	idDL := routes.Spec{Kind: routes.KindQueue, Src: "rabbit1", Dest: "rabbit4", Exchange: ex, Queue: qDL}.ID()
+	idRR := routes.Spec{Kind: routes.KindQueue, Src: "rabbit2", Dest: "rabbit4", Exchange: ex, Queue: qRR}.ID()
+	m.waitRoute("mA", idHold, operational)
+	m.waitRoute("mA", idDL, operational)
+	m.waitRoute("mB", idRR, operational)
+	col := m.collect("rabbit4", dq)
+	s1, s2 := m.session("rabbit1"), m.session("rabbit2")
+
+	// An application's request through rabbit1's ingress; a request
+	// without a destination is dead-lettered on rabbit1 with the reason.
+	brokertest.SendAll(t, s1, "/amq/queue/"+routes.IngressQueue, 10, 10, func(i int) *goamqp.Message {
+		msg := brokertest.Numbered(5000 + i)
+		msg.ApplicationProperties[routes.PropDestBroker] = "rabbit4"
+		msg.ApplicationProperties[routes.PropDestAddress] = "exchange:" + ex
+		return msg
+	})
+	col.wait(t, 10, 60*time.Second)
+	for _, a := range col.snapshot() {
+		if a.trace != "rabbit1,rabbit2" {
+			t.Errorf("ingress message %d came by %q", a.seq, a.trace)
+		}
+	}
+	brokertest.SendAll(t, s1, "/amq/queue/"+routes.IngressQueue, 1, 1, brokertest.Numbered)
+	bad := m.receiveN("rabbit1", routes.RouterDeadLetterQueue, 1, 30*time.Second)[0]
+	if reason, _ := bad.Annotations["x-fedrouter-reason"].(string); !strings.Contains(reason, "no destination broker") {
+		t.Errorf("bad ingress request dead-lettered with %v", bad.Annotations)
+	}
+
+	// mB's side to rabbit4 is cut: its direct route reroutes.
+	m.proxies["mB"].Cut()
+	st := m.waitRoute("mB", idRR, func(st routes.Status) error {
+		if err := operational(st); err != nil {
+			return err
+		}
+		if !strings.Contains(st.Detail, "rerouting") {
+			return fmt.Errorf("detail %q", st.Detail)
+		}
+		return nil
+	})
+	t.Logf("rerouting: %s", st.Detail)
+	brokertest.SendAll(t, s2, "/amq/queue/"+qRR, 100, 1000, func(i int) *goamqp.Message { return brokertest.Numbered(1000 + i) })
+	col.wait(t, 1010, 60*time.Second)
+	for _, a := range col.snapshot()[10:] {
+		if !strings.Contains(a.trace, "rabbit3") {
+			t.Fatalf("rerouted message %d came by %q", a.seq, a.trace)
+		}
+	}
+	if st, _ := m.routers["mB"].routes.Get(idRR); st.Rerouted < 1000 {
+		t.Errorf("rerouted count %d, want >= 1000", st.Rerouted)
+	}
+
+	// rabbit4 cut off entirely: no path from anywhere.
+	m.proxies["mD"].Cut()
+	noPath := func(st routes.Status) error {
+		if st.State != routes.StateWaiting || !strings.Contains(st.Detail, "no path") {
+			return fmt.Errorf("%s: %s (%s)", st.Spec, st.State, st.Detail)
+		}
+		return nil
+	}
+	m.waitRoute("mA", idHold, noPath)
+	m.waitRoute("mA", idDL, noPath)
+	m.waitRoute("mB", idRR, noPath)
+	before := len(col.snapshot())
+	brokertest.SendAll(t, s1, "/amq/queue/"+qHold, 100, 500, func(i int) *goamqp.Message { return brokertest.Numbered(2000 + i) })
+	brokertest.SendAll(t, s1, "/amq/queue/"+qDL, 100, 500, func(i int) *goamqp.Message { return brokertest.Numbered(3000 + i) })
+	brokertest.SendAll(t, s2, "/amq/queue/"+qRR, 100, 500, func(i int) *goamqp.Message { return brokertest.Numbered(4000 + i) })
+	dead := m.receiveN("rabbit1", dlq, 500, 30*time.Second)
+	for _, msg := range dead {
+		seq, _ := msg.ApplicationProperties["seq"].(int64)
+		reason, _ := msg.Annotations["x-fedrouter-reason"].(string)
+		if seq < 3000 || seq >= 3500 || !strings.Contains(reason, "no-path") || msg.Annotations["x-fedrouter-dest-broker"] != "rabbit4" ||
+			msg.Annotations["x-fedrouter-dest-address"] != "exchange:"+ex {
+			t.Fatalf("dead-lettered message %d: %v", seq, msg.Annotations)
+		}
+	}
+	if st, _ := m.routers["mA"].routes.Get(idHold); st.NoPath != 0 || st.Forwarded != 0 {
+		t.Errorf("holding route moved messages while partitioned: %+v", st.Counters)
+	}
+	if got := len(col.snapshot()); got != before {
+		t.Errorf("%d messages reached rabbit4 while it was cut off", got-before)
+	}
+
+	// Healed: the held messages arrive; the dead-lettered ones stay dead.
+	healed := time.Now()
+	m.proxies["mB"].Heal()
+	m.proxies["mD"].Heal()
+	col.wait(t, 2010, 90*time.Second)
+	got := seqs(col.snapshot())
+	dups := brokertest.CheckNoLossFrom(t, got, 2000, 2500) + brokertest.CheckNoLossFrom(t, got, 4000, 4500)
+	for _, s := range got {
+		if s >= 3000 && s < 3500 {
+			t.Fatalf("dead-lettered message %d was delivered too", s)
+		}
+	}
+	t.Logf("partition: held 1000 (sent 1000, received %d after healing in %s, lost 0, duplicated %d); dead-lettered 500 of 500 with reason no-path",
+		len(got)-before, time.Since(healed).Round(time.Millisecond), dups)
+	if dups != 0 {
+		t.Errorf("%d duplicates of held messages", dups)
+	}
+}

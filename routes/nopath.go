@@ -145,8 +145,9 @@ func (r *route) runNoPath(ctx context.Context, action string) error {
 		if cfg.DeadLetter, err = r.deadLetterSink(setup, sess); err != nil {
 			return err
 		}
+		_, _, dst := r.nodes()
 		cfg.DeadLetterAnnotations = map[string]string{links.AnnotationRoute: r.id + " " + r.spec.String(),
-			AnnotationDestBroker: r.spec.Dest, AnnotationDestAddress: r.spec.DestNode()}
+			AnnotationDestBroker: r.spec.Dest, AnnotationDestAddress: dst.Address()}
 	}
 	rcv, err := famqp.NewReceiver(setup, sess, spec, famqp.ReceiverConfig{Window: max(1, r.spec.Credit/2), MaxUnsettled: r.spec.Credit})
 	if err != nil {

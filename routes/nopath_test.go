@@ -86,7 +86,7 @@ func TestIntegrationNoPathHoldThenDeadLetter(t *testing.T) {
 			t.Fatalf("dead-letter %d: %v (route %s %s %+v)", i, err, got.State, got.Detail, got.Counters)
 		}
 		if reason, _ := msg.Annotations["x-fedrouter-reason"].(string); !strings.Contains(reason, "no-path") ||
-			msg.Annotations["x-fedrouter-dest-broker"] != "rabbit2" || msg.Annotations["x-fedrouter-dest-address"] != ex {
+			msg.Annotations["x-fedrouter-dest-broker"] != "rabbit2" || msg.Annotations["x-fedrouter-dest-address"] != "exchange:"+ex {
 			t.Fatalf("dead-lettered message annotations %v", msg.Annotations)
 		}
 		_ = r.Accept(context.Background(), msg)

@@ -296,14 +296,30 @@ func (r *route) correct(ctx context.Context, action, why string) {
 func (r *route) runOnce(ctx context.Context, path pathKind, credit, limit int) error {
 	// The run ends as soon as its path does: a receiver idle at the source
 	// would not notice a dead destination until its next message, and the
-	// route would look Operational without a path.
+	// route would look Operational without a path. It ends by draining
+	// (what is in flight is settled first: no duplicates from a path
+	// change), bounded by drainTimeout.
 	ctx, stop := context.WithCancelCause(ctx)
+	drain := make(chan struct{})
+	var changed error // set before drain is closed
 	watched := make(chan struct{})
-	go func() { defer close(watched); r.watchPath(ctx, path, stop) }()
-	defer func() { stop(nil); <-watched }()
-	err := r.runLinks(ctx, path, credit, limit)
-	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
-		return cause
+	go func() {
+		defer close(watched)
+		if changed = r.watchPath(ctx, path); changed == nil {
+			return
+		}
+		close(drain)
+		select {
+		case <-time.After(drainTimeout):
+			stop(changed)
+		case <-ctx.Done():
+		}
+	}()
+	err := r.runLinks(ctx, path, drain, credit, limit)
+	stop(nil)
+	<-watched
+	if changed != nil {
+		return changed
 	}
 	return err
 }
@@ -314,29 +330,28 @@ func (r *route) runOnce(ctx context.Context, path pathKind, credit, limit int) e
 // connection has one.
 var errConnLost = errors.New("path changed")
 
-// watchPath cancels ctx, with the reason, when the route's path is no
-// longer the one the run uses.
-func (r *route) watchPath(ctx context.Context, path pathKind, stop context.CancelCauseFunc) {
+// watchPath returns why, once the route's path is no longer the one the
+// run uses; nil when ctx ends first.
+func (r *route) watchPath(ctx context.Context, path pathKind) error {
 	for {
 		_, kind, why, changed := r.pathNow()
 		if kind != path {
 			if why == "" {
 				why = fmt.Sprintf("broker %s is reachable directly again", r.spec.Dest)
 			}
-			stop(fmt.Errorf("%w: %s", errConnLost, why))
-			return
+			return fmt.Errorf("%w: %s", errConnLost, why)
 		}
 		if kind == pathTransit {
 			r.setDetail(r.transitDetail()) // the path may have changed
 		}
 		if !waitAny(ctx, nil, changed) {
-			return
+			return nil
 		}
 	}
 }
 
 // runLinks attaches the route's links and forwards until one fails.
-func (r *route) runLinks(ctx context.Context, path pathKind, credit, limit int) error {
+func (r *route) runLinks(ctx context.Context, path pathKind, drain <-chan struct{}, credit, limit int) error {
 	setup, cancel := context.WithTimeout(ctx, r.m.opts.SetupTimeout)
 	defer cancel()
 	srcSess, _, err := r.src.Conn.NewSession(setup)
@@ -345,7 +360,7 @@ func (r *route) runLinks(ctx context.Context, path pathKind, credit, limit int) 
 	}
 	defer famqp.CloseSession(srcSess)
 	srcNode, sub, dstNode := r.nodes()
-	cfg := links.Config{Window: credit, Limit: limit, OutcomeTimeout: r.spec.OutcomeTimeout}
+	cfg := links.Config{Window: credit, Limit: limit, OutcomeTimeout: r.spec.OutcomeTimeout, Drain: drain}
 	var sink links.Sink
 	if path == pathTransit {
 		// Into the source broker's transit queue for the destination; the

@@ -44,6 +44,7 @@ type forwarder struct {
 	log     zerolog.Logger
 	c       links.Counters
 	cancel  context.CancelFunc
+	drain   chan struct{} // closed to stop gracefully (stop)
 	done    chan struct{}
 	mu      sync.Mutex // guards state, since, lastErr
 	state   State
@@ -65,7 +66,7 @@ func (f *forwarder) run(ctx context.Context) {
 		f.set(StateConnecting, nil)
 		began := time.Now()
 		err := f.runOnce(ctx)
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || f.draining() {
 			return
 		}
 		if time.Since(began) >= stableRun {
@@ -80,6 +81,34 @@ func (f *forwarder) run(ctx context.Context) {
 			return
 		}
 	}
+}
+
+func (f *forwarder) draining() bool {
+	select {
+	case <-f.drain:
+		return true
+	default:
+		return false
+	}
+}
+
+// drainTimeout bounds a graceful stop: past it the forwarder is cancelled
+// and what it has in flight comes back from the source (duplicates at
+// worst, never a loss).
+const drainTimeout = 10 * time.Second
+
+// stop stops the forwarder gracefully: it takes no more messages and
+// settles those in flight, so that a forwarder replaced after a table
+// change does not leave duplicates behind.
+func (f *forwarder) stop() {
+	close(f.drain)
+	select {
+	case <-f.done:
+	case <-time.After(drainTimeout):
+		f.log.Warn().Msg("transit forwarder did not drain in time; cancelling it (its messages in flight come back from the source)")
+	}
+	f.cancel()
+	<-f.done
 }
 
 func (f *forwarder) set(s State, err error) {
@@ -140,7 +169,7 @@ func (f *forwarder) runOnce(ctx context.Context) error {
 		return fmt.Errorf("attach receiver to %s on %s: %w", spec.Address, f.from, err)
 	}
 	f.set(StateOperational, nil)
-	cfg := links.Config{Window: w, OutcomeTimeout: f.m.opts.TransitOutcomeTimeout, DeadLetter: dl,
+	cfg := links.Config{Window: w, OutcomeTimeout: f.m.opts.TransitOutcomeTimeout, DeadLetter: dl, Drain: f.drain,
 		DeadLetterAnnotations: map[string]string{links.AnnotationRoute: "transit " + f.from + " " + f.queue()}}
 	return links.Forward(ctx, rcv, sink, cfg, &f.c)
 }
@@ -214,8 +243,7 @@ func (m *Manager) runTransit(ctx context.Context) {
 		}
 		for k, f := range running {
 			if via, ok := want[k]; !ok || via != f.via {
-				f.cancel()
-				<-f.done
+				f.stop()
 				delete(running, k)
 				m.log.Info().Str("broker", k.from).Str("dest", k.dest).Str("via", f.via).Msg("transit forwarder stopped")
 			}
@@ -224,7 +252,7 @@ func (m *Manager) runTransit(ctx context.Context) {
 			if _, ok := running[k]; ok {
 				continue
 			}
-			f := &forwarder{m: m, from: k.from, dest: k.dest, via: via, done: make(chan struct{}), state: StateConnecting, since: time.Now()}
+			f := &forwarder{m: m, from: k.from, dest: k.dest, via: via, drain: make(chan struct{}), done: make(chan struct{}), state: StateConnecting, since: time.Now()}
 			f.log = m.log.With().Str("transit", f.queue()).Str("broker", k.from).Str("via", via).Logger()
 			fctx, cancel := context.WithCancel(ctx)
 			f.cancel = cancel
