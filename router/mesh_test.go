@@ -473,3 +473,63 @@ func TestIntegrationMeshCorrectiveAction(t *testing.T) {
 		t.Errorf("%d duplicates of held messages", dups)
 	}
 }
+
+// Exchange routes both ways on every side of the square: a message
+// published at any broker reaches every broker's consumer exactly once
+// (valid origins: each link forwards only the origins whose shortest-path
+// tree it is on; traces stop echoes).
+func TestIntegrationMeshExchangeRoutesOnce(t *testing.T) {
+	ex := brokertest.UniqueName(t, "meshtopic")
+	routesOf := func(a, b string) string {
+		return fmt.Sprintf("routes:\n  - {kind: exchange, src: %s, dest: %s, exchange: %s, key: 'orders.#'}\n"+
+			"  - {kind: exchange, src: %s, dest: %s, exchange: %s, key: 'orders.#'}\n", a, b, ex, b, a, ex)
+	}
+	m := newMesh(t, map[string]string{"mA": routesOf("rabbit1", "rabbit2"), "mB": routesOf("rabbit2", "rabbit4"),
+		"mC": routesOf("rabbit1", "rabbit3"), "mD": routesOf("rabbit3", "rabbit4")})
+	cols := map[string]*collector{}
+	for _, b := range []string{"rabbit1", "rabbit2", "rabbit3", "rabbit4"} {
+		q := brokertest.UniqueName(t, "meshsub-"+b)
+		brokertest.DeclareExchangeQueue(t, m.brokers[b].Config(), ex, "topic", q, "orders.#")
+		cols[b] = m.collect(b, q)
+	}
+	m.converged("rabbit1 rabbit2 rabbit4")
+	for id, r := range m.routers {
+		for _, st := range r.routes.List() {
+			m.waitRoute(id, st.ID, operational)
+		}
+	}
+	const n = 500
+	brokertest.SendAll(t, m.session("rabbit1"), "/exchange/"+ex+"/orders.created", 100, n, brokertest.Numbered)
+	brokertest.SendAll(t, m.session("rabbit4"), "/exchange/"+ex+"/orders.created", 100, n, func(i int) *goamqp.Message { return brokertest.Numbered(1000 + i) })
+	// Every broker has two outgoing routes, and every message ends up at
+	// every broker: 8 copies of each reach a route, 3 cross (the tree of
+	// its origin), 5 are dropped. Once all are accounted for, no copy can
+	// still be on its way.
+	var forwarded, looped uint64
+	brokertest.Eventually(t, 60*time.Second, 20*time.Millisecond, func() error {
+		forwarded, looped = 0, 0
+		for _, r := range m.routers {
+			for _, st := range r.routes.List() {
+				forwarded += st.Forwarded
+				looped += st.Looped
+			}
+		}
+		if forwarded+looped < 8*2*n {
+			return fmt.Errorf("routes have seen %d copies of %d", forwarded+looped, 8*2*n)
+		}
+		return nil
+	})
+	if forwarded != 3*2*n {
+		t.Errorf("routes forwarded %d copies, want %d (3 per message on a square)", forwarded, 3*2*n)
+	}
+	for b, c := range cols {
+		c.wait(t, 2*n, 60*time.Second)
+		got := seqs(c.snapshot())
+		dups := brokertest.CheckNoLossFrom(t, got, 0, n) + brokertest.CheckNoLossFrom(t, got, 1000, 1000+n)
+		t.Logf("%s: sent %d, received %d, lost 0, duplicated %d", b, 2*n, len(got), dups)
+		if dups != 0 || len(got) != 2*n {
+			t.Errorf("%s received %d messages for %d published (%d duplicates)", b, len(got), 2*n, dups)
+		}
+	}
+	t.Logf("copies not forwarded (trace or not on the origin's tree): %d", looped)
+}
