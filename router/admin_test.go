@@ -83,7 +83,7 @@ func (f *fakeService) addConfig(spec routes.Spec) routes.Status {
 	defer f.mu.Unlock()
 	spec = spec.WithDefaults()
 	st := routes.Status{ID: spec.ID(), Spec: spec, Origin: routes.OriginConfig, State: routes.StateOperational,
-		Counters: routes.Counters{Forwarded: 7, Redelivered: 1, Rejected: 2, DeadLettered: 3, NoOutcome: 4, InFlight: 5}}
+		Counters: routes.Counters{Forwarded: 7, Redelivered: 1, Rejected: 2, DeadLettered: 3, NoOutcome: 4, InFlight: 5, Looped: 6, NoPath: 8, Rerouted: 9}}
 	f.routes[st.ID] = st
 	return st
 }
@@ -431,6 +431,8 @@ func TestAdminAuth(t *testing.T) {
 func TestAdminMetrics(t *testing.T) {
 	h := startAdmin(t, "")
 	st := h.svc.addConfig(queueRoute)
+	h.svc.links = []routes.LinkStatus{{Src: "a", Dest: "b", State: routes.StateOperational, Transit: []routes.TransitStatus{
+		{Broker: "a", Dest: "c", Via: "b", State: routes.StateOperational, Counters: routes.Counters{Forwarded: 11, DeadLettered: 1}}}}}
 	out := h.expect("GET", "/metrics", nil, http.StatusOK)
 	labels := fmt.Sprintf(`dest="b",route=%q,src="a"`, st.ID)
 	// Prometheus sorts label names: outcome comes between dest and route.
@@ -444,6 +446,12 @@ func TestAdminMetrics(t *testing.T) {
 		outcome("rejected") + " 2",
 		outcome("dead_lettered") + " 3",
 		outcome("no_outcome") + " 4",
+		outcome("looped") + " 6",
+		outcome("no_path") + " 8",
+		outcome("rerouted") + " 9",
+		`fedrouter_transit_messages_total{broker="a",dest="c",outcome="forwarded",via="b"} 11`,
+		`fedrouter_transit_messages_total{broker="a",dest="c",outcome="dead_lettered",via="b"} 1`,
+		`fedrouter_transit_up{broker="a",dest="c",via="b"} 1`,
 		`fedrouter_route_in_flight{` + labels + `} 5`,
 		`fedrouter_route_up{` + labels + `} 1`,
 		`fedrouter_broker_up{broker="a"} 1`,

@@ -16,8 +16,13 @@ var (
 	outcomeLabels = []string{"route", "dest", "src", "outcome"}
 
 	descRouteMessages = prometheus.NewDesc("fedrouter_route_messages_total",
-		"Messages a route handled since the router started, by outcome: forwarded (accepted by the destination), redelivered (released back to the source), rejected (at the source), dead_lettered, no_outcome (destination silent past outcome_timeout).",
+		"Messages a route handled since the router started, by outcome: forwarded (accepted by the destination), redelivered (released back to the source), rejected (at the source), dead_lettered, no_outcome (destination silent past outcome_timeout), looped (not sent: already there, or not on its origin's tree), no_path (dead-lettered or rejected for want of a path), rerouted (sent over an alternative path).",
 		outcomeLabels, nil)
+	descTransitMessages = prometheus.NewDesc("fedrouter_transit_messages_total",
+		"Messages a transit forwarder (multi-hop) or a broker's ingress handled, by outcome: forwarded, redelivered, dead_lettered (bad request, missing address, too many hops). dest is \"\" for the ingress.",
+		[]string{"broker", "dest", "via", "outcome"}, nil)
+	descTransitUp = prometheus.NewDesc("fedrouter_transit_up",
+		"1 while the transit forwarder (or ingress) is Operational, else 0.", []string{"broker", "dest", "via"}, nil)
 	descRouteInFlight = prometheus.NewDesc("fedrouter_route_in_flight",
 		"Messages sent to the destination whose outcome is pending.", routeLabels, nil)
 	descRouteUp = prometheus.NewDesc("fedrouter_route_up",
@@ -49,7 +54,7 @@ func newServiceCollector(svc Service) prometheus.Collector { return serviceColle
 
 func (c serviceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRouteMessages, descRouteInFlight, descRouteUp, descBrokerUp, descBrokerAttempts,
-		descTopoRouters, descTopoLinks, descTopoLSAs} {
+		descTopoRouters, descTopoLinks, descTopoLSAs, descTransitMessages, descTransitUp} {
 		ch <- d
 	}
 }
@@ -61,6 +66,15 @@ func (c serviceCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, st := range c.svc.Brokers() {
 		ch <- constMetric(descBrokerUp, prometheus.GaugeValue, boolValue(st.State == famqp.Operational), st.Broker)
 		ch <- constMetric(descBrokerAttempts, prometheus.GaugeValue, float64(st.Attempt), st.Broker)
+	}
+	for _, l := range c.svc.Links() {
+		for _, t := range l.Transit {
+			labels := []string{t.Broker, t.Dest, t.Via}
+			for name, n := range map[string]uint64{"forwarded": t.Forwarded, "redelivered": t.Redelivered, "dead_lettered": t.DeadLettered} {
+				ch <- constMetric(descTransitMessages, prometheus.CounterValue, float64(n), append(labels, name)...)
+			}
+			ch <- constMetric(descTransitUp, prometheus.GaugeValue, boolValue(t.State == routes.StateOperational), labels...)
+		}
 	}
 	c.collectTopology(ch)
 }
@@ -101,6 +115,9 @@ func collectRoute(ch chan<- prometheus.Metric, st routes.Status) {
 		{"rejected", st.Rejected},
 		{"dead_lettered", st.DeadLettered},
 		{"no_outcome", st.NoOutcome},
+		{"looped", st.Looped},
+		{"no_path", st.NoPath},
+		{"rerouted", st.Rerouted},
 	}
 	for _, o := range outcomes {
 		ch <- constMetric(descRouteMessages, prometheus.CounterValue, float64(o.n), append(labels, o.name)...)
