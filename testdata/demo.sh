@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# make demo: start two RabbitMQ nodes and the Proton C broker, run a router
-# with the routes of testdata/demo.yaml (a queue route and an exchange route
-# between the RabbitMQ nodes, a queue route to Proton), publish at rabbit1,
-# count what arrives at rabbit2 and proton1, show `route list`, `link list`
-# and `route map`, add and delete a route at runtime, stop the router.
+# make demo, part 1: start RabbitMQ nodes and the Proton C broker, run a
+# router with the routes of testdata/demo.yaml (a queue route and an
+# exchange route between the RabbitMQ nodes, a queue route to Proton),
+# publish at rabbit1, count what arrives at rabbit2 and proton1, show
+# `route list`, `link list` and `route map`, add and delete a route at
+# runtime, stop the router.
+# Part 2 (a mesh): four routers join four RabbitMQ nodes in a square; a
+# route from rabbit1 to rabbit4 crosses two hops; the link on its path is
+# cut (a fault proxy) and traffic takes the other side of the square.
 #
 # Every wait polls with a deadline; a count not reached in time fails the
 # demo with a message and the router's log. Re-runnable: the queues are
@@ -39,7 +43,14 @@ stop_router() {
   fi
   ROUTER=
 }
-trap stop_router EXIT
+MESH=()      # pids of the mesh routers and the proxy
+stop_mesh() {
+  local p
+  for p in "${MESH[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${MESH[@]}"; do wait "$p" 2>/dev/null || true; done
+  MESH=()
+}
+trap 'stop_router; stop_mesh' EXIT
 
 # wait_routes N SECONDS: until `route list` shows N routes, all Operational.
 wait_routes() {
@@ -73,8 +84,8 @@ wait_expects() {
   [ -z "$failed" ] || fail "${failed#; }"
 }
 
-step "brokers: bash testdata/brokers.sh start -r 2 -p 1"
-bash testdata/brokers.sh start -r 2 -p 1
+step "brokers: bash testdata/brokers.sh start -r 4 -p 1"
+bash testdata/brokers.sh start -r 4 -p 1
 go build -o "$DC" ./testdata/democlient || fail "cannot build testdata/democlient"
 
 step "broker objects the routes need (RabbitMQ management API; queues emptied)"
@@ -147,6 +158,102 @@ fr route list
 step "stop the router (SIGTERM)"
 stop_router
 sed -n '/INF stopping/,$p' "$LOG" | grep -v '^ *$' | cut -c1-160
+
+# ---------------------------------------------------------------- part 2
+step "a mesh: four routers, four RabbitMQ nodes in a square"
+cat <<'PIC'
+    rabbit1 --- mA --- rabbit2
+       |                  |
+       mC                 mB   (mB reaches rabbit4 through a fault proxy)
+       |                  |
+    rabbit3 --- mD --- rabbit4
+PIC
+M4=http://guest:guest@127.0.0.1:15704
+R4=amqp://guest:guest@127.0.0.1:5704
+"$DC" queue "$M1" demo.mesh.orders
+"$DC" exchange "$M4" demo.mesh fanout
+"$DC" queue "$M4" demo.mesh.in
+"$DC" bind "$M4" demo.mesh demo.mesh.in ""
+for i in 1 2 3 4; do   # empty what an earlier run may have left in transit
+  for b in 1 2 3 4; do
+    [ "$i" = "$b" ] || "$DC" queue "http://guest:guest@127.0.0.1:1570$i" "fedrouter.transit.rabbit$b"
+  done
+done
+"$DC" proxy 127.0.0.1:5704 "$WORK/proxy.addr" >"$WORK/proxy.log" 2>&1 &
+PROXY=$!
+MESH+=("$PROXY")
+for _ in $(seq 50); do [ -s "$WORK/proxy.addr" ] && break; sleep 0.1; done
+[ -s "$WORK/proxy.addr" ] || fail "the fault proxy did not start"
+PROXY_ADDR=$(cat "$WORK/proxy.addr")
+# mesh_router ID PORT A A_URL B B_URL [ROUTES...]: write a config, start it.
+mesh_router() {
+  local id=$1 port=$2 a=$3 aurl=$4 b=$5 burl=$6; shift 6
+  local conf=$WORK/$id.yaml
+  {
+    echo "router_id: $id"
+    echo "brokers:"
+    echo "  - {name: $a, url: \"$aurl\", profile: rabbitmq, username: guest, password: guest, management: {url: \"http://127.0.0.1:1570${a#rabbit}\"}}"
+    echo "  - {name: $b, url: \"$burl\", profile: rabbitmq, username: guest, password: guest, management: {url: \"http://127.0.0.1:1570${b#rabbit}\"}}"
+    echo "links:"
+    echo "  - {between: [$a, $b]}"
+    echo "topology: {secret: demo-mesh-secret-0123456789, refresh: 1s, max_age: 3s, control_address: fedrouter.demo.control}"
+    echo "reconnect: {min: 200ms, max: 2s}"
+    echo "admin: {listen: 127.0.0.1:$port}"
+    echo "log: {level: info, format: text}"
+    if [ $# -gt 0 ]; then echo "routes:"; printf '  - %s\n' "$@"; fi
+  } >"$conf"
+  "$BIN" check-config "$conf" >/dev/null || fail "$conf"
+  "$BIN" run --config "$conf" >"$WORK/$id.log" 2>&1 &
+  MESH+=("$!")
+}
+mesh_router mA 9697 rabbit1 amqp://127.0.0.1:5701 rabbit2 amqp://127.0.0.1:5702 \
+  "{kind: queue, src: rabbit1, dest: rabbit4, exchange: demo.mesh, queue: demo.mesh.orders}"
+mesh_router mB 9698 rabbit2 amqp://127.0.0.1:5702 rabbit4 "amqp://$PROXY_ADDR"
+mesh_router mC 9699 rabbit1 amqp://127.0.0.1:5701 rabbit3 amqp://127.0.0.1:5703
+mesh_router mD 9700 rabbit3 amqp://127.0.0.1:5703 rabbit4 amqp://127.0.0.1:5704
+API=http://127.0.0.1:9697   # the CLI talks to mA from here on
+LOG=$WORK/mA.log
+# wait_path WANT SECONDS: until mA's `route list` shows the route going WANT.
+wait_path() {
+  local deadline=$(( $(date +%s) + $2 ))
+  until fr route list 2>/dev/null | grep -q "Operational.*$1"; do
+    if [ "$(date +%s)" -ge "$deadline" ]; then fr route list || true; fail "the route did not go $1 within $2 s"; fi
+    sleep 0.2
+  done
+}
+wait_path "via rabbit1 > rabbit2 > rabbit4" 60
+echo "\$ fedrouter route list      # on mA: rabbit4 is not mA's broker; the route is multi-hop"
+fr route list
+echo "\$ fedrouter topology        # every router holds the same graph; rabbit1's next hops:"
+"$BIN" topology --router "$API" | awk '/Next Hop/ { p = 1 } p && (/^From/ || /^rabbit1 /)'
+
+step "1000 orders from rabbit1 to rabbit4, two hops"
+expect_bg "multi-hop rabbit1 -> rabbit4" "$R4" /amq/queue/demo.mesh.in 1000 mesh 60s
+"$DC" publish "$R1" /amq/queue/demo.mesh.orders 1000 mesh
+wait_expects
+
+step "cut the link rabbit2 - rabbit4 (mB's connection to rabbit4) while 2000 more orders cross"
+expect_bg "rabbit1 -> rabbit4 across the cut" "$R4" /amq/queue/demo.mesh.in 2000 mesh-cut 90s
+"$DC" publish "$R1" /amq/queue/demo.mesh.orders 2000 mesh-cut &
+PUB=$!
+kill -USR1 "$PROXY"
+CUT=$(date +%s%N)
+echo "cut: mB lost rabbit4; its link-state advertisement says so, every router recomputes"
+wait_path "via rabbit1 > rabbit3 > rabbit4" 60
+echo "the route goes via rabbit3 $(( ($(date +%s%N) - CUT) / 1000000 )) ms after the cut (as seen by polling route list)"
+wait "$PUB" || fail "publishing failed"
+wait_expects
+echo "=> none lost; the path counts show the switch (messages caught on rabbit2 go back through rabbit1)"
+echo "\$ fedrouter route list"
+fr route list
+echo "\$ fedrouter link list       # on mC: its link now carries the transit for rabbit4"
+"$BIN" link list --router http://127.0.0.1:9699
+
+step "heal the link"
+kill -USR2 "$PROXY"
+wait_path "via rabbit1 > rabbit2 > rabbit4" 60
+echo "traffic is back on rabbit2's side"
+stop_mesh
 echo
 echo "demo done in $(( $(date +%s) - START )) s. Router log: $LOG"
 echo "Brokers still run: 'bash testdata/brokers.sh stop' stops them."

@@ -297,7 +297,7 @@ func listRoutes(c *cli.Context, api *apiClient) error {
 // counters a route has here.
 func printRoutes(out io.Writer, sts []routes.Status) {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tDest\tSrc\tExchange\tQueue/Key\tDurable\tState\tForwarded\tIn flight\tLast Error")
+	fmt.Fprintln(w, "ID\tDest\tSrc\tExchange\tQueue/Key\tDurable\tState\tForwarded\tIn flight\tDetail\tLast Error")
 	for _, st := range sts {
 		s := st.Spec
 		ex, last := s.Exchange, s.Queue
@@ -310,10 +310,30 @@ func printRoutes(out io.Writer, sts []routes.Status) {
 		case routes.KindDynamic:
 			last = "(dynamic)"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n",
-			st.ID, s.Dest, s.Src, ex, last, yesNo(s.Durable), st.State, st.Forwarded, st.InFlight, orDash(st.LastError))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n",
+			st.ID, s.Dest, s.Src, ex, last, yesNo(s.Durable), st.State, st.Forwarded, st.InFlight, orDash(routeDetail(st)), orDash(st.LastError))
 	}
 	w.Flush()
+}
+
+// routeDetail is what a route is doing beyond its state: its path when it
+// crosses several brokers or reroutes, what it waits for, and the
+// corrective actions it took.
+func routeDetail(st routes.Status) string {
+	parts := []string{}
+	if st.Detail != "" {
+		parts = append(parts, st.Detail)
+	}
+	if st.Rerouted > 0 {
+		parts = append(parts, fmt.Sprintf("%d rerouted", st.Rerouted))
+	}
+	if st.NoPath > 0 {
+		parts = append(parts, fmt.Sprintf("%d without a path", st.NoPath))
+	}
+	if st.Looped > 0 {
+		parts = append(parts, fmt.Sprintf("%d looped", st.Looped))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // mapLine is one line of the route map: a route, or two routes between

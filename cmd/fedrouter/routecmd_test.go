@@ -228,8 +228,8 @@ func TestCLIListAndFlush(t *testing.T) {
 	h.run(0, "route", "add", "c", "a", "amq.topic", "#")
 	out, _ := h.run(0, "route", "list")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	header := regexp.MustCompile(`^ID\s+Dest\s+Src\s+Exchange\s+Queue/Key\s+Durable\s+State\s+Forwarded\s+In flight\s+Last Error$`)
-	row := regexp.MustCompile(`^[0-9a-f]{12}\s+b\s+a\s+amq\.direct\s+orders\s+yes\s+Operational\s+42\s+3\s+-$`)
+	header := regexp.MustCompile(`^ID\s+Dest\s+Src\s+Exchange\s+Queue/Key\s+Durable\s+State\s+Forwarded\s+In flight\s+Detail\s+Last Error$`)
+	row := regexp.MustCompile(`^[0-9a-f]{12}\s+b\s+a\s+amq\.direct\s+orders\s+yes\s+Operational\s+42\s+3\s+-\s+-$`)
 	if len(lines) != 3 || !header.MatchString(lines[0]) || !row.MatchString(lines[1]) {
 		t.Fatalf("route list:\n%s", out)
 	}

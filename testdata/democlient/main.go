@@ -11,6 +11,12 @@
 //	                                                 receive until N distinct LABEL messages arrived;
 //	                                                 fail after TIMEOUT or if other messages arrive
 //	democlient drain    AMQP_URL ADDRESS             receive and discard until the address is idle
+//	democlient proxy    TARGET ADDR_FILE             a TCP proxy to TARGET (host:port) that writes its
+//	                                                 own host:port to ADDR_FILE; SIGUSR1 cuts the path,
+//	                                                 SIGUSR2 heals it, SIGTERM ends it
+//
+// expect also says by which path the messages came, from their
+// x-fedrouter-trace annotation (multi-hop delivery).
 //
 // MGMT_URL is http://user:pass@host:port. AMQP_URL carries user:pass for
 // SASL PLAIN; without them SASL ANONYMOUS is used (the Proton brokers).
@@ -25,10 +31,16 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/signal"
+	"sort"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	goamqp "github.com/Azure/go-amqp"
+
+	"github.com/fedrouter/fedrouter/amqp/brokertest"
 )
 
 func main() {
@@ -42,7 +54,7 @@ func run(args []string) error {
 	if len(args) == 0 {
 		return errors.New("usage: democlient queue|exchange|bind|publish|expect|drain ... (see the package comment)")
 	}
-	want := map[string]int{"queue": 2, "exchange": 3, "bind": 4, "publish": 4, "expect": 5, "drain": 2}
+	want := map[string]int{"queue": 2, "exchange": 3, "bind": 4, "publish": 4, "expect": 5, "drain": 2, "proxy": 2}
 	n, ok := want[args[0]]
 	if !ok {
 		return fmt.Errorf("unknown command %q", args[0])
@@ -74,6 +86,8 @@ func run(args []string) error {
 			return fmt.Errorf("expect: TIMEOUT %q: %w", a[4], err)
 		}
 		return expect(a[0], a[1], count, a[3], timeout)
+	case "proxy":
+		return proxy(a[0], a[1])
 	default: // drain
 		return drain(a[0], a[1])
 	}
@@ -251,6 +265,7 @@ func expect(rawURL, addr string, count int, label string, timeout time.Duration)
 		return err
 	}
 	seen := map[int64]bool{}
+	paths := map[string]int{}
 	total, dups, others := 0, 0, 0
 	var firstSent, lastArrived time.Time
 	for {
@@ -276,6 +291,9 @@ func expect(rawURL, addr string, count int, label string, timeout time.Duration)
 			dups++
 		default:
 			seen[seq] = true
+			if trace, ok := msg.Annotations["x-fedrouter-trace"].(string); ok {
+				paths[trace+","+brokerOf(addr, rawURL)]++
+			}
 			lastArrived = time.Now()
 			if p := msg.Properties; p != nil && p.CreationTime != nil && (firstSent.IsZero() || p.CreationTime.Before(firstSent)) {
 				firstSent = *p.CreationTime
@@ -288,6 +306,14 @@ func expect(rawURL, addr string, count int, label string, timeout time.Duration)
 	}
 	fmt.Printf("received %d %s messages from %s (%d duplicates, %d others); first sent to last received: %s\n",
 		len(seen), label, addr, dups, others, span)
+	byPath := make([]string, 0, len(paths))
+	for p := range paths {
+		byPath = append(byPath, p)
+	}
+	sort.Strings(byPath)
+	for _, p := range byPath {
+		fmt.Printf("  %5d came by %s\n", paths[p], strings.ReplaceAll(p, ",", " > "))
+	}
 	if len(seen) > count || others > 0 {
 		return fmt.Errorf("%s: %d messages, %d of them not %s: want exactly %d", addr, total, others, label, count)
 	}
@@ -328,3 +354,40 @@ func drain(rawURL, addr string) error {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// brokerOf names the receiving broker in a path: the demo's brokers are
+// RabbitMQ nodes on ports 5701..5709 (rabbitN).
+func brokerOf(_, rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err == nil && len(u.Port()) == 4 && strings.HasPrefix(u.Port(), "570") {
+		return "rabbit" + u.Port()[3:]
+	}
+	return "here"
+}
+
+// proxy runs a fault-injecting TCP proxy (the test suite's) until SIGTERM.
+func proxy(target, addrFile string) error {
+	p, err := brokertest.NewFaultProxy(target)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	if err := os.WriteFile(addrFile, []byte(p.Addr()), 0o600); err != nil {
+		return err
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGTERM, syscall.SIGINT)
+	for s := range sigs {
+		switch s {
+		case syscall.SIGUSR1:
+			p.Cut()
+			fmt.Printf("proxy %s -> %s: cut\n", p.Addr(), target)
+		case syscall.SIGUSR2:
+			p.Heal()
+			fmt.Printf("proxy %s -> %s: healed\n", p.Addr(), target)
+		default:
+			return nil
+		}
+	}
+	return nil
+}
