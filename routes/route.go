@@ -388,6 +388,9 @@ func (r *route) runLinks(ctx context.Context, path pathKind, drain <-chan struct
 		sink = links.SenderSink{S: snd}
 		if r.spec.Kind == KindExchange && r.m.opts.Table != nil {
 			cfg.Prepare = r.meshHop
+			if err := r.waitLinkInTable(ctx); err != nil {
+				return err
+			}
 		}
 	}
 	if r.spec.OnReject == DeadLetter {
@@ -445,6 +448,35 @@ func (r *route) transitDetail() string {
 		}
 	}
 	return how
+}
+
+// linkWait bounds waitLinkInTable: a table that does not show the link
+// by then (flooding broken) is not waited for any longer.
+const linkWait = 10 * time.Second
+
+// waitLinkInTable waits until the link-state table shows this route's
+// link up. An exchange route on a mesh judges each message by the trees
+// of the table (meshHop); judged by a table from before its link came
+// back, a copy the other routers leave to this link would be dropped here
+// too — lost. Waiting means such copies cross, at worst twice.
+func (r *route) waitLinkInTable(ctx context.Context) error {
+	deadline := time.NewTimer(linkWait)
+	defer deadline.Stop()
+	for {
+		p, changed := r.m.opts.Table.Paths()
+		if p != nil && p.LinkUp(r.spec.Src, r.spec.Dest) {
+			return nil
+		}
+		r.setWaiting(fmt.Sprintf("waiting for the link-state table to show the link %s > %s up", r.spec.Src, r.spec.Dest))
+		select {
+		case <-changed:
+		case <-deadline.C:
+			r.log.Warn().Dur("waited", linkWait).Msg("the link-state table does not show this route's link; forwarding anyway")
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // meshHop is an exchange route's Prepare on a link-state network: a

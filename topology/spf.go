@@ -243,6 +243,13 @@ func (p *Paths) ValidOrigins(from, to string) []string {
 	return out
 }
 
+// LinkUp says whether the graph has an up link from→to.
+func (p *Paths) LinkUp(from, to string) bool {
+	u, ok1 := p.index[from]
+	v, ok2 := p.index[to]
+	return ok1 && ok2 && p.cost[u][v] > 0
+}
+
 // OnTree says whether origin's shortest-path tree uses the edge from→to
 // (ValidOrigins without the list); known is false when the table does not
 // hold all three brokers.
