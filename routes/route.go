@@ -419,7 +419,9 @@ func (r *route) runLinks(ctx context.Context, path pathKind, drain <-chan struct
 	}
 	r.setState(StateOperational, nil, 0)
 	if path == pathTransit {
-		r.setDetail(r.transitDetail())
+		detail := r.transitDetail()
+		r.setDetail(detail)
+		r.log.Info().Str("path", detail).Msg("route runs through transit")
 	}
 	return links.Forward(ctx, rcv, sink, cfg, &r.c)
 }
