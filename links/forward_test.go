@@ -331,7 +331,9 @@ func TestForwardDrainSettlesInFlight(t *testing.T) {
 	drain := make(chan struct{})
 	var c Counters
 	done := make(chan error, 1)
-	go func() { done <- Forward(context.Background(), src, sink, Config{Window: 10, OutcomeTimeout: time.Second, Drain: drain}, &c) }()
+	go func() {
+		done <- Forward(context.Background(), src, sink, Config{Window: 10, OutcomeTimeout: time.Second, Drain: drain}, &c)
+	}()
 	deadline := time.Now().Add(5 * time.Second)
 	for c.Sent.Load() < 20 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)

@@ -71,6 +71,9 @@ type BrokerSpec struct {
 	// Bindings declare the broker's demand for dynamic routes to it, when
 	// its profile cannot tell (e.g. proton, generic): exchange and key.
 	Bindings []StaticBinding `yaml:"bindings"`
+	// Connections: AMQP connections to this broker (default 1, at most
+	// 16); routes are spread over them, round robin.
+	Connections int `yaml:"connections"`
 }
 
 // StaticBinding is one declared binding of a broker.
@@ -142,6 +145,18 @@ type TopologySpec struct {
 	// queue-only brokers (where there is no broadcast). Routers heard on
 	// multicast brokers are added by themselves.
 	Peers []string `yaml:"peers"`
+}
+
+// MaxConnections bounds brokers[].connections.
+const MaxConnections = 16
+
+// Connections returns how many connections to hold to each broker.
+func (c *Config) Connections() map[string]int {
+	out := map[string]int{}
+	for _, b := range c.Brokers {
+		out[b.Name] = max(1, b.Connections)
+	}
+	return out
 }
 
 // DefaultAdminListen is where the admin API listens unless configured.
@@ -320,6 +335,9 @@ func (c *Config) validate() []string {
 		}
 		if b.Password != "" && b.PasswordFile != "" {
 			add(key, "broker %q: give password or password_file, not both", b.Name)
+		}
+		if b.Connections < 0 || b.Connections > MaxConnections {
+			add(key, "broker %q: connections %d: want 1..%d (default 1)", b.Name, b.Connections, MaxConnections)
 		}
 		bc, err := b.brokerConfig(false)
 		if err == nil {

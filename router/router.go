@@ -25,6 +25,7 @@ type Router struct {
 
 	mu       sync.Mutex
 	conns    map[string]*famqp.Conn   // by broker name; guarded by mu
+	pools    map[string][]*famqp.Conn // every connection per broker, conns' first; guarded by mu
 	profiles map[string]famqp.Profile // by broker name; guarded by mu
 	routes   *routes.Manager          // set by Start
 	control  *Control                 // set by Start when flooding is on
@@ -51,7 +52,7 @@ func (r *Router) Start() error {
 	brokers := map[string]routes.Broker{}
 	r.mu.Lock()
 	for name, c := range r.conns {
-		brokers[name] = routes.Broker{Conn: c, Profile: r.profiles[name], StaticDemand: r.cfg.StaticDemand()[name]}
+		brokers[name] = routes.Broker{Conn: c, Pool: r.pools[name], Profile: r.profiles[name], StaticDemand: r.cfg.StaticDemand()[name]}
 	}
 	r.mu.Unlock()
 	opts := routes.Options{
@@ -143,22 +144,34 @@ func (r *Router) dialAll() error {
 			r.Stop()
 			return fmt.Errorf("router: broker %s: %w", bc.Name, err)
 		}
-		log := r.log.With().Str("broker", bc.Name).Logger()
-		c, err := famqp.Dial(bc, famqp.ConnOptions{
-			ContainerID:    "fedrouter-" + r.cfg.RouterID + "-" + bc.Name,
-			Backoff:        r.cfg.Backoff(),
-			ConnectTimeout: time.Duration(r.cfg.Reconnect.ConnectTimeout),
-			OnState:        stateLogger(log),
-		})
-		if err != nil {
-			prof.Close()
-			r.Stop()
-			return err
-		}
 		r.mu.Lock()
-		r.conns[bc.Name] = c
 		r.profiles[bc.Name] = prof
 		r.mu.Unlock()
+		for i := range r.cfg.Connections()[bc.Name] {
+			id, log := "fedrouter-"+r.cfg.RouterID+"-"+bc.Name, r.log.With().Str("broker", bc.Name).Logger()
+			if i > 0 {
+				id, log = fmt.Sprintf("%s-%d", id, i+1), log.With().Int("connection", i+1).Logger()
+			}
+			c, err := famqp.Dial(bc, famqp.ConnOptions{
+				ContainerID:    id,
+				Backoff:        r.cfg.Backoff(),
+				ConnectTimeout: time.Duration(r.cfg.Reconnect.ConnectTimeout),
+				OnState:        stateLogger(log),
+			})
+			if err != nil {
+				r.Stop()
+				return err
+			}
+			r.mu.Lock()
+			if i == 0 {
+				r.conns[bc.Name] = c
+			}
+			if r.pools == nil {
+				r.pools = map[string][]*famqp.Conn{}
+			}
+			r.pools[bc.Name] = append(r.pools[bc.Name], c)
+			r.mu.Unlock()
+		}
 	}
 	return nil
 }
@@ -235,8 +248,13 @@ func (r *Router) Stop() {
 		p.Close()
 	}
 	r.mu.Unlock()
-	conns := r.snapshot()
-	for _, c := range conns { // Close waits for network teardown: not under mu
+	r.mu.Lock()
+	var all []*famqp.Conn
+	for _, pool := range r.pools {
+		all = append(all, pool...)
+	}
+	r.mu.Unlock()
+	for _, c := range all { // Close waits for network teardown: not under mu
 		c.Close()
 	}
 }

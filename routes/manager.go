@@ -18,7 +18,13 @@ import (
 
 // Broker is what the manager needs of one configured broker.
 type Broker struct {
-	Conn    *famqp.Conn
+	Conn *famqp.Conn
+	// Pool, when it holds more than Conn, are further connections to the
+	// same broker: routes are spread over Conn and Pool (each route's
+	// links on one of them), so that many routes do not share one
+	// connection's reader and writer (docs/performance.md). Conn is
+	// Pool[0] then.
+	Pool    []*famqp.Conn
 	Profile famqp.Profile
 	// StaticDemand declares the broker's bindings (exchange → keys) for
 	// dynamic routes to it, when its profile cannot tell them.
@@ -88,6 +94,7 @@ type Manager struct {
 
 	mu      sync.Mutex
 	routes  map[string]*route // by Spec.ID(); guarded by mu
+	spread  map[string]int    // next pool connection per broker; guarded by mu
 	stopped bool              // guarded by mu
 	transit []*forwarder      // the running transit forwarders; guarded by mu
 
@@ -191,10 +198,24 @@ func (m *Manager) add(spec Spec, origin Origin) (*route, error) {
 	if _, dup := m.routes[id]; dup {
 		return nil, ErrDuplicate
 	}
-	r := newRoute(m, spec, origin)
+	r := newRoute(m, spec, origin, m.nextConn)
 	m.routes[id] = r
 	r.start(m.ctx)
 	return r, nil
+}
+
+// nextConn picks the pool connection for a new route on a broker, round
+// robin; the caller holds mu.
+func (m *Manager) nextConn(b Broker, name string) *famqp.Conn {
+	if len(b.Pool) < 2 {
+		return b.Conn
+	}
+	if m.spread == nil {
+		m.spread = map[string]int{}
+	}
+	c := b.Pool[m.spread[name]%len(b.Pool)]
+	m.spread[name]++
+	return c
 }
 
 // Normalize resolves spec's brokers to configured names, applies the

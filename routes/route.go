@@ -54,8 +54,13 @@ type route struct {
 // stableRun: a run that forwarded for this long resets the backoff.
 const stableRun = 30 * time.Second
 
-func newRoute(m *Manager, spec Spec, origin Origin) *route {
+func newRoute(m *Manager, spec Spec, origin Origin, pick func(Broker, string) *famqp.Conn) *route {
 	id := spec.ID()
+	src, dst := m.opts.Brokers[spec.Src], m.opts.Brokers[spec.Dest]
+	src.Conn = pick(src, spec.Src) // this route's connections
+	if dst.Conn != nil {
+		dst.Conn = pick(dst, spec.Dest)
+	}
 	steps, _ := ParseNoPath(spec.NoPath) // validated by Normalize
 	if len(spec.NoPath) == 0 {
 		steps = m.opts.DefaultNoPath
@@ -63,7 +68,7 @@ func newRoute(m *Manager, spec Spec, origin Origin) *route {
 	_, attached := m.opts.Brokers[spec.Dest]
 	return &route{steps: steps, remote: !attached,
 		m: m, id: id, spec: spec, origin: origin,
-		src: m.opts.Brokers[spec.Src], dst: m.opts.Brokers[spec.Dest],
+		src: src, dst: dst,
 		log:   m.log.With().Str("route", id).Str("src", spec.Src).Str("dest", spec.Dest).Logger(),
 		done:  make(chan struct{}),
 		state: StateWaiting, since: time.Now(),

@@ -24,11 +24,11 @@ type options struct {
 	NLarge    int           `json:"messages_16kib"` // messages per case, 16 KiB
 	Sizes     []int         `json:"sizes"`
 	Reps      int           `json:"reps"`
-	Credit    int           `json:"credit"`     // route credit; the raw pipe's window and the shovels' prefetch
-	PipeConns int           `json:"pipe_conns"` // connections per broker of the raw pipe (1, as fedrouter)
-	PipeProf  string        `json:"-"`          // CPU profile of the raw pipe (the last run's)
-	Many      int           `json:"routes"`     // routes in the "several routes" cases
-	Backlog   int           `json:"backlog"`    // messages waiting at the source in the backlog case (0: skip)
+	Credit    int           `json:"credit"`  // route credit; the raw pipe's window and the shovels' prefetch
+	Conns     int           `json:"conns"`   // connections per broker of the raw pipe and fedrouter; 0: one per route
+	PipeProf  string        `json:"-"`       // CPU profile of the raw pipe (the last run's)
+	Many      int           `json:"routes"`  // routes in the "several routes" cases
+	Backlog   int           `json:"backlog"` // messages waiting at the source in the backlog case (0: skip)
 	Pairs     []string      `json:"pairs"`
 	Variants  []string      `json:"variants"`
 	Out       string        `json:"-"`
@@ -73,7 +73,7 @@ func runFlags() []cli.Flag {
 		&cli.IntSliceFlag{Name: "size", Value: cli.NewIntSlice(256, 16<<10), EnvVars: []string{"BENCH_SIZES"}, Usage: "message sizes in bytes; --n applies to 256 and below, --n-large above"},
 		&cli.IntFlag{Name: "reps", Value: 3, EnvVars: []string{"BENCH_REPS"}, Usage: "runs per case; the median is reported"},
 		&cli.IntFlag{Name: "credit", Value: 500, EnvVars: []string{"BENCH_CREDIT"}, Usage: "route credit (fedrouter's default); the raw pipe's window and the shovels' prefetch"},
-		&cli.IntFlag{Name: "pipe-conns", Value: 1, Usage: "connections per broker of the raw pipe (1, like fedrouter; more to see what more connections would buy)"},
+		&cli.IntFlag{Name: "conns", Value: 0, EnvVars: []string{"BENCH_CONNS"}, Usage: "connections per broker of the raw pipe and of fedrouter (brokers[].connections); 0: one per route, as each shovel has its own"},
 		&cli.StringFlag{Name: "pipe-cpuprofile", Usage: "write the raw pipe's CPU profile to `FILE` (each run overwrites it)"},
 		&cli.IntFlag{Name: "routes", Value: 8, EnvVars: []string{"BENCH_ROUTES"}, Usage: "routes in the several-routes cases"},
 		&cli.IntFlag{Name: "backlog", Value: 1000000, EnvVars: []string{"BENCH_BACKLOG"}, Usage: "messages waiting at the source in the backlog case (0: skip)"},
@@ -91,7 +91,7 @@ var variantNames = map[string]string{"raw": vRaw, "fedrouter": vFedrouter, "shov
 
 func runBench(c *cli.Context) error {
 	o := options{
-		NSmall: c.Int("n"), NLarge: c.Int("n-large"), Reps: max(1, c.Int("reps")), Credit: c.Int("credit"), PipeConns: max(1, c.Int("pipe-conns")), PipeProf: c.String("pipe-cpuprofile"),
+		NSmall: c.Int("n"), NLarge: c.Int("n-large"), Reps: max(1, c.Int("reps")), Credit: c.Int("credit"), Conns: max(0, c.Int("conns")), PipeProf: c.String("pipe-cpuprofile"),
 		Sizes: c.IntSlice("size"), Many: max(1, c.Int("routes")), Backlog: c.Int("backlog"), Pairs: c.StringSlice("pair"), Out: c.String("out"),
 		Fedrouter: c.String("fedrouter"), Go: c.String("go"), Topology: c.Bool("topology"), Poll: c.Duration("poll"),
 		Tmp: os.TempDir(),

@@ -58,11 +58,11 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func routerConfig(dir string, port int, brokers ...broker) string {
+func routerConfig(dir string, port, conns int, brokers ...broker) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "router_id: fedbench\nbrokers:\n")
 	for _, br := range brokers {
-		fmt.Fprintf(&b, "  - name: %s\n    url: %s\n    profile: %s\n", br.Name, br.URL, br.profile())
+		fmt.Fprintf(&b, "  - name: %s\n    url: %s\n    profile: %s\n    connections: %d\n", br.Name, br.URL, br.profile(), conns)
 		if br.Kind == "rabbitmq" { // the Proton brokers offer only ANONYMOUS
 			fmt.Fprintf(&b, "    username: guest\n    password: guest\n")
 		}
@@ -79,13 +79,13 @@ func routerConfig(dir string, port int, brokers ...broker) string {
 // startRouter starts bin with a configuration holding the brokers and no
 // routes, and waits until every broker connection is Operational
 // (/readyz).
-func startRouter(ctx context.Context, bin, dir string, brokers ...broker) (*routerProc, error) {
+func startRouter(ctx context.Context, bin, dir string, conns int, brokers ...broker) (*routerProc, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	cfg := filepath.Join(dir, "fedrouter.yaml")
-	if err := os.WriteFile(cfg, []byte(routerConfig(dir, port, brokers...)), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(routerConfig(dir, port, conns, brokers...)), 0o600); err != nil {
 		return nil, err
 	}
 	logPath := filepath.Join(dir, "fedrouter.log")

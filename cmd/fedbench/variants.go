@@ -12,11 +12,20 @@ import (
 	"time"
 )
 
+// conns is how many connections per broker the raw pipe and fedrouter
+// hold in a run: --conns, or one per route (each shovel has its own).
+func (b *bench) conns(o runObjs) int {
+	if b.opt.Conns > 0 {
+		return b.opt.Conns
+	}
+	return max(1, len(o.srcQ))
+}
+
 // runRaw runs the raw pipe as a child process (fedbench pipe); timed from
 // "go" to "done", the CPU of the pipe process over the same interval.
 func (b *bench) runRaw(ctx context.Context, o runObjs, s *sample) error {
 	args := []string{"pipe", "--src-url", o.pair.Src.URL, "--dst-url", o.pair.Dst.URL,
-		"--n", strconv.Itoa(o.per), "--credit", strconv.Itoa(b.opt.Credit), "--conns", strconv.Itoa(b.opt.PipeConns)}
+		"--n", strconv.Itoa(o.per), "--credit", strconv.Itoa(b.opt.Credit), "--conns", strconv.Itoa(b.conns(o))}
 	for k := range o.srcQ {
 		args = append(args, "--link", queueAddr(o.pair.Src, o.srcQ[k])+">"+exchangeAddr(o.pair.Dst, o.dstX[k]))
 	}
@@ -149,7 +158,7 @@ func (b *bench) runFedrouter(ctx context.Context, o runObjs, s *sample) error {
 	if err != nil {
 		return err
 	}
-	rp, err := startRouter(ctx, b.opt.Fedrouter, dir, o.pair.Src, o.pair.Dst)
+	rp, err := startRouter(ctx, b.opt.Fedrouter, dir, b.conns(o), o.pair.Src, o.pair.Dst)
 	if err != nil {
 		return err
 	}
