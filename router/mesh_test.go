@@ -265,8 +265,10 @@ func TestIntegrationMeshMultiHopAndReroute(t *testing.T) {
 	in := m.session("rabbit1")
 	began := time.Now()
 	brokertest.SendAll(t, in, "/amq/queue/"+src, 200, n, brokertest.Numbered)
+	published := time.Since(began)
 	col.wait(t, n, 120*time.Second)
 	took := time.Since(began)
+	t.Logf("published %d in %s", n, published.Round(time.Millisecond))
 	got := col.snapshot()
 	dups := brokertest.CheckNoLoss(t, seqs(got), n)
 	for _, a := range got {
