@@ -61,6 +61,8 @@ func (r *Router) Start() error {
 	}
 	if r.cfg.flooding() { // multi-hop transit rides on the link-state table
 		opts.Table, opts.MaxHops = r.table, r.cfg.Topology.MaxHops
+		// Two refreshes: by then every live router has advertised.
+		opts.TableGrace = min(max(2*time.Duration(r.cfg.Topology.Refresh), 3*time.Second), 30*time.Second)
 		for pair := range r.cfg.LinkPairs() {
 			opts.Links = append(opts.Links, pair)
 		}

@@ -70,6 +70,11 @@ type Options struct {
 	// Links are the configured links (broker pairs, both ways), listed
 	// with the routes' own.
 	Links [][2]string
+	// TableGrace: for this long after the manager starts, a destination the
+	// table has no path to is not yet taken as unreachable (the other
+	// routers' advertisements are still coming in): routes hold instead of
+	// starting their no-path chain. Default 10s.
+	TableGrace time.Duration
 	// MaxHops bounds a message's transit hops. Default DefaultMaxHops.
 	MaxHops int
 	// TransitWindow is each transit forwarder's window. Default
@@ -99,6 +104,19 @@ type Manager struct {
 	transit []*forwarder      // the running transit forwarders; guarded by mu
 
 	transitDone chan struct{} // closed when runTransit returns (nil: no transit)
+
+	started time.Time // when NewManager ran: the table fills from then
+}
+
+// tableSettled says whether the link-state table has had TableGrace since
+// the manager started to fill: only then does "no path" in it mean no
+// path.
+func (m *Manager) tableSettled() bool { return time.Since(m.started) >= m.opts.TableGrace }
+
+// tableGraceLeft is how long until the table counts as settled (at least
+// a moment, so callers look again).
+func (m *Manager) tableGraceLeft() time.Duration {
+	return max(10*time.Millisecond, m.opts.TableGrace-time.Since(m.started))
 }
 
 // NewManager builds a manager; it runs nothing until routes are added.
@@ -124,6 +142,9 @@ func NewManager(opts Options) *Manager {
 	if opts.MaxHops <= 0 {
 		opts.MaxHops = DefaultMaxHops
 	}
+	if opts.TableGrace <= 0 {
+		opts.TableGrace = 10 * time.Second
+	}
 	if opts.TransitWindow <= 0 {
 		opts.TransitWindow = DefaultCredit
 	}
@@ -131,7 +152,7 @@ func NewManager(opts Options) *Manager {
 		opts.TransitOutcomeTimeout = DefaultOutcomeTimeout
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &Manager{opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, routes: map[string]*route{}}
+	m := &Manager{opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, routes: map[string]*route{}, started: time.Now()}
 	if opts.Table != nil {
 		m.transitDone = make(chan struct{})
 		go m.runTransit(ctx)

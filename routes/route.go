@@ -179,6 +179,7 @@ const (
 	pathNone    pathKind = iota
 	pathDirect           // the destination is one of the router's brokers and up
 	pathTransit          // through other brokers (a remote destination, or a reroute)
+	pathUnknown          // the link-state table is too young to say: hold, no no-path clock yet
 )
 
 // pathNow says whether the source is up and how the destination can be
@@ -204,11 +205,15 @@ func (r *route) pathNow() (srcUp bool, kind pathKind, why string, changed []<-ch
 	}
 	paths, tableCh := r.m.opts.Table.Paths()
 	changed = append(changed, tableCh)
-	if paths == nil {
-		return true, pathNone, why + ": no link-state table yet", changed
+	if paths != nil {
+		if _, ok := paths.Route(r.spec.Src, r.spec.Dest); ok {
+			return true, pathTransit, "", changed
+		}
 	}
-	if _, ok := paths.Route(r.spec.Src, r.spec.Dest); ok {
-		return true, pathTransit, "", changed
+	if !r.m.tableSettled() {
+		// Just started: the other routers' advertisements are still
+		// coming in. No path yet is not "no path": hold.
+		return true, pathUnknown, why + ": the link-state table is still filling; holding at the source", changed
 	}
 	if !r.remote {
 		return true, pathNone, why + " and no alternative path", changed
@@ -225,17 +230,21 @@ func (r *route) waitPath(ctx context.Context) (pathKind, bool) {
 	var lost time.Time // when the destination was first seen unreachable
 	for {
 		srcUp, kind, why, changed := r.pathNow()
-		if kind != pathNone {
+		if kind == pathDirect || kind == pathTransit {
 			return kind, true
-		}
-		if !srcUp {
-			r.setWaiting(why)
-			lost = time.Time{}
-		} else if lost.IsZero() {
-			lost = time.Now()
 		}
 		var timer *time.Timer
 		var next <-chan time.Time
+		if !srcUp || kind == pathUnknown {
+			r.setWaiting(why)
+			lost = time.Time{}
+			if kind == pathUnknown { // look again when the table has settled
+				timer = time.NewTimer(r.m.tableGraceLeft())
+				next = timer.C
+			}
+		} else if lost.IsZero() {
+			lost = time.Now()
+		}
 		if !lost.IsZero() {
 			action, left := noPathAction(r.steps, time.Since(lost))
 			if action != NoPathHold {

@@ -1,0 +1,74 @@
+package routes_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp/brokertest"
+	"github.com/fedrouter/fedrouter/routes"
+	"github.com/fedrouter/fedrouter/topology"
+)
+
+// emptyTable is a link-state table that never fills: the router is alone.
+type emptyTable struct{ never chan struct{} }
+
+func (e emptyTable) Paths() (*topology.Paths, <-chan struct{}) { return nil, e.never }
+
+// A route to a broker the router is not attached to, with no_path
+// [dead-letter]: while the link-state table is young it holds (no path yet
+// is not "no path": the other routers' advertisements are still coming),
+// and only after the grace (from the router's start) does it dead-letter,
+// with the reason.
+func TestIntegrationRemoteRouteHoldsWhileTheTableFills(t *testing.T) {
+	h := newHarness(t, "rabbit1")
+	h.m.Stop(context.Background())
+	const grace = 2 * time.Second
+	h.opts.Table, h.opts.TableGrace = emptyTable{never: make(chan struct{})}, grace
+	started := time.Now()
+	h.start()
+	src, dlq := brokertest.UniqueName(t, "remote-src"), brokertest.UniqueName(t, "remote-dlq")
+	cfg := h.brokers["rabbit1"].Config()
+	brokertest.DeclareQueue(t, cfg, src)
+	brokertest.DeclareQueue(t, cfg, dlq)
+	st := h.add(routes.Spec{Kind: routes.KindQueue, Src: "rabbit1", Dest: "faraway", Exchange: "orders", Queue: src,
+		NoPath: []string{"dead-letter"}, DeadLetterQueue: dlq})
+	brokertest.SendAll(t, h.session("rabbit1"), "/amq/queue/"+src, 10, 20, brokertest.Numbered)
+	brokertest.Eventually(t, grace/2, 10*time.Millisecond, func() error {
+		got, _ := h.m.Get(st.ID)
+		if got.State != routes.StateWaiting || !strings.Contains(got.Detail, "still filling") {
+			return fmt.Errorf("%s (%s)", got.State, got.Detail)
+		}
+		return nil
+	})
+	if got, _ := h.m.Get(st.ID); got.NoPath != 0 {
+		t.Fatalf("dead-lettered %d while the table was young", got.NoPath)
+	}
+	s := h.session("rabbit1")
+	r := brokertest.OpenReceiver(t, s, famqp.LinkSpec{Address: "/amq/queue/" + dlq}, 20)
+	for i := 0; i < 20; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		msg, err := r.Receive(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("dead-letter %d: %v", i, err)
+		}
+		if i == 0 && time.Since(started) < grace {
+			t.Fatalf("dead-lettered %s after the router started, before the %s grace", time.Since(started), grace)
+		}
+		if reason, _ := msg.Annotations["x-fedrouter-reason"].(string); !strings.Contains(reason, "no-path") ||
+			msg.Annotations["x-fedrouter-dest-broker"] != "faraway" || msg.Annotations["x-fedrouter-dest-address"] != "exchange:orders" {
+			t.Fatalf("dead-lettered with %v", msg.Annotations)
+		}
+		if err := r.Accept(context.Background(), msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _ := h.m.Get(st.ID)
+	if got.NoPath != 20 || !strings.Contains(got.Detail, "no path to broker faraway in the link-state table") {
+		t.Errorf("after the grace: no_path %d, detail %q", got.NoPath, got.Detail)
+	}
+}
