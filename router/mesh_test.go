@@ -88,6 +88,9 @@ func (m *mesh) start(id, a, b, extra string) {
 		if p := m.proxies[id]; p != nil && name == "rabbit4" {
 			url = "amqp://" + p.Addr()
 		}
+		if br.Kind == "proton" {
+			return fmt.Sprintf("  - {name: %s, url: %q, profile: proton}\n", name, url)
+		}
 		return fmt.Sprintf("  - {name: %s, url: %q, profile: rabbitmq, username: guest, password: guest, management: {url: %q}}\n", name, url, br.MgmtURL)
 	}
 	yaml := "router_id: " + id + "\nbrokers:\n" + broker(a) + broker(b) +
@@ -111,6 +114,9 @@ func (m *mesh) start(id, a, b, extra string) {
 // removeControl deletes the control exchange and queues of the test.
 func (m *mesh) removeControl() {
 	for _, b := range m.brokers {
+		if b.Kind != "rabbitmq" {
+			continue
+		}
 		mg, err := famqp.NewRabbitManagement(b.Config())
 		if err != nil {
 			continue
@@ -622,4 +628,44 @@ func TestIntegrationMeshExchangeRoutesOnce(t *testing.T) {
 		}
 		t.Logf("flap, %s: sent %d, lost 0, duplicated %d", b, n+100, dups)
 	}
+}
+
+// A route from RabbitMQ to the Proton C broker two hops away: rabbit1 >
+// rabbit2 > proton1, the second hop held by another router, the message
+// delivered into a plain Proton address with its sections intact.
+func TestIntegrationMultiHopToProton(t *testing.T) {
+	bs := brokertest.Require(t, "rabbit1", "rabbit2", "proton1")
+	m := &mesh{t: t, brokers: map[string]brokertest.Broker{}, control: brokertest.UniqueName(t, "protonctl"),
+		routers: map[string]*Router{}, logs: map[string]*syncBuf{}, proxies: map[string]*brokertest.FaultProxy{}}
+	for _, b := range bs {
+		m.brokers[b.Name] = b
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for id, l := range m.logs {
+				t.Logf("router %s log:\n%s", id, lastLines(l.String(), 40))
+			}
+		}
+	})
+	t.Cleanup(m.removeControl)
+	src, addr := brokertest.UniqueName(t, "toproton"), brokertest.UniqueName(t, "proton-in")
+	brokertest.DeclareQueue(t, m.brokers["rabbit1"].Config(), src)
+	m.start("pX", "rabbit1", "rabbit2", fmt.Sprintf("routes:\n  - {kind: queue, src: rabbit1, dest: proton1, exchange: %s, queue: %s}\n", addr, src))
+	m.start("pY", "rabbit2", "proton1", "")
+	id := routes.Spec{Kind: routes.KindQueue, Src: "rabbit1", Dest: "proton1", Exchange: addr, Queue: src}.ID()
+	m.waitRoute("pX", id, func(st routes.Status) error {
+		if err := operational(st); err != nil {
+			return err
+		}
+		if !strings.Contains(st.Detail, "rabbit1 > rabbit2 > proton1") {
+			return fmt.Errorf("detail %q", st.Detail)
+		}
+		return nil
+	})
+	const n = 2000
+	brokertest.SendAll(t, m.session("rabbit1"), "/amq/queue/"+src, 200, n, brokertest.Numbered)
+	c := brokertest.Dial(t, m.brokers["proton1"].Config(), famqp.ConnOptions{})
+	got := brokertest.Collect(t, c, addr, n, 30*time.Second) // checks every section
+	brokertest.CheckInOrderOnce(t, got, n)
+	t.Logf("rabbit1 > rabbit2 > proton1: sent %d, received %d, lost 0, duplicated 0, in order", n, len(got))
 }
