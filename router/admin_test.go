@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -18,148 +17,34 @@ import (
 	"go.uber.org/goleak"
 
 	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/router/routertest"
 	"github.com/fedrouter/fedrouter/routes"
 	"github.com/fedrouter/fedrouter/topology"
 )
 
-// fakeService is an in-memory Service: brokers a, b and c exist; routes
-// are kept by ID.
-type fakeService struct {
-	topo    *topology.Snapshot // nil: flooding off
-	mu      sync.Mutex
-	routes  map[string]routes.Status
-	brokers []famqp.Status
-	links   []routes.LinkStatus
-	err     error // when set, every mutation fails with it
-}
-
-func newFakeService() *fakeService {
+// newFakeService is an in-memory Service: brokers a and b exist (both
+// Operational); routes added at runtime are Waiting.
+func newFakeService() *routertest.Service {
 	since := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-	return &fakeService{
-		routes: map[string]routes.Status{},
-		brokers: []famqp.Status{
+	return routertest.New(routertest.Options{RouterID: "test-router", Known: []string{"a", "b"},
+		Added: routes.Status{State: routes.StateWaiting}, TopologyOff: ErrTopologyOff,
+		Brokers: []famqp.Status{
 			{Broker: "a", State: famqp.Operational, Since: since, URL: "amqp://h1:5672", Generation: 1},
 			{Broker: "b", State: famqp.Operational, Since: since, URL: "amqp://h2:5672", Generation: 3},
 		},
-		links: []routes.LinkStatus{{Src: "a", Dest: "b", State: routes.StateOperational, Routes: 1}},
-	}
+		Links: []routes.LinkStatus{{Src: "a", Dest: "b", State: routes.StateOperational, Routes: 1}},
+	})
 }
 
-func (f *fakeService) known(name string) bool {
-	for _, b := range f.brokers {
-		if b.Broker == name {
-			return true
-		}
-	}
-	return false
-}
+// configCounters are the counts of a configured route in these tests.
+var configCounters = routes.Counters{Forwarded: 7, Redelivered: 1, Rejected: 2, DeadLettered: 3, NoOutcome: 4, InFlight: 5, Looped: 6, NoPath: 8, Rerouted: 9}
 
-func (f *fakeService) AddRoute(ctx context.Context, spec routes.Spec) (routes.Status, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.err != nil {
-		return routes.Status{}, f.err
-	}
-	spec = spec.WithDefaults()
-	if err := spec.Validate(); err != nil {
-		return routes.Status{}, err
-	}
-	for _, b := range []string{spec.Dest, spec.Src} {
-		if !f.known(b) {
-			return routes.Status{}, fmt.Errorf("%w %q (configured: a, b)", routes.ErrUnknownBroker, b)
-		}
-	}
-	if _, dup := f.routes[spec.ID()]; dup {
-		return routes.Status{}, routes.ErrDuplicate
-	}
-	st := routes.Status{ID: spec.ID(), Spec: spec, Origin: routes.OriginRuntime, State: routes.StateWaiting}
-	f.routes[st.ID] = st
-	return st, nil
-}
-
-// addConfig adds a configured route with some traffic counted.
-func (f *fakeService) addConfig(spec routes.Spec) routes.Status {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	spec = spec.WithDefaults()
-	st := routes.Status{ID: spec.ID(), Spec: spec, Origin: routes.OriginConfig, State: routes.StateOperational,
-		Counters: routes.Counters{Forwarded: 7, Redelivered: 1, Rejected: 2, DeadLettered: 3, NoOutcome: 4, InFlight: 5, Looped: 6, NoPath: 8, Rerouted: 9}}
-	f.routes[st.ID] = st
-	return st
-}
-
-func (f *fakeService) DeleteRoute(ctx context.Context, spec routes.Spec) error {
-	return f.DeleteRouteID(ctx, spec.ID())
-}
-
-func (f *fakeService) DeleteRouteID(ctx context.Context, id string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.err != nil {
-		return f.err
-	}
-	st, ok := f.routes[id]
-	switch {
-	case !ok:
-		return fmt.Errorf("%w with id %s", routes.ErrNotFound, id)
-	case st.Origin == routes.OriginConfig:
-		return routes.ErrConfigRoute
-	}
-	delete(f.routes, id)
-	return nil
-}
-
-func (f *fakeService) FlushRoutes(ctx context.Context, dest string) (int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.err != nil {
-		return 0, f.err
-	}
-	n := 0
-	for id, st := range f.routes {
-		if st.Origin == routes.OriginRuntime && (dest == "" || st.Spec.Dest == dest) {
-			delete(f.routes, id)
-			n++
-		}
-	}
-	return n, nil
-}
-
-func (f *fakeService) Routes() []routes.Status {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := make([]routes.Status, 0, len(f.routes))
-	for _, st := range f.routes {
-		out = append(out, st)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Spec.String() < out[j].Spec.String() })
-	return out
-}
-
-func (f *fakeService) Links() []routes.LinkStatus { return f.links }
-
-func (f *fakeService) Brokers() []famqp.Status {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]famqp.Status(nil), f.brokers...)
-}
-
-func (f *fakeService) RouterID() string { return "test-router" }
-
-// Topology: link-state flooding is off unless the test set a snapshot.
-func (f *fakeService) Topology(context.Context) (topology.Snapshot, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.topo == nil {
-		return topology.Snapshot{}, ErrTopologyOff
-	}
-	return *f.topo, nil
-}
+var _ Service = (*routertest.Service)(nil)
 
 // adminHarness is a real AdminServer on a loopback port and a client.
 type adminHarness struct {
 	t    *testing.T
-	svc  *fakeService
+	svc  *routertest.Service
 	srv  *AdminServer
 	base string
 	hc   *http.Client
@@ -284,7 +169,7 @@ func TestAdminDuplicateBodyIsQpidWording(t *testing.T) {
 
 func TestAdminDeleteByIDAndConfigRoute(t *testing.T) {
 	h := startAdmin(t, "")
-	cfg := h.svc.addConfig(routes.Spec{Kind: routes.KindExchange, Dest: "a", Src: "b", Exchange: "amq.topic", Key: "#"})
+	cfg := h.svc.AddConfig(routes.Spec{Kind: routes.KindExchange, Dest: "a", Src: "b", Exchange: "amq.topic", Key: "#"}, configCounters)
 	h.expect("DELETE", "/api/v1/routes/"+cfg.ID, nil, http.StatusConflict, "defined in the configuration file")
 	h.expect("POST", "/api/v1/routes/delete", cfg.Spec, http.StatusConflict, "edit the file")
 	h.expect("DELETE", "/api/v1/routes/feedbeef", nil, http.StatusNotFound, "no such route with id feedbeef")
@@ -294,7 +179,7 @@ func TestAdminDeleteByIDAndConfigRoute(t *testing.T) {
 
 func TestAdminFlush(t *testing.T) {
 	h := startAdmin(t, "")
-	h.svc.addConfig(routes.Spec{Kind: routes.KindExchange, Dest: "b", Src: "a", Exchange: "amq.topic", Key: "#"})
+	h.svc.AddConfig(routes.Spec{Kind: routes.KindExchange, Dest: "b", Src: "a", Exchange: "amq.topic", Key: "#"}, configCounters)
 	h.expect("POST", "/api/v1/routes", queueRoute, http.StatusCreated)
 	other := queueRoute
 	other.Dest, other.Src = "a", "b"
@@ -341,11 +226,11 @@ func TestAdminBadRequests(t *testing.T) {
 
 func TestAdminServiceErrors(t *testing.T) {
 	h := startAdmin(t, "")
-	h.svc.err = routes.ErrStopped
+	h.svc.SetErr(routes.ErrStopped)
 	h.expect("POST", "/api/v1/routes", queueRoute, http.StatusServiceUnavailable, "manager stopped")
-	h.svc.err = errors.New("disk full")
+	h.svc.SetErr(errors.New("disk full"))
 	h.expect("POST", "/api/v1/routes/flush", nil, http.StatusInternalServerError, "disk full")
-	h.svc.err = fmt.Errorf("resolve: %w \"x\"", routes.ErrUnknownBroker)
+	h.svc.SetErr(fmt.Errorf("resolve: %w \"x\"", routes.ErrUnknownBroker))
 	h.expect("DELETE", "/api/v1/routes/abc", nil, http.StatusBadRequest, `unknown broker \"x\"`)
 }
 
@@ -366,10 +251,10 @@ func TestAdminUnknownPathAndMethod(t *testing.T) {
 
 func TestAdminLinksBrokersRouter(t *testing.T) {
 	h := startAdmin(t, "")
-	h.svc.mu.Lock()
-	h.svc.brokers = append(h.svc.brokers, famqp.Status{Broker: "c", State: famqp.Waiting, URL: "amqp://h3:5672",
-		LastError: errors.New("dial tcp: connection refused"), LastErrorAt: time.Unix(100, 0).UTC(), Attempt: 4, RetryIn: 8 * time.Second})
-	h.svc.mu.Unlock()
+	h.svc.UpdateBrokers(func(bs []famqp.Status) []famqp.Status {
+		return append(bs, famqp.Status{Broker: "c", State: famqp.Waiting, URL: "amqp://h3:5672",
+			LastError: errors.New("dial tcp: connection refused"), LastErrorAt: time.Unix(100, 0).UTC(), Attempt: 4, RetryIn: 8 * time.Second})
+	})
 	h.expect("GET", "/api/v1/links", nil, http.StatusOK, `"src": "a"`, `"routes": 1`, `"state": "Operational"`)
 	out := h.expect("GET", "/api/v1/brokers", nil, http.StatusOK)
 	var bs []BrokerStatus
@@ -384,7 +269,7 @@ func TestAdminLinksBrokersRouter(t *testing.T) {
 	if strings.Contains(out, `"last_error_at": "0001`) {
 		t.Errorf("zero last_error_at not omitted:\n%s", out)
 	}
-	h.svc.addConfig(queueRoute)
+	h.svc.AddConfig(queueRoute, configCounters)
 	h.expect("GET", "/api/v1/router", nil, http.StatusOK, `"router_id": "test-router"`, `"routes": 1`, `"links": 1`, `"brokers": 3`)
 }
 
@@ -392,9 +277,7 @@ func TestAdminHealthAndReady(t *testing.T) {
 	h := startAdmin(t, "")
 	h.expect("GET", "/healthz", nil, http.StatusOK, "ok")
 	h.expect("GET", "/readyz", nil, http.StatusOK, "ok")
-	h.svc.mu.Lock()
-	h.svc.brokers[1].State = famqp.Connecting
-	h.svc.mu.Unlock()
+	h.svc.UpdateBrokers(func(bs []famqp.Status) []famqp.Status { bs[1].State = famqp.Connecting; return bs })
 	h.expect("GET", "/readyz", nil, http.StatusServiceUnavailable, "not ready: 1 broker(s) not Operational: b (Connecting)", `"broker": "b"`)
 	h.expect("GET", "/healthz", nil, http.StatusOK, "ok")
 }
@@ -430,9 +313,9 @@ func TestAdminAuth(t *testing.T) {
 
 func TestAdminMetrics(t *testing.T) {
 	h := startAdmin(t, "")
-	st := h.svc.addConfig(queueRoute)
-	h.svc.links = []routes.LinkStatus{{Src: "a", Dest: "b", State: routes.StateOperational, Transit: []routes.TransitStatus{
-		{Broker: "a", Dest: "c", Via: "b", State: routes.StateOperational, Counters: routes.Counters{Forwarded: 11, DeadLettered: 1}}}}}
+	st := h.svc.AddConfig(queueRoute, configCounters)
+	h.svc.SetLinks([]routes.LinkStatus{{Src: "a", Dest: "b", State: routes.StateOperational, Transit: []routes.TransitStatus{
+		{Broker: "a", Dest: "c", Via: "b", State: routes.StateOperational, Counters: routes.Counters{Forwarded: 11, DeadLettered: 1}}}}})
 	out := h.expect("GET", "/metrics", nil, http.StatusOK)
 	labels := fmt.Sprintf(`dest="b",route=%q,src="a"`, st.ID)
 	// Prometheus sorts label names: outcome comes between dest and route.
@@ -488,7 +371,7 @@ func TestAdminStartErrorsAndClose(t *testing.T) {
 
 func TestAdminCloseWaitsForRequests(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	svc := &blockingService{fakeService: newFakeService(), entered: make(chan struct{}), release: make(chan struct{})}
+	svc := &blockingService{Service: newFakeService(), entered: make(chan struct{}), release: make(chan struct{})}
 	srv := NewAdminServer(svc, AdminOptions{Listen: "127.0.0.1:0"})
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
@@ -524,7 +407,7 @@ func TestAdminCloseWaitsForRequests(t *testing.T) {
 
 // blockingService's FlushRoutes waits for release, to hold a request open.
 type blockingService struct {
-	*fakeService
+	*routertest.Service
 	entered, release chan struct{}
 }
 
@@ -556,9 +439,7 @@ func sampleSnapshot(t *testing.T) *topology.Snapshot {
 func TestAdminTopology(t *testing.T) {
 	h := startAdmin(t, "")
 	h.expect("GET", "/api/v1/topology", nil, http.StatusNotFound, "flooding is off")
-	h.svc.mu.Lock()
-	h.svc.topo = sampleSnapshot(t)
-	h.svc.mu.Unlock()
+	h.svc.SetTopology(sampleSnapshot(t))
 	h.expect("GET", "/api/v1/topology", nil, http.StatusOK, `"router": "r1"`, `"from": "a"`, `"cost": 3`)
 	h.expect("GET", "/api/v1/topology?format=dot", nil, http.StatusOK, "digraph", `"a" -> "b"`)
 	h.expect("GET", "/api/v1/topology?format=svg", nil, http.StatusBadRequest, "want json or dot")
@@ -566,9 +447,7 @@ func TestAdminTopology(t *testing.T) {
 
 func TestAdminMetricsTopology(t *testing.T) {
 	h := startAdmin(t, "")
-	h.svc.mu.Lock()
-	h.svc.topo = sampleSnapshot(t)
-	h.svc.mu.Unlock()
+	h.svc.SetTopology(sampleSnapshot(t))
 	h.expect("GET", "/metrics", nil, http.StatusOK, "fedrouter_topology_routers 1", `fedrouter_topology_links{state="up"} 1`,
 		`fedrouter_topology_lsa_total{outcome="originated"} 1`, `fedrouter_topology_lsa_total{outcome="bad_signature"} 0`)
 }

@@ -39,9 +39,12 @@ type mesh struct {
 	proxies map[string]*brokertest.FaultProxy // by router id: its path to rabbit4
 }
 
-func newMesh(t *testing.T, extra map[string]string) *mesh {
+// brokersOf starts a mesh of no routers over the named brokers; on
+// failure it prints the routers' logs, at the end it removes the control
+// objects.
+func brokersOf(t *testing.T, names ...string) *mesh {
 	t.Helper()
-	bs := brokertest.Require(t, "rabbit1", "rabbit2", "rabbit3", "rabbit4")
+	bs := brokertest.Require(t, names...)
 	m := &mesh{t: t, brokers: map[string]brokertest.Broker{}, control: brokertest.UniqueName(t, "meshctl"),
 		routers: map[string]*Router{}, logs: map[string]*syncBuf{}, proxies: map[string]*brokertest.FaultProxy{}}
 	for _, b := range bs {
@@ -54,6 +57,13 @@ func newMesh(t *testing.T, extra map[string]string) *mesh {
 			}
 		}
 	})
+	t.Cleanup(m.removeControl)
+	return m
+}
+
+func newMesh(t *testing.T, extra map[string]string) *mesh {
+	t.Helper()
+	m := brokersOf(t, "rabbit1", "rabbit2", "rabbit3", "rabbit4")
 	for _, id := range []string{"mB", "mD"} {
 		p, err := brokertest.NewFaultProxy(m.brokers["rabbit4"].Addr())
 		if err != nil {
@@ -66,7 +76,6 @@ func newMesh(t *testing.T, extra map[string]string) *mesh {
 	m.start("mB", "rabbit2", "rabbit4", extra["mB"])
 	m.start("mC", "rabbit1", "rabbit3", extra["mC"])
 	m.start("mD", "rabbit3", "rabbit4", extra["mD"])
-	t.Cleanup(m.removeControl)
 	return m
 }
 
@@ -634,20 +643,7 @@ func TestIntegrationMeshExchangeRoutesOnce(t *testing.T) {
 // rabbit2 > proton1, the second hop held by another router, the message
 // delivered into a plain Proton address with its sections intact.
 func TestIntegrationMultiHopToProton(t *testing.T) {
-	bs := brokertest.Require(t, "rabbit1", "rabbit2", "proton1")
-	m := &mesh{t: t, brokers: map[string]brokertest.Broker{}, control: brokertest.UniqueName(t, "protonctl"),
-		routers: map[string]*Router{}, logs: map[string]*syncBuf{}, proxies: map[string]*brokertest.FaultProxy{}}
-	for _, b := range bs {
-		m.brokers[b.Name] = b
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for id, l := range m.logs {
-				t.Logf("router %s log:\n%s", id, lastLines(l.String(), 40))
-			}
-		}
-	})
-	t.Cleanup(m.removeControl)
+	m := brokersOf(t, "rabbit1", "rabbit2", "proton1")
 	src, addr := brokertest.UniqueName(t, "toproton"), brokertest.UniqueName(t, "proton-in")
 	brokertest.DeclareQueue(t, m.brokers["rabbit1"].Config(), src)
 	m.start("pX", "rabbit1", "rabbit2", fmt.Sprintf("routes:\n  - {kind: queue, src: rabbit1, dest: proton1, exchange: %s, queue: %s}\n", addr, src))

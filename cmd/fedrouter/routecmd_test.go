@@ -9,9 +9,7 @@ import (
 	"net"
 	"reflect"
 	"regexp"
-	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,111 +19,36 @@ import (
 
 	famqp "github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/router"
+	"github.com/fedrouter/fedrouter/router/routertest"
 	"github.com/fedrouter/fedrouter/routes"
 	"github.com/fedrouter/fedrouter/topology"
 )
 
-// fakeRouter is an in-memory router.Service with brokers a, b and c.
-type fakeRouter struct {
-	topo   *topology.Snapshot // nil: flooding off
-	mu     sync.Mutex
-	routes map[string]routes.Status
-	last   routes.Spec // the last spec AddRoute got
-}
-
-func (f *fakeRouter) AddRoute(ctx context.Context, spec routes.Spec) (routes.Status, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.last = spec
-	if err := spec.WithDefaults().Validate(); err != nil {
-		return routes.Status{}, err
-	}
-	for _, b := range []string{spec.Dest, spec.Src} {
-		if b != "a" && b != "b" && b != "c" {
-			return routes.Status{}, fmt.Errorf("%w %q", routes.ErrUnknownBroker, b)
-		}
-	}
-	if _, dup := f.routes[spec.ID()]; dup {
-		return routes.Status{}, routes.ErrDuplicate
-	}
-	st := routes.Status{ID: spec.ID(), Spec: spec, Origin: routes.OriginRuntime, State: routes.StateOperational,
-		Counters: routes.Counters{Forwarded: 42, InFlight: 3}}
-	f.routes[st.ID] = st
-	return st, nil
-}
-
-func (f *fakeRouter) DeleteRoute(ctx context.Context, spec routes.Spec) error {
-	return f.DeleteRouteID(ctx, spec.ID())
-}
-
-func (f *fakeRouter) DeleteRouteID(ctx context.Context, id string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, ok := f.routes[id]; !ok {
-		return routes.ErrNotFound
-	}
-	delete(f.routes, id)
-	return nil
-}
-
-func (f *fakeRouter) FlushRoutes(ctx context.Context, dest string) (int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n := 0
-	for id, st := range f.routes {
-		if dest == "" || st.Spec.Dest == dest {
-			delete(f.routes, id)
-			n++
-		}
-	}
-	return n, nil
-}
-
-func (f *fakeRouter) Routes() []routes.Status {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := []routes.Status{}
-	for _, st := range f.routes {
-		out = append(out, st)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Spec.String() < out[j].Spec.String() })
-	return out
-}
-
-func (f *fakeRouter) Links() []routes.LinkStatus {
-	return []routes.LinkStatus{{Src: "a", Dest: "b", State: routes.StateOperational, Routes: 2},
-		{Src: "c", Dest: "b", State: routes.StateWaiting, LastError: "c: connection refused"},
-		{Src: "a", Dest: "d", Via: []string{"b", "c"}, State: routes.StateOperational, Routes: 1},
-		{Src: "a", Ingress: true, State: routes.StateOperational, Transit: []routes.TransitStatus{{Broker: "a", Counters: routes.Counters{Forwarded: 7}}}},
-		{Src: "b", Dest: "c", State: routes.StateOperational, Transit: []routes.TransitStatus{
-			{Broker: "b", Dest: "c", Via: "c", Counters: routes.Counters{Forwarded: 10}},
-			{Broker: "b", Dest: "d", Via: "c", Counters: routes.Counters{Forwarded: 5, DeadLettered: 1}}}}}
-}
-
-func (f *fakeRouter) Brokers() []famqp.Status {
-	return []famqp.Status{
-		{Broker: "a", State: famqp.Operational, URL: "amqp://h1:5672", Since: time.Now().Add(-time.Minute)},
-		{Broker: "c", State: famqp.Waiting, URL: "amqp://h3:5672", Since: time.Now(), Attempt: 3, RetryIn: 4 * time.Second,
-			LastError: errors.New("dial tcp h3:5672: connection refused")},
-	}
-}
-
-func (f *fakeRouter) RouterID() string { return "cli-test" }
-
-// Topology: link-state flooding is off unless the test set a snapshot.
-func (f *fakeRouter) Topology(context.Context) (topology.Snapshot, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.topo == nil {
-		return topology.Snapshot{}, router.ErrTopologyOff
-	}
-	return *f.topo, nil
+// newFakeRouter is an in-memory router.Service with brokers a, b and c:
+// routes added are Operational with some traffic counted.
+func newFakeRouter() *routertest.Service {
+	return routertest.New(routertest.Options{RouterID: "cli-test", Known: []string{"a", "b", "c"},
+		Added:       routes.Status{State: routes.StateOperational, Counters: routes.Counters{Forwarded: 42, InFlight: 3}},
+		TopologyOff: router.ErrTopologyOff,
+		Brokers: []famqp.Status{
+			{Broker: "a", State: famqp.Operational, URL: "amqp://h1:5672", Since: time.Now().Add(-time.Minute)},
+			{Broker: "c", State: famqp.Waiting, URL: "amqp://h3:5672", Since: time.Now(), Attempt: 3, RetryIn: 4 * time.Second,
+				LastError: errors.New("dial tcp h3:5672: connection refused")},
+		},
+		Links: []routes.LinkStatus{{Src: "a", Dest: "b", State: routes.StateOperational, Routes: 2},
+			{Src: "c", Dest: "b", State: routes.StateWaiting, LastError: "c: connection refused"},
+			{Src: "a", Dest: "d", Via: []string{"b", "c"}, State: routes.StateOperational, Routes: 1},
+			{Src: "a", Ingress: true, State: routes.StateOperational, Transit: []routes.TransitStatus{{Broker: "a", Counters: routes.Counters{Forwarded: 7}}}},
+			{Src: "b", Dest: "c", State: routes.StateOperational, Transit: []routes.TransitStatus{
+				{Broker: "b", Dest: "c", Via: "c", Counters: routes.Counters{Forwarded: 10}},
+				{Broker: "b", Dest: "d", Via: "c", Counters: routes.Counters{Forwarded: 5, DeadLettered: 1}}}}},
+	})
 }
 
 // cliHarness runs the CLI in-process against an admin API on loopback.
 type cliHarness struct {
 	t   *testing.T
-	svc *fakeRouter
+	svc *routertest.Service
 	url string
 }
 
@@ -133,7 +56,7 @@ func startRouterAPI(t *testing.T, token string) *cliHarness {
 	t.Helper()
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // runs after Close below
-	h := &cliHarness{t: t, svc: &fakeRouter{routes: map[string]routes.Status{}}}
+	h := &cliHarness{t: t, svc: newFakeRouter()}
 	srv := router.NewAdminServer(h.svc, router.AdminOptions{Listen: "127.0.0.1:0", Token: token, Log: zerolog.Nop()})
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
@@ -189,8 +112,8 @@ func TestCLIAddDuplicateDelete(t *testing.T) {
 	}
 	want := routes.Spec{Kind: routes.KindQueue, Dest: "b", Src: "a", Exchange: "amq.direct", Queue: "orders", Durable: true,
 		Credit: 50, Push: true, Cost: 1, OnReject: routes.DeadLetter, DeadLetterQueue: "dlq", OutcomeTimeout: routes.DefaultOutcomeTimeout}
-	if !reflect.DeepEqual(h.svc.last, want) {
-		t.Fatalf("router got %+v\nwant %+v", h.svc.last, want)
+	if !reflect.DeepEqual(h.svc.Last(), want) {
+		t.Fatalf("router got %+v\nwant %+v", h.svc.Last(), want)
 	}
 	_, errOut = h.run(0, "queue", "add", "b", "a", "amq.direct", "orders")
 	if errOut != "Duplicate route - ignoring: b(ex=amq.direct) <= a(queue=orders)\n" {
@@ -205,7 +128,7 @@ func TestCLIAddDuplicateDelete(t *testing.T) {
 	}
 	h.run(0, "queue", "del", "b", "a", "amq.direct", "orders")
 	_, errOut = h.run(1, "queue", "del", "b", "a", "amq.direct", "orders")
-	if errOut != "fedrouter: routes: no such route\n" {
+	if !strings.HasPrefix(errOut, "fedrouter: routes: no such route with id ") || strings.Count(errOut, "\n") != 1 {
 		t.Fatalf("deleting a missing route: stderr %q", errOut)
 	}
 }
@@ -213,7 +136,7 @@ func TestCLIAddDuplicateDelete(t *testing.T) {
 func TestCLIServerErrorsAreOneLine(t *testing.T) {
 	h := startRouterAPI(t, "")
 	_, errOut := h.run(1, "route", "add", "b", "zz", "amq.topic", "#")
-	if errOut != "fedrouter: routes: unknown broker \"zz\"\n" {
+	if errOut != "fedrouter: routes: unknown broker \"zz\" (configured: a, b, c)\n" {
 		t.Fatalf("unknown broker: %q", errOut)
 	}
 	_, errOut = h.run(1, "queue", "add", "--on-reject", "drop", "b", "a", "ex", "q")
@@ -384,9 +307,7 @@ func TestCLITopology(t *testing.T) {
 	n.SetLocal([]topology.BrokerState{{Name: "a", State: "Operational"}, {Name: "b", State: "Operational"}},
 		[]topology.Link{{From: "a", To: "b", Cost: 3, Up: true}}, now)
 	snap := n.Snapshot(now)
-	h.svc.mu.Lock()
-	h.svc.topo = &snap
-	h.svc.mu.Unlock()
+	h.svc.SetTopology(&snap)
 	out, _, code := runCLI("topology", "--router", h.url)
 	for _, want := range []string{"Router r1: 1 routers, 2 brokers, 1 links", "(self)"} {
 		if code != 0 || !strings.Contains(out, want) {

@@ -1,0 +1,187 @@
+// Package routertest holds an in-memory stand-in for a running router
+// (router.Service) for tests of what talks to one: the admin API and the
+// CLI. It does not import package router (router's own tests use it), so
+// the error it answers Topology with, while no snapshot is set, is the
+// caller's: router.ErrTopologyOff.
+package routertest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/routes"
+	"github.com/fedrouter/fedrouter/topology"
+)
+
+// Service keeps routes by ID, as a router's manager does, and answers the
+// listings with what the test set.
+type Service struct {
+	id          string
+	known       []string      // broker names AddRoute accepts
+	added       routes.Status // State and Counters of a route added at runtime
+	topologyOff error
+
+	mu      sync.Mutex
+	routes  map[string]routes.Status
+	brokers []famqp.Status
+	links   []routes.LinkStatus
+	topo    *topology.Snapshot
+	err     error       // when set, every mutation fails with it
+	last    routes.Spec // what AddRoute got last
+}
+
+// Options configure a Service.
+type Options struct {
+	RouterID string
+	Known    []string      // brokers routes may name
+	Added    routes.Status // State and Counters given to routes added at runtime
+	// TopologyOff is what Topology answers until SetTopology.
+	TopologyOff error
+	Brokers     []famqp.Status
+	Links       []routes.LinkStatus
+}
+
+// New returns a Service with no routes.
+func New(o Options) *Service {
+	return &Service{id: o.RouterID, known: o.Known, added: o.Added, topologyOff: o.TopologyOff,
+		routes: map[string]routes.Status{}, brokers: o.Brokers, links: o.Links}
+}
+
+// AddRoute validates spec, refuses unknown brokers and duplicates, and
+// keeps it as a runtime route.
+func (f *Service) AddRoute(_ context.Context, spec routes.Spec) (routes.Status, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.last = spec
+	if f.err != nil {
+		return routes.Status{}, f.err
+	}
+	spec = spec.WithDefaults()
+	if err := spec.Validate(); err != nil {
+		return routes.Status{}, err
+	}
+	for _, b := range []string{spec.Dest, spec.Src} {
+		if !slices.Contains(f.known, b) {
+			return routes.Status{}, fmt.Errorf("%w %q (configured: %s)", routes.ErrUnknownBroker, b, strings.Join(f.known, ", "))
+		}
+	}
+	if _, dup := f.routes[spec.ID()]; dup {
+		return routes.Status{}, routes.ErrDuplicate
+	}
+	st := routes.Status{ID: spec.ID(), Spec: spec, Origin: routes.OriginRuntime, State: f.added.State, Counters: f.added.Counters}
+	f.routes[st.ID] = st
+	return st, nil
+}
+
+// AddConfig adds a route as if from the configuration file, with counts.
+func (f *Service) AddConfig(spec routes.Spec, c routes.Counters) routes.Status {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	spec = spec.WithDefaults()
+	st := routes.Status{ID: spec.ID(), Spec: spec, Origin: routes.OriginConfig, State: routes.StateOperational, Counters: c}
+	f.routes[st.ID] = st
+	return st
+}
+
+// DeleteRoute deletes the route with spec's identity.
+func (f *Service) DeleteRoute(ctx context.Context, spec routes.Spec) error {
+	return f.DeleteRouteID(ctx, spec.ID())
+}
+
+// DeleteRouteID deletes a runtime route.
+func (f *Service) DeleteRouteID(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return f.err
+	}
+	st, ok := f.routes[id]
+	switch {
+	case !ok:
+		return fmt.Errorf("%w with id %s", routes.ErrNotFound, id)
+	case st.Origin == routes.OriginConfig:
+		return routes.ErrConfigRoute
+	}
+	delete(f.routes, id)
+	return nil
+}
+
+// FlushRoutes deletes the runtime routes (to dest, if given).
+func (f *Service) FlushRoutes(_ context.Context, dest string) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return 0, f.err
+	}
+	n := 0
+	for id, st := range f.routes {
+		if st.Origin == routes.OriginRuntime && (dest == "" || st.Spec.Dest == dest) {
+			delete(f.routes, id)
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Routes lists the routes, sorted by their text.
+func (f *Service) Routes() []routes.Status {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]routes.Status, 0, len(f.routes))
+	for _, st := range f.routes {
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Spec.String() < out[j].Spec.String() })
+	return out
+}
+
+// Links returns the links set.
+func (f *Service) Links() []routes.LinkStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.links)
+}
+
+// Brokers returns the broker statuses set.
+func (f *Service) Brokers() []famqp.Status {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.brokers)
+}
+
+// RouterID names the router.
+func (f *Service) RouterID() string { return f.id }
+
+// Topology answers the snapshot set, or TopologyOff.
+func (f *Service) Topology(context.Context) (topology.Snapshot, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.topo == nil {
+		return topology.Snapshot{}, f.topologyOff
+	}
+	return *f.topo, nil
+}
+
+// SetErr makes every mutation fail with err (nil: succeed again).
+func (f *Service) SetErr(err error) { f.mu.Lock(); f.err = err; f.mu.Unlock() }
+
+// SetTopology sets the snapshot Topology answers.
+func (f *Service) SetTopology(s *topology.Snapshot) { f.mu.Lock(); f.topo = s; f.mu.Unlock() }
+
+// SetLinks sets what Links answers.
+func (f *Service) SetLinks(l []routes.LinkStatus) { f.mu.Lock(); f.links = l; f.mu.Unlock() }
+
+// UpdateBrokers changes the broker statuses under the lock.
+func (f *Service) UpdateBrokers(change func([]famqp.Status) []famqp.Status) {
+	f.mu.Lock()
+	f.brokers = change(f.brokers)
+	f.mu.Unlock()
+}
+
+// Last is the spec AddRoute got last.
+func (f *Service) Last() routes.Spec { f.mu.Lock(); defer f.mu.Unlock(); return f.last }
