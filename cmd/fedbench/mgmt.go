@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -27,6 +28,13 @@ func newMgmt(base string) *mgmt {
 }
 
 func (m *mgmt) do(ctx context.Context, method, path string, body, out any) error {
+	return callJSON(ctx, m.hc, method, m.base, path, "guest:guest", body, out)
+}
+
+// callJSON sends body as JSON to base+path, with basic auth "user:pass"
+// if given, and decodes a 2xx answer into out (when not nil); a 404 is
+// errNotFound, other answers an error with the status and the body.
+func callJSON(ctx context.Context, hc *http.Client, method, base, path, auth string, body, out any) error {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -35,13 +43,15 @@ func (m *mgmt) do(ctx context.Context, method, path string, body, out any) error
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, m.base+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
 	if err != nil {
 		return err
 	}
-	req.SetBasicAuth("guest", "guest")
+	if user, pass, ok := strings.Cut(auth, ":"); ok {
+		req.SetBasicAuth(user, pass)
+	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := m.hc.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", method, path, err)
 	}

@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -147,33 +145,8 @@ func (r *routerProc) waitReady(ctx context.Context, timeout time.Duration) error
 }
 
 func (r *routerProc) call(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, r.admin+path, rd)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := r.hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("fedrouter %s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("fedrouter %s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(data))
-	}
-	if out != nil {
-		return json.Unmarshal(data, out)
+	if err := callJSON(ctx, r.hc, method, r.admin, path, "", body, out); err != nil {
+		return fmt.Errorf("fedrouter %w", err)
 	}
 	return nil
 }
