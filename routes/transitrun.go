@@ -77,6 +77,8 @@ func (f *forwarder) run(ctx context.Context) {
 		f.set(StateWaiting, err)
 		select {
 		case <-time.After(delay):
+		case <-f.drain: // stopping: nothing in flight to wait for
+			return
 		case <-ctx.Done():
 			return
 		}
@@ -97,18 +99,25 @@ func (f *forwarder) draining() bool {
 // worst, never a loss).
 const drainTimeout = 10 * time.Second
 
-// stop stops the forwarder gracefully: it takes no more messages and
-// settles those in flight, so that a forwarder replaced after a table
-// change does not leave duplicates behind.
-func (f *forwarder) stop() {
-	close(f.drain)
-	select {
-	case <-f.done:
-	case <-time.After(drainTimeout):
-		f.log.Warn().Msg("transit forwarder did not drain in time; cancelling it (its messages in flight come back from the source)")
+// stopAll stops forwarders gracefully, all at once: each takes no more
+// messages and settles those in flight, so that a forwarder replaced
+// after a table change does not leave duplicates behind. Those not done
+// within drainTimeout are cancelled.
+func stopAll(fs []*forwarder) {
+	for _, f := range fs {
+		close(f.drain)
 	}
-	f.cancel()
-	<-f.done
+	deadline, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	for _, f := range fs {
+		select {
+		case <-f.done:
+		case <-deadline.Done():
+			f.log.Warn().Msg("transit forwarder did not drain in time; cancelling it (its messages in flight come back from the source)")
+		}
+		f.cancel()
+		<-f.done
+	}
 }
 
 func (f *forwarder) set(s State, err error) {
@@ -241,13 +250,15 @@ func (m *Manager) runTransit(ctx context.Context) {
 		for k, via := range nextHops(paths, func(b string) bool { return up[b] }) {
 			want[transitKey{from: k[0], dest: k[1]}] = via
 		}
+		var stopping []*forwarder
 		for k, f := range running {
 			if via, ok := want[k]; !ok || via != f.via {
-				f.stop()
+				stopping = append(stopping, f)
 				delete(running, k)
-				m.log.Info().Str("broker", k.from).Str("dest", k.dest).Str("via", f.via).Msg("transit forwarder stopped")
+				m.log.Info().Str("broker", k.from).Str("dest", k.dest).Str("via", f.via).Msg("transit forwarder stopping")
 			}
 		}
+		stopAll(stopping)
 		for k, via := range want {
 			if _, ok := running[k]; ok {
 				continue
