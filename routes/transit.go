@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	goamqp "github.com/Azure/go-amqp"
@@ -261,10 +260,4 @@ func nextHops(p *topology.Paths, up func(string) bool) map[[2]string]string {
 		}
 	}
 	return out
-}
-
-// hasTrace reports whether broker is in a message's trace.
-func hasTrace(msg *goamqp.Message, broker string) bool {
-	s, _ := msg.Annotations[TraceAnnotation].(string)
-	return s != "" && slices.Contains(strings.Split(s, ","), broker)
 }
