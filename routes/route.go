@@ -228,6 +228,7 @@ func (r *route) pathNow() (srcUp bool, kind pathKind, why string, changed []<-ch
 // source has.
 func (r *route) waitPath(ctx context.Context) (pathKind, bool) {
 	var lost time.Time // when the destination was first seen unreachable
+	logged := ""       // the no-path action last logged: each change is logged once
 	for {
 		srcUp, kind, why, changed := r.pathNow()
 		if kind == pathDirect || kind == pathTransit {
@@ -247,6 +248,10 @@ func (r *route) waitPath(ctx context.Context) (pathKind, bool) {
 		}
 		if !lost.IsZero() {
 			action, left := noPathAction(r.steps, time.Since(lost))
+			if action != logged {
+				r.log.Warn().Str("action", action).Str("why", why).Msg("no path: corrective action " + action)
+				logged = action
+			}
 			if action != NoPathHold {
 				r.correct(ctx, action, why)
 				if ctx.Err() != nil {
