@@ -24,8 +24,7 @@ type Router struct {
 	log zerolog.Logger
 
 	mu       sync.Mutex
-	conns    map[string]*famqp.Conn   // by broker name; guarded by mu
-	pools    map[string][]*famqp.Conn // every connection per broker, conns' first; guarded by mu
+	pools    map[string][]*famqp.Conn // every connection per broker (brokers[].connections); the first is the broker's main one; guarded by mu
 	profiles map[string]famqp.Profile // by broker name; guarded by mu
 	routes   *routes.Manager          // set by Start
 	control  *Control                 // set by Start when flooding is on
@@ -39,7 +38,7 @@ var ErrTopologyOff = errors.New("router: link-state flooding is off (no topology
 
 // New builds a router from a validated configuration. It does not connect.
 func New(cfg *Config, log zerolog.Logger) *Router {
-	return &Router{cfg: cfg, log: log.With().Str("router", cfg.RouterID).Logger(), conns: map[string]*famqp.Conn{}, profiles: map[string]famqp.Profile{},
+	return &Router{cfg: cfg, log: log.With().Str("router", cfg.RouterID).Logger(), pools: map[string][]*famqp.Conn{}, profiles: map[string]famqp.Profile{},
 		table: newTable()}
 }
 
@@ -51,8 +50,9 @@ func (r *Router) Start() error {
 	}
 	brokers := map[string]routes.Broker{}
 	r.mu.Lock()
-	for name, c := range r.conns {
-		brokers[name] = routes.Broker{Conn: c, Pool: r.pools[name], Profile: r.profiles[name], StaticDemand: r.cfg.StaticDemand()[name]}
+	static := r.cfg.StaticDemand()
+	for name, pool := range r.pools {
+		brokers[name] = routes.Broker{Conn: pool[0], Pool: pool, Profile: r.profiles[name], StaticDemand: static[name]}
 	}
 	r.mu.Unlock()
 	opts := routes.Options{
@@ -134,6 +134,7 @@ func (r *Router) dialAll() error {
 	if err != nil {
 		return err
 	}
+	conns := r.cfg.Connections()
 	for _, bc := range brokers {
 		if bc.TLS.InsecureSkipVerify {
 			r.log.Warn().Str("broker", bc.Name).Msg("TLS certificate verification is OFF for this broker")
@@ -149,7 +150,7 @@ func (r *Router) dialAll() error {
 		r.mu.Lock()
 		r.profiles[bc.Name] = prof
 		r.mu.Unlock()
-		for i := range r.cfg.Connections()[bc.Name] {
+		for i := range conns[bc.Name] {
 			id, log := "fedrouter-"+r.cfg.RouterID+"-"+bc.Name, r.log.With().Str("broker", bc.Name).Logger()
 			if i > 0 {
 				id, log = fmt.Sprintf("%s-%d", id, i+1), log.With().Int("connection", i+1).Logger()
@@ -165,12 +166,6 @@ func (r *Router) dialAll() error {
 				return err
 			}
 			r.mu.Lock()
-			if i == 0 {
-				r.conns[bc.Name] = c
-			}
-			if r.pools == nil {
-				r.pools = map[string][]*famqp.Conn{}
-			}
 			r.pools[bc.Name] = append(r.pools[bc.Name], c)
 			r.mu.Unlock()
 		}
@@ -249,8 +244,6 @@ func (r *Router) Stop() {
 	for _, p := range r.profiles {
 		p.Close()
 	}
-	r.mu.Unlock()
-	r.mu.Lock()
 	var all []*famqp.Conn
 	for _, pool := range r.pools {
 		all = append(all, pool...)
@@ -261,13 +254,14 @@ func (r *Router) Stop() {
 	}
 }
 
-// snapshot copies the connection list so callers can do I/O without mu.
+// snapshot copies the brokers' main connections so callers can do I/O
+// without mu.
 func (r *Router) snapshot() []*famqp.Conn {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	conns := make([]*famqp.Conn, 0, len(r.conns))
-	for _, c := range r.conns {
-		conns = append(conns, c)
+	conns := make([]*famqp.Conn, 0, len(r.pools))
+	for _, pool := range r.pools {
+		conns = append(conns, pool[0])
 	}
 	return conns
 }

@@ -110,13 +110,14 @@ type noPathSink struct {
 	count  *atomic.Uint64
 }
 
+// refused is a receipt whose outcome is known at once.
 type refused struct{ state goamqp.DeliveryState }
 
 func (r refused) Wait(context.Context) (goamqp.DeliveryState, error) { return r.state, nil }
 
 func (s noPathSink) Send(context.Context, *goamqp.Message) (links.Receipt, error) {
 	s.count.Add(1)
-	return refused{&goamqp.StateRejected{Error: &goamqp.Error{Condition: CondNoPath, Description: s.reason}}}, nil
+	return refusal(CondNoPath, s.reason), nil
 }
 
 // runNoPath applies action (dead-letter or reject) to the source's
@@ -129,15 +130,9 @@ func (r *route) runNoPath(ctx context.Context, action string) error {
 		return err
 	}
 	defer famqp.CloseSession(sess)
-	srcNode, sub, _ := r.nodes()
-	var spec famqp.LinkSpec
-	if r.spec.Kind == KindDynamic {
-		spec, err = r.subscribeDynamic(setup)
-	} else {
-		spec, err = r.src.Profile.Source(setup, srcNode, sub)
-	}
+	spec, err := r.sourceSpec(setup)
 	if err != nil {
-		return fmt.Errorf("source %s on %s: %w", srcNode, r.spec.Src, err)
+		return err
 	}
 	reason := fmt.Sprintf("no-path: no path to broker %s", r.spec.Dest)
 	cfg := links.Config{Window: r.spec.Credit, OutcomeTimeout: r.spec.OutcomeTimeout}
@@ -145,7 +140,7 @@ func (r *route) runNoPath(ctx context.Context, action string) error {
 		if cfg.DeadLetter, err = r.deadLetterSink(setup, sess); err != nil {
 			return err
 		}
-		_, _, dst := r.nodes()
+		_, _, dst := r.nodes() // what the message was for
 		cfg.DeadLetterAnnotations = map[string]string{links.AnnotationRoute: r.id + " " + r.spec.String(),
 			AnnotationDestBroker: r.spec.Dest, AnnotationDestAddress: dst.Address()}
 	}

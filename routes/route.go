@@ -378,7 +378,7 @@ func (r *route) runLinks(ctx context.Context, path pathKind, drain <-chan struct
 		return err
 	}
 	defer famqp.CloseSession(srcSess)
-	srcNode, sub, dstNode := r.nodes()
+	_, _, dstNode := r.nodes()
 	cfg := links.Config{Window: credit, Limit: limit, OutcomeTimeout: r.spec.OutcomeTimeout, Drain: drain}
 	var sink links.Sink
 	if path == pathTransit {
@@ -418,18 +418,16 @@ func (r *route) runLinks(ctx context.Context, path pathKind, drain <-chan struct
 		}
 		cfg.DeadLetterAnnotations = map[string]string{links.AnnotationRoute: r.id + " " + r.spec.String()}
 	}
-	var srcSpec famqp.LinkSpec
+	srcSpec, err := r.sourceSpec(setup)
+	if err != nil {
+		return err
+	}
 	if r.spec.Kind == KindDynamic {
-		if srcSpec, err = r.subscribeDynamic(setup); err != nil {
-			return err
-		}
 		cfg.Prepare = r.traceHop
 		follow, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { defer close(done); r.followDemand(follow) }()
 		defer func() { stop(); <-done }()
-	} else if srcSpec, err = r.src.Profile.Source(setup, srcNode, sub); err != nil {
-		return fmt.Errorf("source %s on %s: %w", srcNode, r.spec.Src, err)
 	}
 	window := max(1, credit/2)
 	rcv, err := famqp.NewReceiver(setup, srcSess, srcSpec, famqp.ReceiverConfig{Window: window, MaxUnsettled: credit})
@@ -443,6 +441,20 @@ func (r *route) runLinks(ctx context.Context, path pathKind, drain <-chan struct
 		r.log.Info().Str("path", detail).Msg("route runs through transit")
 	}
 	return links.Forward(ctx, rcv, sink, cfg, &r.c)
+}
+
+// sourceSpec resolves (and for exchange and dynamic routes, creates) the
+// route's source at its broker: what its receiver attaches to.
+func (r *route) sourceSpec(ctx context.Context) (famqp.LinkSpec, error) {
+	if r.spec.Kind == KindDynamic {
+		return r.subscribeDynamic(ctx)
+	}
+	srcNode, sub, _ := r.nodes()
+	spec, err := r.src.Profile.Source(ctx, srcNode, sub)
+	if err != nil {
+		return spec, fmt.Errorf("source %s on %s: %w", srcNode, r.spec.Src, err)
+	}
+	return spec, nil
 }
 
 // enterTransit is the Prepare of a run through transit: each message is

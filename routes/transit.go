@@ -160,7 +160,7 @@ type dispatchSink struct {
 	maxHops int64
 	sess    *goamqp.Session
 	prof    famqp.Profile
-	senders map[string]*goamqp.Sender // by address; at most maxSenders
+	senders map[famqp.Node]*goamqp.Sender // at most maxSenders
 }
 
 func (s *dispatchSink) Send(ctx context.Context, msg *goamqp.Message) (links.Receipt, error) {
@@ -203,12 +203,12 @@ func (s *dispatchSink) Send(ctx context.Context, msg *goamqp.Message) (links.Rec
 // sender returns the cached sender for node, attaching one first; a
 // destination address that does not exist refuses the message instead.
 func (s *dispatchSink) sender(ctx context.Context, node famqp.Node) (*goamqp.Sender, links.Receipt, error) {
+	if snd, ok := s.senders[node]; ok {
+		return snd, nil, nil
+	}
 	spec, err := s.prof.Target(node)
 	if err != nil {
 		return nil, refusal(CondNoAddress, fmt.Sprintf("%s on %s: %v", node.Address(), s.at, err)), nil
-	}
-	if snd, ok := s.senders[spec.Address]; ok {
-		return snd, nil, nil
 	}
 	if len(s.senders) >= maxSenders {
 		return nil, nil, errTooManyAddresses
@@ -224,9 +224,9 @@ func (s *dispatchSink) sender(ctx context.Context, node famqp.Node) (*goamqp.Sen
 		return nil, nil, fmt.Errorf("attach sender to %s on %s: %w", spec.Address, s.at, err)
 	}
 	if s.senders == nil {
-		s.senders = map[string]*goamqp.Sender{}
+		s.senders = map[famqp.Node]*goamqp.Sender{}
 	}
-	s.senders[spec.Address] = snd
+	s.senders[node] = snd
 	return snd, nil, nil
 }
 

@@ -46,10 +46,12 @@ type forwarder struct {
 	cancel  context.CancelFunc
 	drain   chan struct{} // closed to stop gracefully (stop)
 	done    chan struct{}
-	mu      sync.Mutex // guards state, since, lastErr
+	mu      sync.Mutex // guards state, since, lastErr, loggedErr
 	state   State
 	since   time.Time
 	lastErr string
+	// loggedErr is the failure last logged at warn; "" once Operational.
+	loggedErr string
 }
 
 func (f *forwarder) queue() string {
@@ -126,11 +128,19 @@ func (f *forwarder) set(s State, err error) {
 	if changed {
 		f.state, f.since = s, time.Now()
 	}
+	// The same failure again (a retry failing as the last one did, with
+	// no Operational run between) is logged at debug: no flood.
+	repeat := err != nil && err.Error() == f.loggedErr
 	if err != nil {
-		f.lastErr = err.Error()
+		f.lastErr, f.loggedErr = err.Error(), err.Error()
+	}
+	if s == StateOperational {
+		f.loggedErr = ""
 	}
 	f.mu.Unlock()
 	switch {
+	case repeat:
+		f.log.Debug().Err(err).Msg("transit forwarder failed again; retrying")
 	case err != nil:
 		f.log.Warn().Err(err).Msg("transit forwarder failed; retrying")
 	case changed && s == StateOperational:
