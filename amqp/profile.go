@@ -106,6 +106,10 @@ func ParseAddress(s string) (Node, error) {
 type Subscription struct {
 	Name    string // unique per route and broker, e.g. "fedrouter.route.r1"
 	Durable bool
+	// Single: one consumer at a time gets messages, the others wait to
+	// take over (RabbitMQ's single active consumer): a subscription
+	// several routers share keeps its order.
+	Single bool
 }
 
 // LinkSpec is what a profile resolved a Node to: everything needed to attach.

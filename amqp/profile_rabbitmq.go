@@ -36,6 +36,10 @@ func (p *rabbitProfile) Name() string    { return "rabbitmq" }
 func (p *rabbitProfile) Tested() bool    { return true }
 func (p *rabbitProfile) Multicast() bool { return true }
 
+// SharedSubscriptions: a subscription is a named queue; consumers on any
+// connection compete on it.
+func (p *rabbitProfile) SharedSubscriptions() bool { return true }
+
 func (p *rabbitProfile) Close() { p.mgmt.Close() }
 
 func (p *rabbitProfile) Target(n Node) (LinkSpec, error) {
@@ -98,9 +102,15 @@ func (p *rabbitProfile) Source(ctx context.Context, n Node, sub Subscription) (L
 // leave it filling up, and it is deleted with its route (Unsubscribe) or
 // when the router stops.
 func subscriptionArgs(sub Subscription) QueueArgs {
-	args := QueueArgs{Durable: sub.Durable}
+	args := QueueArgs{Durable: sub.Durable, Arguments: map[string]any{}}
 	if !sub.Durable {
-		args.Arguments = map[string]any{"x-expires": subscriptionExpires}
+		args.Arguments["x-expires"] = subscriptionExpires
+	}
+	if sub.Single {
+		args.Arguments["x-single-active-consumer"] = true
+	}
+	if len(args.Arguments) == 0 {
+		args.Arguments = nil
 	}
 	return args
 }

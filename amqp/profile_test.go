@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -109,6 +110,24 @@ func TestAddressRoundTrip(t *testing.T) {
 			t.Errorf("ParseAddress(%q) = nil error", bad)
 		} else if !strings.Contains(err.Error(), "address") {
 			t.Errorf("ParseAddress(%q): %v does not name the address", bad, err)
+		}
+	}
+}
+
+// A subscription's queue properties on RabbitMQ: a transient one expires
+// once unused, a durable one does not; a shared one has a single active
+// consumer.
+func TestRabbitSubscriptionArgs(t *testing.T) {
+	for _, tc := range []struct {
+		sub  Subscription
+		want QueueArgs
+	}{
+		{Subscription{Name: "s"}, QueueArgs{Arguments: map[string]any{"x-expires": subscriptionExpires}}},
+		{Subscription{Name: "s", Durable: true}, QueueArgs{Durable: true}},
+		{Subscription{Name: "s", Durable: true, Single: true}, QueueArgs{Durable: true, Arguments: map[string]any{"x-single-active-consumer": true}}},
+	} {
+		if got := subscriptionArgs(tc.sub); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%+v: %+v, want %+v", tc.sub, got, tc.want)
 		}
 	}
 }

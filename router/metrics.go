@@ -16,7 +16,7 @@ var (
 	outcomeLabels = []string{"route", "dest", "src", "outcome"}
 
 	descRouteMessages = prometheus.NewDesc("fedrouter_route_messages_total",
-		"Messages a route handled since the router started, by outcome: forwarded (accepted by the destination), redelivered (released back to the source), rejected (at the source), dead_lettered, no_outcome (destination silent past outcome_timeout), looped (not sent: already there, or not on its origin's tree), no_path (dead-lettered or rejected for want of a path), rerouted (sent over an alternative path).",
+		"Messages a route handled since the router started, by outcome: forwarded (accepted by the destination), redelivered (released back to the source), rejected (at the source), dead_lettered, no_outcome (destination silent past outcome_timeout), looped (not sent: already there, or not on its origin's tree), no_path (dead-lettered or rejected for want of a path), rerouted (sent over an alternative path), copies (exchange routes with fan-out: copies sent into transit, one per broker reached).",
 		outcomeLabels, nil)
 	descTransitMessages = prometheus.NewDesc("fedrouter_transit_messages_total",
 		"Messages a transit forwarder (multi-hop) or a broker's ingress handled, by outcome: forwarded, redelivered, dead_lettered (bad request, missing address, too many hops). dest is \"\" for the ingress.",
@@ -118,6 +118,7 @@ func collectRoute(ch chan<- prometheus.Metric, st routes.Status) {
 		{"looped", st.Looped},
 		{"no_path", st.NoPath},
 		{"rerouted", st.Rerouted},
+		{"copies", st.Copies},
 	}
 	for _, o := range outcomes {
 		ch <- constMetric(descRouteMessages, prometheus.CounterValue, float64(o.n), append(labels, o.name)...)

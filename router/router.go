@@ -60,7 +60,7 @@ func (r *Router) Start() error {
 		Log: r.log, Backoff: r.cfg.Backoff(), NextHop: r.nextHop, DefaultNoPath: r.cfg.DefaultNoPath(),
 	}
 	if r.cfg.flooding() { // multi-hop transit rides on the link-state table
-		opts.Table, opts.MaxHops = r.table, r.cfg.Topology.MaxHops
+		opts.Table, opts.MaxHops, opts.Advertised = r.table, r.cfg.Topology.MaxHops, r.table.Edges
 		// Two refreshes: by then every live router has advertised.
 		opts.TableGrace = min(max(2*time.Duration(r.cfg.Topology.Refresh), 3*time.Second), 30*time.Second)
 		for pair := range r.cfg.LinkPairs() {
@@ -99,7 +99,7 @@ func (r *Router) startTopology(brokers map[string]routes.Broker) error {
 		}
 	}
 	r.dests = newDestWatcher(listers, time.Duration(r.cfg.Topology.DestinationIdle), r.log)
-	exts := map[string]func() json.RawMessage{DemandExt: r.localDemand, DestinationsExt: r.dests.current}
+	exts := map[string]func() json.RawMessage{DemandExt: r.localDemand, DestinationsExt: r.dests.current, ExchangeRoutesExt: r.localExchangeRoutes}
 	r.topo, err = newTopoDriver(r.cfg, secret, r.control, r.localTopology, exts, r.table, r.log)
 	if err != nil {
 		return fmt.Errorf("router: topology: %w", err)

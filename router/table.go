@@ -1,8 +1,14 @@
 package router
 
 import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
 	"sync"
 
+	"github.com/fedrouter/fedrouter/routes"
 	"github.com/fedrouter/fedrouter/topology"
 )
 
@@ -12,7 +18,8 @@ import (
 type table struct {
 	mu      sync.Mutex
 	paths   *topology.Paths // guarded by mu
-	changed chan struct{}   // guarded by mu; closed and replaced by Store
+	changed chan struct{}   // guarded by mu; closed and replaced by Store and StoreEdges
+	edges   edgeState       // guarded by mu
 }
 
 func newTable() *table { return &table{changed: make(chan struct{})} }
@@ -37,4 +44,68 @@ func (t *table) Paths() (*topology.Paths, <-chan struct{}) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.paths, t.changed
+}
+
+// ExchangeRoutesExt is the advertisement extension listing the router's
+// exchange routes that take part in fan-out (routes.ExchangeEdge, JSON).
+const ExchangeRoutesExt = "exchange_routes"
+
+// edgeState is what the table keeps of the routers' advertised exchange
+// routes: per router, as last advertised. A router whose advertisement
+// expired keeps its routes here: its fan-out groups still reach the
+// brokers behind them (copies wait in transit for a path) rather than
+// dropping them while it is away; a router that advertises again replaces
+// them (with none, if it has none).
+type edgeState struct {
+	raw  map[string]string                // router id → the value last parsed
+	by   map[string][]routes.ExchangeEdge // router id → its edges
+	flat []routes.ExchangeEdge            // all of them, sorted
+}
+
+// StoreEdges takes the other routers' ExchangeRoutesExt values (router id
+// → value, nil: none) and wakes waiters if the edges changed. A value that
+// does not decode is reported and the router's previous edges are kept.
+func (t *table) StoreEdges(ext map[string]json.RawMessage) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.edges.raw == nil {
+		t.edges.raw, t.edges.by = map[string]string{}, map[string][]routes.ExchangeEdge{}
+	}
+	var errs []error
+	changed := false
+	for id, v := range ext {
+		if old, ok := t.edges.raw[id]; ok && old == string(v) {
+			continue
+		}
+		var es []routes.ExchangeEdge
+		if v != nil {
+			if err := json.Unmarshal(v, &es); err != nil {
+				errs = append(errs, fmt.Errorf("router %s: extension %s: %w", id, ExchangeRoutesExt, err))
+				continue
+			}
+		}
+		t.edges.raw[id], t.edges.by[id] = string(v), es
+		changed = true
+	}
+	if changed {
+		t.edges.flat = nil
+		for _, es := range t.edges.by {
+			t.edges.flat = append(t.edges.flat, es...)
+		}
+		slices.SortFunc(t.edges.flat, func(a, b routes.ExchangeEdge) int {
+			return cmp.Or(cmp.Compare(a.Src, b.Src), cmp.Compare(a.Dest, b.Dest), cmp.Compare(a.Exchange, b.Exchange), cmp.Compare(a.Key, b.Key))
+		})
+		t.edges.flat = slices.Compact(t.edges.flat)
+		close(t.changed)
+		t.changed = make(chan struct{})
+	}
+	return errors.Join(errs...)
+}
+
+// Edges returns the exchange routes the other routers advertise (or did,
+// before their advertisement expired); callers must not change it.
+func (t *table) Edges() []routes.ExchangeEdge {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.edges.flat
 }

@@ -33,7 +33,8 @@ type topoDriver struct {
 	// table is the latest shortest-path table, for readers outside the
 	// driver's goroutine (dynamic routes); a *Paths is never changed once
 	// published.
-	table *table
+	table    *table
+	edgesErr string // the last advertised-edges error logged (owned by run)
 
 	snapReq chan chan topology.Snapshot
 	cancel  context.CancelFunc
@@ -113,6 +114,7 @@ func (d *topoDriver) run(ctx context.Context) {
 			return
 		}
 		d.carryOut(ready)
+		d.storeEdges()
 		timer.Reset(time.Until(d.node.NextTick(time.Now())))
 	}
 }
@@ -181,14 +183,43 @@ func (d *topoDriver) logEvent(e topology.Event) {
 	ev.Str("event", e.String()).Msg("link state")
 }
 
+// storeEdges hands the other routers' exchange routes to the table (fan-
+// out reads them there); a bad value is logged once per change of errors.
+func (d *topoDriver) storeEdges() {
+	err := d.table.StoreEdges(d.node.Ext(ExchangeRoutesExt))
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if msg != d.edgesErr {
+		if err != nil {
+			d.log.Warn().Err(err).Msg("advertised exchange routes refused; the router's previous ones are kept")
+		}
+		d.edgesErr = msg
+	}
+}
+
+// localExchangeRoutes encodes the routes taking part in fan-out for
+// ExchangeRoutesExt.
+func (r *Router) localExchangeRoutes() json.RawMessage {
+	es := r.routes.ExchangeEdges()
+	return extValue(es, len(es))
+}
+
 // localDemand encodes the dynamic routes' local demand for DemandExt.
 func (r *Router) localDemand() json.RawMessage {
 	d := r.routes.LocalDemand()
-	if len(d) == 0 {
+	return extValue(d, len(d))
+}
+
+// extValue encodes an extension's value; nil (the extension is not
+// advertised) when it has no entries.
+func extValue(v any, entries int) json.RawMessage {
+	if entries == 0 {
 		return nil
 	}
-	b, err := json.Marshal(d)
-	if err != nil {
+	b, err := json.Marshal(v)
+	if err != nil { // plain maps and structs of strings: cannot fail
 		return nil
 	}
 	return b

@@ -67,6 +67,10 @@ type Options struct {
 	// to, the reroute no-path action, the ingress, and the transit
 	// forwarders between this router's brokers.
 	Table Table
+	// Advertised, with Table, returns the exchange routes the other
+	// routers advertise (ExchangeEdge); it turns on fan-out for exchange
+	// routes (fanout.go). A change is signalled through Table's channel.
+	Advertised func() []ExchangeEdge
 	// Links are the configured links (broker pairs, both ways), listed
 	// with the routes' own.
 	Links [][2]string
@@ -512,7 +516,7 @@ func (m *Manager) Stop(ctx context.Context) {
 		<-m.transitDone
 	}
 	for _, r := range rs {
-		if !r.spec.Durable {
+		if !r.spec.Durable && !r.fanout { // a fan-out queue is shared and durable: kept
 			r.unsubscribe(ctx)
 		}
 	}

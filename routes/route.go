@@ -34,6 +34,11 @@ type route struct {
 	steps    []NoPathStep   // the corrective action chain (spec or the manager's default)
 	remote   bool           // the destination is not one of this router's brokers: always transit
 	rerouted atomic.Uint64  // messages sent over an alternative path (reroute)
+	// fanout: an exchange route judged once at its source (fanout.go);
+	// edge is the route as its group sees it, copies counts the copies.
+	fanout bool
+	edge   ExchangeEdge
+	copies atomic.Uint64
 
 	cancel context.CancelFunc
 	done   chan struct{} // closed when run returns
@@ -66,7 +71,9 @@ func newRoute(m *Manager, spec Spec, origin Origin, pick func(Broker, string) *f
 		steps = m.opts.DefaultNoPath
 	}
 	_, attached := m.opts.Brokers[spec.Dest]
-	return &route{steps: steps, remote: !attached,
+	edge, edgeOK := spec.fanoutEdge()
+	fanout := edgeOK && m.opts.Table != nil && m.opts.Advertised != nil && sharesSubscriptions(src.Profile)
+	return &route{steps: steps, remote: !attached, fanout: fanout, edge: edge,
 		m: m, id: id, spec: spec, origin: origin,
 		src: src, dst: dst,
 		log:   m.log.With().Str("route", id).Str("src", spec.Src).Str("dest", spec.Dest).Logger(),
@@ -180,6 +187,7 @@ const (
 	pathDirect           // the destination is one of the router's brokers and up
 	pathTransit          // through other brokers (a remote destination, or a reroute)
 	pathUnknown          // the link-state table is too young to say: hold, no no-path clock yet
+	pathFanout           // copies through the source's transit queues, one per broker the group reaches
 )
 
 // pathNow says whether the source is up and how the destination can be
@@ -190,6 +198,18 @@ func (r *route) pathNow() (srcUp bool, kind pathKind, why string, changed []<-ch
 	changed = append(changed, srcCh)
 	if src.State != famqp.Operational {
 		return false, pathNone, fmt.Sprintf("broker %s is %s", src.Broker, src.State), changed
+	}
+	if r.fanout {
+		// Copies wait in transit for a path: only the source matters. The
+		// table is watched for route list's detail.
+		_, tableCh := r.m.opts.Table.Paths()
+		changed = append(changed, tableCh)
+		if !r.m.tableSettled() {
+			// Copied to what the group reaches as known now, a message
+			// would miss the brokers of routes not advertised to us yet.
+			return true, pathUnknown, "the link-state table is still filling (the other routers' exchange routes): holding at the source", changed
+		}
+		return true, pathFanout, "", changed
 	}
 	why = fmt.Sprintf("no path to broker %s", r.spec.Dest)
 	if !r.remote {
@@ -231,7 +251,7 @@ func (r *route) waitPath(ctx context.Context) (pathKind, bool) {
 	logged := ""       // the no-path action last logged: each change is logged once
 	for {
 		srcUp, kind, why, changed := r.pathNow()
-		if kind == pathDirect || kind == pathTransit {
+		if kind == pathDirect || kind == pathTransit || kind == pathFanout {
 			return kind, true
 		}
 		var timer *time.Timer
@@ -360,8 +380,11 @@ func (r *route) watchPath(ctx context.Context, path pathKind) error {
 			}
 			return fmt.Errorf("%w: %s", errConnLost, why)
 		}
-		if kind == pathTransit {
+		switch kind {
+		case pathTransit:
 			r.setDetail(r.transitDetail()) // the path may have changed
+		case pathFanout:
+			r.setDetail(r.fanoutDetail()) // the routes advertised may have changed
 		}
 		if !waitAny(ctx, nil, changed) {
 			return nil
@@ -381,12 +404,17 @@ func (r *route) runLinks(ctx context.Context, path pathKind, drain <-chan struct
 	_, _, dstNode := r.nodes()
 	cfg := links.Config{Window: credit, Limit: limit, OutcomeTimeout: r.spec.OutcomeTimeout, Drain: drain}
 	var sink links.Sink
-	if path == pathTransit {
+	switch {
+	case path == pathFanout:
+		dispatch := &dispatchSink{at: r.spec.Src, maxHops: int64(r.m.opts.MaxHops), sess: srcSess, prof: r.src.Profile}
+		sink = &fanoutSink{r: r, dispatch: dispatch, node: dstNode}
+		cfg.Prepare = r.fanoutPrepare
+	case path == pathTransit:
 		// Into the source broker's transit queue for the destination; the
 		// transit forwarders take it from there (transit.go).
 		sink = &dispatchSink{at: r.spec.Src, maxHops: int64(r.m.opts.MaxHops), sess: srcSess, prof: r.src.Profile}
 		cfg.Prepare = r.enterTransit(dstNode)
-	} else {
+	default:
 		dstSess, _, err := r.dst.Conn.NewSession(setup)
 		if err != nil {
 			return err
@@ -435,10 +463,13 @@ func (r *route) runLinks(ctx context.Context, path pathKind, drain <-chan struct
 		return fmt.Errorf("attach receiver to %s on %s: %w", srcSpec.Address, r.spec.Src, err)
 	}
 	r.setState(StateOperational, nil, 0)
-	if path == pathTransit {
+	switch path {
+	case pathTransit:
 		detail := r.transitDetail()
 		r.setDetail(detail)
 		r.log.Info().Str("path", detail).Msg("route runs through transit")
+	case pathFanout:
+		r.setDetail(r.fanoutDetail())
 	}
 	return links.Forward(ctx, rcv, sink, cfg, &r.c)
 }
@@ -450,6 +481,9 @@ func (r *route) sourceSpec(ctx context.Context) (famqp.LinkSpec, error) {
 		return r.subscribeDynamic(ctx)
 	}
 	srcNode, sub, _ := r.nodes()
+	if r.fanout {
+		sub = fanoutSubscription(r.edge)
+	}
 	spec, err := r.src.Profile.Source(ctx, srcNode, sub)
 	if err != nil {
 		return spec, fmt.Errorf("source %s on %s: %w", srcNode, r.spec.Src, err)
@@ -578,7 +612,19 @@ func (r *route) unsubscribe(ctx context.Context) {
 	src, _, _ := r.nodes()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := r.src.Profile.Unsubscribe(ctx, src, r.subscription()); err != nil {
+	sub := r.subscription()
+	if r.fanout {
+		// The group's queue at the source serves every route of the group
+		// from there, on any router: it goes with the last of them.
+		for _, e := range r.m.groupEdges(r.edge) {
+			if e.Src == r.spec.Src {
+				r.log.Info().Str("queue", fanoutSubscription(r.edge).Name).Str("kept_for", e.Src+" > "+e.Dest).Msg("the fan-out queue stays: another route of the group uses it")
+				return
+			}
+		}
+		sub = fanoutSubscription(r.edge)
+	}
+	if err := r.src.Profile.Unsubscribe(ctx, src, sub); err != nil {
 		r.log.Warn().Err(err).Msg("could not remove the route's subscription at the source; remove it by hand")
 	}
 	if r.spec.Kind == KindDynamic {
@@ -663,7 +709,7 @@ func (r *route) status() Status {
 		Redelivered:  r.c.Redelivered.Load() + r.cNoPath.Redelivered.Load(),
 		Rejected:     r.c.Rejected.Load() + r.cNoPath.Rejected.Load(),
 		DeadLettered: r.c.DeadLettered.Load() + r.cNoPath.DeadLettered.Load(),
-		NoOutcome:    r.c.NoOutcome.Load(), Looped: r.c.Looped.Load(), Rerouted: r.rerouted.Load(),
+		NoOutcome:    r.c.NoOutcome.Load(), Looped: r.c.Looped.Load(), Rerouted: r.rerouted.Load(), Copies: r.copies.Load(),
 		InFlight: r.c.InFlight.Load() + r.cNoPath.InFlight.Load(),
 	}
 	return st

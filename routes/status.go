@@ -30,9 +30,10 @@ type Counters struct {
 	Rejected     uint64 `json:"rejected"`      // rejected at the source (policy reject)
 	DeadLettered uint64 `json:"dead_lettered"` // sent to the dead-letter queue (policy dead-letter)
 	NoOutcome    uint64 `json:"no_outcome"`    // destination gave no outcome within outcome_timeout
-	Looped       uint64 `json:"looped"`        // not sent: the destination was in its trace, or (exchange routes on a mesh) the link is not on its origin's tree
+	Looped       uint64 `json:"looped"`        // not sent: the destination was in its trace, or (exchange routes on a mesh) the link is not on its origin's tree, or a fan-out copy arrived
 	NoPath       uint64 `json:"no_path"`       // dead-lettered or rejected because the destination was unreachable
 	Rerouted     uint64 `json:"rerouted"`      // sent over an alternative path while the direct link was down
+	Copies       uint64 `json:"copies"`        // exchange routes with fan-out: copies sent into transit, one per broker reached
 	InFlight     int64  `json:"in_flight"`     // sent to the destination, outcome pending
 }
 

@@ -44,6 +44,12 @@ func TestSetExtIsAdvertised(t *testing.T) {
 	if !seen {
 		t.Fatalf("b does not see a's demand: %+v", snap.Routers)
 	}
+	if got := b.Ext("demand"); len(got) != 1 || string(got["a"]) != `{"x":{"amq.topic":["k"]}}` {
+		t.Fatalf("b.Ext(demand) = %v", got)
+	}
+	if got, ok := b.Ext("other")["a"]; !ok || got != nil {
+		t.Fatalf("b.Ext(other): a advertises none, want a nil entry; got %q, %v", got, ok)
+	}
 	now = now.Add(time.Second)
 	if r := a.SetExt("demand", json.RawMessage(`{"x":{"amq.topic":["k"]}}`), now); len(r.Flood) != 0 {
 		t.Fatalf("unchanged extension advertised again: %+v", r.Flood)

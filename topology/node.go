@@ -300,6 +300,18 @@ func (n *Node) step(now time.Time, r *Ready) {
 // Paths returns the current shortest-path table (never nil).
 func (n *Node) Paths() *Paths { return n.paths }
 
+// Ext returns one extension as the other routers advertise it: router id
+// → value, for every router the database holds now. A router that
+// advertises without the extension is in the map with a nil value, so a
+// caller can tell "advertises none" from "not known (any more)".
+func (n *Node) Ext(key string) map[string]json.RawMessage {
+	out := make(map[string]json.RawMessage, len(n.db))
+	for id, e := range n.db {
+		out[id] = e.lsa.Ext[key]
+	}
+	return out
+}
+
 // Counters returns the counters so far.
 func (n *Node) Counters() Counters { return n.counters }
 

@@ -330,6 +330,9 @@ func routeDetail(st routes.Status) string {
 	if st.NoPath > 0 {
 		parts = append(parts, fmt.Sprintf("%d without a path", st.NoPath))
 	}
+	if st.Copies > 0 {
+		parts = append(parts, fmt.Sprintf("%d copies", st.Copies))
+	}
 	if st.Looped > 0 {
 		parts = append(parts, fmt.Sprintf("%d looped", st.Looped))
 	}

@@ -1,0 +1,260 @@
+package routes
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	goamqp "github.com/Azure/go-amqp"
+
+	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/links"
+)
+
+// Exchange routes on a link-state network: fan-out at the origin.
+//
+// Exchange routes copying one exchange with one key between brokers form a
+// group (same exchange, same key, the destination exchange of the same
+// name): a federated exchange, possibly a mesh. Copying hop by hop, each
+// route judging each copy by its router's current table, cannot deliver
+// exactly once while links flap: a copy is judged on different routers at
+// different times, by different trees, and what a route's subscription
+// collected while its link was down is judged again when it is back
+// (docs/multihop.md). So, with link state on, a message is judged once, at
+// the broker it was published at (its origin):
+//
+//   - every route of a group at broker O consumes one shared durable queue,
+//     fedrouter.fanout.<exchange>.<group>, bound to the exchange with the
+//     key, across routers; one of them at a time gets its messages (single
+//     active consumer: order is kept, another takes over when it goes), so
+//     each message is taken once;
+//   - that route sends one copy of the message into O's transit queue for
+//     each broker the group's routes reach from O (its own routes and those
+//     the other routers advertise, ExchangeEdge), addressed to the exchange
+//     there; transit carries each copy along the shortest live path, in one
+//     durable queue at a time, and reroutes it when a link fails;
+//   - the message is settled at O once every copy is accepted;
+//   - a copy carries the group in x-fedrouter-fanned: arriving in the
+//     exchange at its destination it lands in that broker's fan-out queue
+//     too, and is dropped there (counted looped), not copied again.
+//
+// Every broker a group reaches gets one copy of each message, whatever the
+// mesh; duplicates come only from a connection lost with outcomes in
+// flight, as on any route.
+
+// FanoutPrefix starts the name of the shared queue of a fan-out group at a
+// broker: FanoutPrefix + exchange + "." + group id.
+const FanoutPrefix = "fedrouter.fanout."
+
+// AnnotationFanned lists, comma-separated, the fan-out groups that have
+// copied a message: a copy is not copied again by the same group.
+const AnnotationFanned = "x-fedrouter-fanned"
+
+// ExchangeEdge is an exchange route that takes part in fan-out, as routers
+// advertise it to each other (router.ExchangeRoutesExt).
+type ExchangeEdge struct {
+	Src      string `json:"src"`
+	Dest     string `json:"dest"`
+	Exchange string `json:"exchange"`
+	Key      string `json:"key,omitempty"`
+}
+
+// Group identifies the edges one fan-out covers: the same exchange and key.
+// Short and stable (it is in queue names and annotations).
+func (e ExchangeEdge) Group() string {
+	h := sha256.Sum256(fmt.Appendf(nil, "%d:%s%s", len(e.Exchange), e.Exchange, e.Key))
+	return hex.EncodeToString(h[:6])
+}
+
+func (e ExchangeEdge) sameGroup(o ExchangeEdge) bool {
+	return e.Exchange == o.Exchange && e.Key == o.Key
+}
+
+// fanoutEdge says whether the route takes part in fan-out, and as which
+// edge: exchange routes to the exchange of the same name. One with another
+// destination exchange copies between two exchanges, not within one: it
+// is judged hop by hop (meshHop).
+func (s Spec) fanoutEdge() (ExchangeEdge, bool) {
+	if s.Kind != KindExchange || s.DestNode() != s.Exchange {
+		return ExchangeEdge{}, false
+	}
+	return ExchangeEdge{Src: s.Src, Dest: s.Dest, Exchange: s.Exchange, Key: s.Key}, true
+}
+
+// sharedSubscriptions is what a profile says when a named subscription is
+// one queue that consumers on several connections (several routers) share.
+type sharedSubscriptions interface{ SharedSubscriptions() bool }
+
+func sharesSubscriptions(p famqp.Profile) bool {
+	s, ok := p.(sharedSubscriptions)
+	return ok && s.SharedSubscriptions()
+}
+
+// fanoutSubscription is the group's shared queue at a broker: durable, so
+// what a broker holds for the group outlives restarts of routers and of
+// the broker; one consumer at a time, so the copies keep the order of
+// publication and another route takes over when the active one goes.
+func fanoutSubscription(e ExchangeEdge) famqp.Subscription {
+	name := FanoutPrefix + e.Exchange + "." + e.Group()
+	if len(name) > maxQueueName { // the group id alone still tells it apart
+		name = FanoutPrefix + e.Group()
+	}
+	return famqp.Subscription{Name: name, Durable: true, Single: true}
+}
+
+// maxQueueName is the longest queue name brokers take (RabbitMQ, AMQP
+// 0-9-1 short strings: 255 bytes).
+const maxQueueName = 255
+
+// ExchangeEdges returns this router's routes that take part in fan-out,
+// sorted, for its advertisement.
+func (m *Manager) ExchangeEdges() []ExchangeEdge {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []ExchangeEdge
+	for _, r := range m.routes {
+		if r.fanout {
+			e, _ := r.spec.fanoutEdge()
+			out = append(out, e)
+		}
+	}
+	slices.SortFunc(out, compareEdges)
+	return slices.Compact(out)
+}
+
+func compareEdges(a, b ExchangeEdge) int {
+	return strings.Compare(a.Src+"\x00"+a.Dest+"\x00"+a.Exchange+"\x00"+a.Key, b.Src+"\x00"+b.Dest+"\x00"+b.Exchange+"\x00"+b.Key)
+}
+
+// groupEdges returns every known edge of e's group: this router's and the
+// advertised ones.
+func (m *Manager) groupEdges(e ExchangeEdge) []ExchangeEdge {
+	var out []ExchangeEdge
+	for _, o := range m.ExchangeEdges() {
+		if o.sameGroup(e) {
+			out = append(out, o)
+		}
+	}
+	if m.opts.Advertised != nil {
+		for _, o := range m.opts.Advertised() {
+			if o.sameGroup(e) {
+				out = append(out, o)
+			}
+		}
+	}
+	return out
+}
+
+// reach returns the brokers the edges lead to from origin (following them
+// in their direction, any number of times), sorted, without origin and
+// without the brokers in skip.
+func reach(origin string, edges []ExchangeEdge, skip []string) []string {
+	seen := map[string]bool{origin: true}
+	queue := []string{origin}
+	for len(queue) > 0 {
+		at := queue[0]
+		queue = queue[1:]
+		for _, e := range edges {
+			if e.Src == at && !seen[e.Dest] {
+				seen[e.Dest] = true
+				queue = append(queue, e.Dest)
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for b := range seen {
+		if b != origin && !slices.Contains(skip, b) {
+			out = append(out, b)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// fanoutTargets returns the brokers a message at the route's source is
+// copied to: those the group reaches from there, less those it has been
+// at (trace; a message delivered into the exchange by another route).
+func (r *route) fanoutTargets(msg *goamqp.Message) []string {
+	var trace []string
+	if s, ok := msg.Annotations[TraceAnnotation].(string); ok && s != "" {
+		trace = strings.Split(s, ",")
+	}
+	return reach(r.spec.Src, r.m.groupEdges(r.edge), trace)
+}
+
+// fanned says whether the group has copied msg already.
+func fanned(msg *goamqp.Message, group string) bool {
+	s, _ := msg.Annotations[AnnotationFanned].(string)
+	return s != "" && slices.Contains(strings.Split(s, ","), group)
+}
+
+// fanoutPrepare drops what the group need not copy (counted looped): a
+// copy it made elsewhere, and a message nobody else wants.
+func (r *route) fanoutPrepare(out *goamqp.Message) bool {
+	return !fanned(out, r.edge.Group()) && len(r.fanoutTargets(out)) > 0
+}
+
+// fanoutDetail says, for route list, where the route's fan-out copies go.
+func (r *route) fanoutDetail() string {
+	targets := reach(r.spec.Src, r.m.groupEdges(r.edge), nil)
+	return fmt.Sprintf("fan-out from %s to %s (shared queue %s)", r.spec.Src, strings.Join(targets, ", "), fanoutSubscription(r.edge).Name)
+}
+
+// fanoutSink copies each message into the source broker's transit queues,
+// one copy per broker the group reaches; its receipt is accepted once
+// every copy is.
+type fanoutSink struct {
+	r        *route
+	dispatch *dispatchSink // at the source broker
+	node     famqp.Node    // the exchange at each destination
+}
+
+func (s *fanoutSink) Send(ctx context.Context, msg *goamqp.Message) (links.Receipt, error) {
+	targets := s.r.fanoutTargets(msg)
+	group := s.r.edge.Group()
+	marks, _ := msg.Annotations[AnnotationFanned].(string)
+	if marks != "" {
+		marks += ","
+	}
+	marks += group
+	receipts := make(allReceipt, 0, len(targets))
+	for _, d := range targets {
+		c := famqp.ForwardCopy(msg)
+		setEntry(c, s.r.spec.Src, d, s.node)
+		c.Annotations[AnnotationFanned] = marks
+		rc, err := s.dispatch.Send(ctx, c)
+		if err != nil {
+			// The copies sent so far are not waited for: the message is
+			// not settled, comes back and is copied again (at-least-once).
+			return nil, err
+		}
+		receipts = append(receipts, rc)
+	}
+	s.r.copies.Add(uint64(len(receipts)))
+	return receipts, nil
+}
+
+// allReceipt waits for every copy's outcome: accepted when all are, else
+// the first other outcome (the source message is then dead-lettered or
+// rejected as the route says; the copies accepted stay delivered).
+type allReceipt []links.Receipt
+
+func (a allReceipt) Wait(ctx context.Context) (goamqp.DeliveryState, error) {
+	var first goamqp.DeliveryState
+	for _, rc := range a {
+		st, err := rc.Wait(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := st.(*goamqp.StateAccepted); !ok && first == nil {
+			first = st
+		}
+	}
+	if first != nil {
+		return first, nil
+	}
+	return &goamqp.StateAccepted{}, nil
+}

@@ -1,0 +1,126 @@
+package routes
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	goamqp "github.com/Azure/go-amqp"
+
+	"github.com/fedrouter/fedrouter/links"
+)
+
+// The square of the mesh tests, routes both ways on every side.
+func square(ex, key string) []ExchangeEdge {
+	var out []ExchangeEdge
+	for _, side := range [][2]string{{"rabbit1", "rabbit2"}, {"rabbit2", "rabbit4"}, {"rabbit1", "rabbit3"}, {"rabbit3", "rabbit4"}} {
+		out = append(out, ExchangeEdge{Src: side[0], Dest: side[1], Exchange: ex, Key: key},
+			ExchangeEdge{Src: side[1], Dest: side[0], Exchange: ex, Key: key})
+	}
+	return out
+}
+
+func TestReach(t *testing.T) {
+	sq := square("x", "k")
+	chain := []ExchangeEdge{{Src: "a", Dest: "b"}, {Src: "b", Dest: "c"}, {Src: "d", Dest: "a"}}
+	for _, tc := range []struct {
+		name   string
+		origin string
+		edges  []ExchangeEdge
+		skip   []string
+		want   []string
+	}{
+		{"square from a corner", "rabbit1", sq, nil, []string{"rabbit2", "rabbit3", "rabbit4"}},
+		{"square from the far corner", "rabbit4", sq, nil, []string{"rabbit1", "rabbit2", "rabbit3"}},
+		{"trace skipped", "rabbit2", sq, []string{"rabbit1"}, []string{"rabbit3", "rabbit4"}},
+		{"edges have a direction", "a", chain, nil, []string{"b", "c"}},
+		{"nothing leads out", "c", chain, nil, []string{}},
+		{"an origin without edges", "z", sq, nil, []string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := reach(tc.origin, tc.edges, tc.skip); !slices.Equal(got, tc.want) {
+				t.Errorf("reach(%s) = %v, want %v", tc.origin, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestFanoutGroupsAndEligibility(t *testing.T) {
+	a := ExchangeEdge{Src: "r1", Dest: "r2", Exchange: "orders", Key: "eu.#"}
+	b := ExchangeEdge{Src: "r3", Dest: "r4", Exchange: "orders", Key: "eu.#"}
+	c := ExchangeEdge{Src: "r1", Dest: "r2", Exchange: "orders", Key: "us.#"}
+	if a.Group() != b.Group() || a.Group() == c.Group() || len(a.Group()) != 12 {
+		t.Errorf("groups: %s %s %s", a.Group(), b.Group(), c.Group())
+	}
+	// The separator keeps ("a.b", "c") and ("a", "b.c") apart.
+	if (ExchangeEdge{Exchange: "a\nb", Key: "c"}).Group() == (ExchangeEdge{Exchange: "a", Key: "b\nc"}).Group() {
+		t.Error("groups collide across the exchange/key boundary")
+	}
+	if sub := fanoutSubscription(a); sub.Name != "fedrouter.fanout.orders."+a.Group() || !sub.Durable || !sub.Single {
+		t.Errorf("subscription %+v", sub)
+	}
+	long := ExchangeEdge{Exchange: strings.Repeat("x", 250)}
+	if sub := fanoutSubscription(long); len(sub.Name) > maxQueueName || !strings.HasSuffix(sub.Name, long.Group()) {
+		t.Errorf("long exchange: subscription %q", sub.Name)
+	}
+	for _, tc := range []struct {
+		spec Spec
+		ok   bool
+	}{
+		{Spec{Kind: KindExchange, Src: "r1", Dest: "r2", Exchange: "orders", Key: "eu.#"}, true},
+		{Spec{Kind: KindExchange, Src: "r1", Dest: "r2", Exchange: "orders", DestExchange: "orders"}, true},
+		{Spec{Kind: KindExchange, Src: "r1", Dest: "r2", Exchange: "orders", DestExchange: "other"}, false},
+		{Spec{Kind: KindQueue, Src: "r1", Dest: "r2", Exchange: "orders", Queue: "q"}, false},
+		{Spec{Kind: KindDynamic, Src: "r1", Dest: "r2", Exchange: "orders"}, false},
+	} {
+		e, ok := tc.spec.fanoutEdge()
+		if ok != tc.ok || (ok && (e.Src != tc.spec.Src || e.Dest != tc.spec.Dest || e.Exchange != "orders" || e.Key != tc.spec.Key)) {
+			t.Errorf("%s: fanoutEdge = %+v, %v; want ok %v", tc.spec, e, ok, tc.ok)
+		}
+	}
+}
+
+func TestFanned(t *testing.T) {
+	msg := &goamqp.Message{Annotations: goamqp.Annotations{AnnotationFanned: "aaa,bbb"}}
+	if !fanned(msg, "bbb") || fanned(msg, "bb") || fanned(msg, "ccc") {
+		t.Error("fanned misreads the list")
+	}
+	if fanned(&goamqp.Message{}, "aaa") {
+		t.Error("a message without the annotation counts as fanned")
+	}
+}
+
+type stateReceipt struct {
+	st  goamqp.DeliveryState
+	err error
+}
+
+func (r stateReceipt) Wait(context.Context) (goamqp.DeliveryState, error) { return r.st, r.err }
+
+func TestAllReceipt(t *testing.T) {
+	ok := stateReceipt{st: &goamqp.StateAccepted{}}
+	rej := stateReceipt{st: &goamqp.StateRejected{Error: &goamqp.Error{Condition: "fed:x"}}}
+	rel := stateReceipt{st: &goamqp.StateReleased{}}
+	boom := stateReceipt{err: errors.New("link detached")}
+	ctx := context.Background()
+	if st, err := (allReceipt{}).Wait(ctx); err != nil || !isAccepted(st) {
+		t.Errorf("no copies: %v %v", st, err)
+	}
+	if st, err := (allReceipt{ok, ok, ok}).Wait(ctx); err != nil || !isAccepted(st) {
+		t.Errorf("all accepted: %v %v", st, err)
+	}
+	if st, err := (allReceipt{ok, rej, rel}).Wait(ctx); err != nil || st != rej.st {
+		t.Errorf("one rejected: %v %v, want the first refusal", st, err)
+	}
+	if _, err := (allReceipt{ok, boom, rej}).Wait(ctx); err == nil {
+		t.Error("a failed copy: no error")
+	}
+	var _ links.Receipt = allReceipt{}
+}
+
+func isAccepted(st goamqp.DeliveryState) bool {
+	_, ok := st.(*goamqp.StateAccepted)
+	return ok
+}
