@@ -32,16 +32,17 @@ test: vet
 
 # Benchmarks (docs/performance.md), every figure measured in this run on
 # this machine: a raw go-amqp pipe (the floor), fedrouter (one queue route,
-# then 8), the RabbitMQ shovel (AMQP 0-9-1 and 1.0, ack-mode on-confirm),
+# then 8; and exchange routes fanning out with link state on, RabbitMQ),
+# the RabbitMQ shovel (AMQP 0-9-1 and 1.0, ack-mode on-confirm),
 # on RabbitMQ->RabbitMQ and Proton C->Proton C, 256-byte and 16 KiB
 # messages; router memory under a 1,000,000-message backlog; the topology
-# recompute. Prints a table and writes BENCH_OUT (JSON); ~12 min on 2
+# recompute. Prints a table and writes BENCH_OUT (JSON); ~14 min on 2
 # cores (BENCH_REPS=1 BENCH_BACKLOG=0: ~3 min). Knobs, as make or
 # environment variables: BENCH_N (256-byte messages per case),
 # BENCH_N_LARGE (16 KiB), BENCH_REPS (runs per case; the median is
 # reported), BENCH_CREDIT, BENCH_ROUTES, BENCH_BACKLOG (0 skips it),
 # BENCH_PAIRS (rabbitmq,proton), BENCH_VARIANTS
-# (raw,fedrouter,shovel091,shovel10). Uses rabbit1, rabbit2, proton1 and
+# (raw,fedrouter,shovel091,shovel10,fanout). Uses rabbit1, rabbit2, proton1 and
 # proton2, removes what it creates, and leaves the brokers running.
 BENCH_OUT ?= bench-results.json
 bench: build

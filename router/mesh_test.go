@@ -634,25 +634,29 @@ func TestIntegrationMeshExchangeRoutesOnce(t *testing.T) {
 	// each copy, delivered into the exchange there, lands in that broker's
 	// shared queue and is dropped (looped). Once all are accounted for, no
 	// copy can still be on its way.
-	counts := func() (forwarded, looped, copies uint64) {
+	// Each router is attached to the origin and one neighbour: the copy
+	// for that neighbour goes straight there, the two others by transit.
+	counts := func() (forwarded, looped, copies, viaTransit uint64) {
 		for _, r := range m.routers {
 			for _, st := range r.routes.List() {
 				forwarded += st.Forwarded
 				looped += st.Looped
 				copies += st.Copies
+				viaTransit += st.CopiesViaTransit
 			}
 		}
 		return
 	}
-	var forwarded, looped, copies uint64
+	var forwarded, looped, copies, viaTransit uint64
 	brokertest.Eventually(t, 60*time.Second, 20*time.Millisecond, func() error {
-		if forwarded, looped, copies = counts(); forwarded+looped < 8*n {
+		if forwarded, looped, copies, viaTransit = counts(); forwarded+looped < 8*n {
 			return fmt.Errorf("routes have taken %d messages and copies of %d", forwarded+looped, 8*n)
 		}
 		return nil
 	})
-	if forwarded != 2*n || copies != 3*2*n || looped != 3*2*n {
-		t.Errorf("routes took %d messages (want %d), sent %d copies (want %d), dropped %d arrived copies (want %d)", forwarded, 2*n, copies, 3*2*n, looped, 3*2*n)
+	if forwarded != 2*n || copies != 3*2*n || looped != 3*2*n || viaTransit != 2*2*n {
+		t.Errorf("routes took %d messages (want %d), sent %d copies (want %d; %d by transit, want %d), dropped %d arrived copies (want %d)",
+			forwarded, 2*n, copies, 3*2*n, viaTransit, 2*2*n, looped, 3*2*n)
 	}
 	for b, c := range cols {
 		c.wait(t, 2*n, 60*time.Second)
@@ -664,7 +668,7 @@ func TestIntegrationMeshExchangeRoutesOnce(t *testing.T) {
 			t.Errorf("%s received %d messages for %d published (%d duplicates)", b, len(got), 2*n, dups)
 		}
 	}
-	t.Logf("messages taken at their origin %d, copies sent %d, arrived copies dropped %d", forwarded, copies, looped)
+	t.Logf("messages taken at their origin %d, copies sent %d (%d by transit), arrived copies dropped %d", forwarded, copies, viaTransit, looped)
 
 	// A flap: the side rabbit2 - rabbit4 is cut while 500 more are
 	// published at rabbit1, then healed. Every broker gets each once: the
@@ -684,7 +688,7 @@ func TestIntegrationMeshExchangeRoutesOnce(t *testing.T) {
 	// And markers after the healing, over the healed side again.
 	brokertest.SendAll(t, m.session("rabbit1"), "/exchange/"+ex+"/orders.created", 100, 100, func(i int) *goamqp.Message { return brokertest.Numbered(3000 + i) })
 	brokertest.Eventually(t, 60*time.Second, 20*time.Millisecond, func() error {
-		if forwarded, looped, copies = counts(); forwarded+looped < 8*n+4*(n+100) {
+		if forwarded, looped, _, _ = counts(); forwarded+looped < 8*n+4*(n+100) {
 			return fmt.Errorf("routes have taken %d messages and copies of %d", forwarded+looped, 8*n+4*(n+100))
 		}
 		return nil

@@ -31,11 +31,13 @@ import (
 //     key, across routers; one of them at a time gets its messages (single
 //     active consumer: order is kept, another takes over when it goes), so
 //     each message is taken once;
-//   - that route sends one copy of the message into O's transit queue for
-//     each broker the group's routes reach from O (its own routes and those
-//     the other routers advertise, ExchangeEdge), addressed to the exchange
-//     there; transit carries each copy along the shortest live path, in one
-//     durable queue at a time, and reroutes it when a link fails;
+//   - that route sends one copy of the message to each broker the group's
+//     routes reach from O (its own routes and those the other routers
+//     advertise, ExchangeEdge): straight into the exchange there when its
+//     router is attached to that broker, else into O's transit queue for
+//     it, addressed to the exchange; transit carries each copy along the
+//     shortest live path, in one durable queue at a time, and reroutes it
+//     when a link fails;
 //   - the message is settled at O once every copy is accepted;
 //   - a copy carries the group in x-fedrouter-fanned: arriving in the
 //     exchange at its destination it lands in that broker's fan-out queue
@@ -111,18 +113,24 @@ const maxQueueName = 255
 
 // ExchangeEdges returns this router's routes that take part in fan-out,
 // sorted, for its advertisement.
+// The slice is shared: callers must not change it.
 func (m *Manager) ExchangeEdges() []ExchangeEdge {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.edges
+}
+
+// edgesLocked recomputes m.edges after the routes changed; the caller
+// holds m.mu.
+func (m *Manager) edgesLocked() {
 	var out []ExchangeEdge
 	for _, r := range m.routes {
 		if r.fanout {
-			e, _ := r.spec.fanoutEdge()
-			out = append(out, e)
+			out = append(out, r.edge)
 		}
 	}
 	slices.SortFunc(out, compareEdges)
-	return slices.Compact(out)
+	m.edges = slices.Compact(out)
 }
 
 func compareEdges(a, b ExchangeEdge) int {
@@ -132,20 +140,39 @@ func compareEdges(a, b ExchangeEdge) int {
 // groupEdges returns every known edge of e's group: this router's and the
 // advertised ones.
 func (m *Manager) groupEdges(e ExchangeEdge) []ExchangeEdge {
-	var out []ExchangeEdge
-	for _, o := range m.ExchangeEdges() {
-		if o.sameGroup(e) {
-			out = append(out, o)
-		}
+	own, adv := m.ExchangeEdges(), m.advertised()
+	return groupOf(e, own, adv)
+}
+
+func (m *Manager) advertised() []ExchangeEdge {
+	if m.opts.Advertised == nil {
+		return nil
 	}
-	if m.opts.Advertised != nil {
-		for _, o := range m.opts.Advertised() {
+	return m.opts.Advertised()
+}
+
+func groupOf(e ExchangeEdge, lists ...[]ExchangeEdge) []ExchangeEdge {
+	var out []ExchangeEdge
+	for _, l := range lists {
+		for _, o := range l {
 			if o.sameGroup(e) {
 				out = append(out, o)
 			}
 		}
 	}
 	return out
+}
+
+// reachCache keeps a route's last fan-out reach with the edge lists it
+// was computed from (both are replaced, never changed, when they change:
+// the same slice means the same edges). Used by the send loop only.
+type reachCache struct {
+	own, adv []ExchangeEdge
+	targets  []string
+}
+
+func sameSlice(a, b []ExchangeEdge) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // reach returns the brokers the edges lead to from origin (following them
@@ -177,12 +204,20 @@ func reach(origin string, edges []ExchangeEdge, skip []string) []string {
 // fanoutTargets returns the brokers a message at the route's source is
 // copied to: those the group reaches from there, less those it has been
 // at (trace; a message delivered into the exchange by another route).
+// Called for every message, from the send loop only.
 func (r *route) fanoutTargets(msg *goamqp.Message) []string {
-	var trace []string
-	if s, ok := msg.Annotations[TraceAnnotation].(string); ok && s != "" {
-		trace = strings.Split(s, ",")
+	c := &r.reach
+	own, adv := r.m.ExchangeEdges(), r.m.advertised()
+	if c.targets == nil || !sameSlice(own, c.own) || !sameSlice(adv, c.adv) {
+		c.own, c.adv = own, adv
+		c.targets = reach(r.spec.Src, groupOf(r.edge, own, adv), nil)
 	}
-	return reach(r.spec.Src, r.m.groupEdges(r.edge), trace)
+	s, _ := msg.Annotations[TraceAnnotation].(string)
+	if s == "" {
+		return c.targets
+	}
+	trace := strings.Split(s, ",")
+	return slices.DeleteFunc(slices.Clone(c.targets), func(b string) bool { return slices.Contains(trace, b) })
 }
 
 // fanned says whether the group has copied msg already.
@@ -203,13 +238,20 @@ func (r *route) fanoutDetail() string {
 	return fmt.Sprintf("fan-out from %s to %s (shared queue %s)", r.spec.Src, strings.Join(targets, ", "), fanoutSubscription(r.edge).Name)
 }
 
-// fanoutSink copies each message into the source broker's transit queues,
-// one copy per broker the group reaches; its receipt is accepted once
+// fanoutSink copies each message, one copy per broker the group reaches:
+// straight into the exchange there when this router is attached to that
+// broker and its connection is up (as a direct route would), else into
+// the source broker's transit queue for it. Its receipt is accepted once
 // every copy is.
 type fanoutSink struct {
 	r        *route
 	dispatch *dispatchSink // at the source broker
 	node     famqp.Node    // the exchange at each destination
+	// direct holds, per destination broker, the sender of the copies
+	// written straight there on this run; a nil entry: through transit
+	// this run (the exchange is missing there, or the attach failed).
+	direct   map[string]links.Sink
+	sessions []*goamqp.Session // of the direct senders; closed by close
 }
 
 func (s *fanoutSink) Send(ctx context.Context, msg *goamqp.Message) (links.Receipt, error) {
@@ -221,11 +263,28 @@ func (s *fanoutSink) Send(ctx context.Context, msg *goamqp.Message) (links.Recei
 	}
 	marks += group
 	receipts := make(allReceipt, 0, len(targets))
+	viaTransit := 0
 	for _, d := range targets {
 		c := famqp.ForwardCopy(msg)
-		setEntry(c, s.r.spec.Src, d, s.node)
+		var sink links.Sink = s.dispatch
+		if direct := s.directSink(ctx, d); direct != nil {
+			// Delivered as transit would deliver it: the trace shows
+			// where it came from.
+			if c.Annotations == nil {
+				c.Annotations = goamqp.Annotations{}
+			}
+			trace, _ := c.Annotations[TraceAnnotation].(string)
+			if trace != "" {
+				trace += ","
+			}
+			c.Annotations[TraceAnnotation] = trace + s.r.spec.Src
+			sink = direct
+		} else {
+			setEntry(c, s.r.spec.Src, d, s.node)
+			viaTransit++
+		}
 		c.Annotations[AnnotationFanned] = marks
-		rc, err := s.dispatch.Send(ctx, c)
+		rc, err := sink.Send(ctx, c)
 		if err != nil {
 			// The copies sent so far are not waited for: the message is
 			// not settled, comes back and is copied again (at-least-once).
@@ -234,7 +293,54 @@ func (s *fanoutSink) Send(ctx context.Context, msg *goamqp.Message) (links.Recei
 		receipts = append(receipts, rc)
 	}
 	s.r.copies.Add(uint64(len(receipts)))
+	s.r.copiesTransit.Add(uint64(viaTransit))
 	return receipts, nil
+}
+
+// directSink returns the sender of copies written straight to d's
+// exchange, attaching it first; nil when d is not one of this router's
+// brokers, its connection is not up, or d cannot be written to directly
+// on this run — the copy then goes through transit.
+func (s *fanoutSink) directSink(ctx context.Context, d string) links.Sink {
+	if snd, ok := s.direct[d]; ok {
+		return snd
+	}
+	b, ok := s.r.m.opts.Brokers[d]
+	if !ok {
+		return nil
+	}
+	conn := b.Conn
+	if d == s.r.spec.Dest && s.r.dst.Conn != nil {
+		conn = s.r.dst.Conn // the route's own connection there
+	}
+	if st, _ := conn.Status(); st.State != famqp.Operational {
+		return nil // not remembered: direct again once it is up
+	}
+	setup, cancel := context.WithTimeout(ctx, s.r.m.opts.SetupTimeout)
+	defer cancel()
+	if s.direct == nil {
+		s.direct = map[string]links.Sink{}
+	}
+	sess, _, err := conn.NewSession(setup)
+	if err == nil {
+		var snd links.Sink
+		if snd, err = senderTo(setup, sess, b.Profile, d, s.node, "fan-out"); err == nil {
+			s.sessions = append(s.sessions, sess)
+			s.direct[d] = snd
+			return snd
+		}
+		famqp.CloseSession(sess)
+	}
+	s.r.log.Debug().Err(err).Str("broker", d).Msg("fan-out copies for this broker go through transit on this run")
+	s.direct[d] = nil
+	return nil
+}
+
+// close ends the direct senders' sessions.
+func (s *fanoutSink) close() {
+	for _, sess := range s.sessions {
+		famqp.CloseSession(sess)
+	}
 }
 
 // allReceipt waits for every copy's outcome: accepted when all are, else

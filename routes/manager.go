@@ -106,6 +106,9 @@ type Manager struct {
 	spread  map[string]int    // next pool connection per broker; guarded by mu
 	stopped bool              // guarded by mu
 	transit []*forwarder      // the running transit forwarders; guarded by mu
+	// edges are the routes taking part in fan-out (fanout.go), sorted;
+	// replaced, never changed, whenever routes changes. Guarded by mu.
+	edges []ExchangeEdge
 
 	transitDone chan struct{} // closed when runTransit returns (nil: no transit)
 
@@ -225,6 +228,7 @@ func (m *Manager) add(spec Spec, origin Origin) (*route, error) {
 	}
 	r := newRoute(m, spec, origin, m.nextConn)
 	m.routes[id] = r
+	m.edgesLocked()
 	r.start(m.ctx)
 	return r, nil
 }
@@ -310,6 +314,7 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 		return fmt.Errorf("%w: %s", ErrConfigRoute, r.spec)
 	}
 	delete(m.routes, id)
+	m.edgesLocked()
 	m.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("%w: id %s", ErrNotFound, id)
@@ -359,6 +364,7 @@ func (m *Manager) Flush(ctx context.Context, dest string) (int, error) {
 func (m *Manager) remove(id string) {
 	m.mu.Lock()
 	delete(m.routes, id)
+	m.edgesLocked()
 	m.mu.Unlock()
 }
 

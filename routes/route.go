@@ -36,9 +36,11 @@ type route struct {
 	rerouted atomic.Uint64  // messages sent over an alternative path (reroute)
 	// fanout: an exchange route judged once at its source (fanout.go);
 	// edge is the route as its group sees it, copies counts the copies.
-	fanout bool
-	edge   ExchangeEdge
-	copies atomic.Uint64
+	fanout        bool
+	edge          ExchangeEdge
+	copies        atomic.Uint64
+	copiesTransit atomic.Uint64 // of copies, those sent through transit
+	reach         reachCache    // the send loop's
 
 	cancel context.CancelFunc
 	done   chan struct{} // closed when run returns
@@ -407,7 +409,9 @@ func (r *route) runLinks(ctx context.Context, path pathKind, drain <-chan struct
 	switch {
 	case path == pathFanout:
 		dispatch := &dispatchSink{at: r.spec.Src, maxHops: int64(r.m.opts.MaxHops), sess: srcSess, prof: r.src.Profile}
-		sink = &fanoutSink{r: r, dispatch: dispatch, node: dstNode}
+		fs := &fanoutSink{r: r, dispatch: dispatch, node: dstNode}
+		defer fs.close()
+		sink = fs
 		cfg.Prepare = r.fanoutPrepare
 	case path == pathTransit:
 		// Into the source broker's transit queue for the destination; the
@@ -709,7 +713,7 @@ func (r *route) status() Status {
 		Redelivered:  r.c.Redelivered.Load() + r.cNoPath.Redelivered.Load(),
 		Rejected:     r.c.Rejected.Load() + r.cNoPath.Rejected.Load(),
 		DeadLettered: r.c.DeadLettered.Load() + r.cNoPath.DeadLettered.Load(),
-		NoOutcome:    r.c.NoOutcome.Load(), Looped: r.c.Looped.Load(), Rerouted: r.rerouted.Load(), Copies: r.copies.Load(),
+		NoOutcome:    r.c.NoOutcome.Load(), Looped: r.c.Looped.Load(), Rerouted: r.rerouted.Load(), Copies: r.copies.Load(), CopiesViaTransit: r.copiesTransit.Load(),
 		InFlight: r.c.InFlight.Load() + r.cNoPath.InFlight.Load(),
 	}
 	return st

@@ -33,8 +33,11 @@ type Counters struct {
 	Looped       uint64 `json:"looped"`        // not sent: the destination was in its trace, or (exchange routes on a mesh) the link is not on its origin's tree, or a fan-out copy arrived
 	NoPath       uint64 `json:"no_path"`       // dead-lettered or rejected because the destination was unreachable
 	Rerouted     uint64 `json:"rerouted"`      // sent over an alternative path while the direct link was down
-	Copies       uint64 `json:"copies"`        // exchange routes with fan-out: copies sent into transit, one per broker reached
-	InFlight     int64  `json:"in_flight"`     // sent to the destination, outcome pending
+	Copies       uint64 `json:"copies"`        // exchange routes with fan-out: copies sent, one per broker reached
+	// CopiesViaTransit: of Copies, those sent through the source's
+	// transit queues (the others went straight to a broker of this router).
+	CopiesViaTransit uint64 `json:"copies_via_transit"`
+	InFlight         int64  `json:"in_flight"` // sent to the destination, outcome pending
 }
 
 // Status is what the admin API and `route list` show for a route.

@@ -59,8 +59,8 @@ func (b *bench) cases(pairs []pairDef) []caseSpec {
 			}
 			for _, routes := range slices.Compact([]int{1, b.opt.Many}) {
 				for _, v := range b.opt.Variants {
-					if (v == vShovel091 || v == vShovel10) && !p.Shovel {
-						continue
+					if (v == vShovel091 || v == vShovel10 || v == vFanout) && !p.Shovel {
+						continue // RabbitMQ only
 					}
 					m := n / routes * routes // every route gets the same share
 					out = append(out, caseSpec{Pair: p.Name, Size: size, Variant: v, Routes: routes, Messages: m})
@@ -168,7 +168,7 @@ func summarize(results []*result) {
 	}
 	for _, r := range results {
 		k := key{r.Pair, r.Size, r.Routes}
-		if r.Variant != vFedrouter || r.Rate == 0 {
+		if (r.Variant != vFedrouter && r.Variant != vFanout) || r.Rate == 0 {
 			continue
 		}
 		if v := raw[k]; v > 0 {

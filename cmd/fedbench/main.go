@@ -78,7 +78,7 @@ func runFlags() []cli.Flag {
 		&cli.IntFlag{Name: "routes", Value: 8, EnvVars: []string{"BENCH_ROUTES"}, Usage: "routes in the several-routes cases"},
 		&cli.IntFlag{Name: "backlog", Value: 1000000, EnvVars: []string{"BENCH_BACKLOG"}, Usage: "messages waiting at the source in the backlog case (0: skip)"},
 		&cli.StringSliceFlag{Name: "pair", Value: cli.NewStringSlice("rabbitmq", "proton"), EnvVars: []string{"BENCH_PAIRS"}, Usage: "broker pairs: rabbitmq (rabbit1->rabbit2), proton (proton1->proton2)"},
-		&cli.StringSliceFlag{Name: "variant", Value: cli.NewStringSlice("raw", "fedrouter", "shovel091", "shovel10"), EnvVars: []string{"BENCH_VARIANTS"}, Usage: "variants: raw, fedrouter, shovel091, shovel10"},
+		&cli.StringSliceFlag{Name: "variant", Value: cli.NewStringSlice("raw", "fedrouter", "shovel091", "shovel10", "fanout"), EnvVars: []string{"BENCH_VARIANTS"}, Usage: "variants: raw, fedrouter, shovel091, shovel10, fanout (an exchange route fanning out through transit, RabbitMQ)"},
 		&cli.StringFlag{Name: "out", Value: "bench-results.json", EnvVars: []string{"BENCH_OUT"}, Usage: "write the results as JSON to `FILE`"},
 		&cli.StringFlag{Name: "fedrouter", Value: "bin/fedrouter", Usage: "the fedrouter binary to measure"},
 		&cli.StringFlag{Name: "go", Value: "go", Usage: "go command, for the topology benchmark"},
@@ -87,7 +87,7 @@ func runFlags() []cli.Flag {
 	}
 }
 
-var variantNames = map[string]string{"raw": vRaw, "fedrouter": vFedrouter, "shovel091": vShovel091, "shovel10": vShovel10}
+var variantNames = map[string]string{"raw": vRaw, "fedrouter": vFedrouter, "shovel091": vShovel091, "shovel10": vShovel10, "fanout": vFanout}
 
 func runBench(c *cli.Context) error {
 	o := options{
@@ -99,7 +99,7 @@ func runBench(c *cli.Context) error {
 	for _, v := range c.StringSlice("variant") {
 		name, ok := variantNames[v]
 		if !ok {
-			return fmt.Errorf("--variant %q: want raw, fedrouter, shovel091 or shovel10", v)
+			return fmt.Errorf("--variant %q: want raw, fedrouter, shovel091, shovel10 or fanout", v)
 		}
 		o.Variants = append(o.Variants, name)
 	}

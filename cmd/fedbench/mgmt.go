@@ -92,6 +92,20 @@ func (m *mgmt) declareFanout(ctx context.Context, x, q string) error {
 	return m.do(ctx, "POST", "/api/bindings/%2F/e/"+esc(x)+"/q/"+esc(q), map[string]any{}, nil)
 }
 
+// declareShared declares fanout exchange x and the durable queue q with a
+// single active consumer bound to it, as fedrouter declares a fan-out
+// group's shared queue (same arguments, or its own declaration fails).
+func (m *mgmt) declareShared(ctx context.Context, x, q string) error {
+	if err := m.do(ctx, "PUT", "/api/exchanges/%2F/"+esc(x), map[string]any{"type": "fanout", "durable": true}, nil); err != nil {
+		return err
+	}
+	args := map[string]any{"durable": true, "arguments": map[string]any{"x-single-active-consumer": true}}
+	if err := m.do(ctx, "PUT", "/api/queues/%2F/"+esc(q), args, nil); err != nil {
+		return err
+	}
+	return m.do(ctx, "POST", "/api/bindings/%2F/e/"+esc(x)+"/q/"+esc(q), map[string]any{}, nil)
+}
+
 func ignoreNotFound(err error) error {
 	if errors.Is(err, errNotFound) {
 		return nil

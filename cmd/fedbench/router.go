@@ -38,10 +38,20 @@ type routeSpec struct {
 
 // routeState is the part of a route's status the bench reads.
 type routeState struct {
-	ID        string `json:"id"`
-	State     string `json:"state"`
-	Forwarded uint64 `json:"forwarded"`
-	LastError string `json:"last_error"`
+	ID               string `json:"id"`
+	State            string `json:"state"`
+	Forwarded        uint64 `json:"forwarded"`
+	CopiesViaTransit uint64 `json:"copies_via_transit"`
+	LastError        string `json:"last_error"`
+}
+
+// linkState is the part of a link's status the bench reads: what its
+// transit forwarders moved.
+type linkState struct {
+	Transit []struct {
+		Dest      string `json:"dest"`
+		Forwarded uint64 `json:"forwarded"`
+	} `json:"transit"`
 }
 
 // freePort asks the kernel for a free loopback port. Another process could
@@ -56,7 +66,11 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func routerConfig(dir string, port, conns int, brokers ...broker) string {
+// benchSecret turns link-state flooding on for the fan-out variant (one
+// router: it floods to itself and computes its paths).
+const benchSecret = "fedbench-network-secret"
+
+func routerConfig(dir string, port, conns int, flooding bool, brokers ...broker) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "router_id: fedbench\nbrokers:\n")
 	for _, br := range brokers {
@@ -71,19 +85,22 @@ func routerConfig(dir string, port, conns int, brokers ...broker) string {
 	// warn: a route's state changes are logged at info; nothing on the
 	// hot path logs, but keep the log quiet anyway.
 	fmt.Fprintf(&b, "log: {level: warn, format: json}\nadmin: {listen: \"127.0.0.1:%d\"}\nstate_file: %q\n", port, filepath.Join(dir, "routes.json"))
+	if flooding {
+		fmt.Fprintf(&b, "topology: {secret: %q, refresh: 1s, max_age: 3s}\n", benchSecret)
+	}
 	return b.String()
 }
 
 // startRouter starts bin with a configuration holding the brokers and no
 // routes, and waits until every broker connection is Operational
 // (/readyz).
-func startRouter(ctx context.Context, bin, dir string, conns int, brokers ...broker) (*routerProc, error) {
+func startRouter(ctx context.Context, bin, dir string, conns int, flooding bool, brokers ...broker) (*routerProc, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	cfg := filepath.Join(dir, "fedrouter.yaml")
-	if err := os.WriteFile(cfg, []byte(routerConfig(dir, port, conns, brokers...)), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(routerConfig(dir, port, conns, flooding, brokers...)), 0o600); err != nil {
 		return nil, err
 	}
 	logPath := filepath.Join(dir, "fedrouter.log")
@@ -162,19 +179,63 @@ func (r *routerProc) addRoute(ctx context.Context, spec routeSpec) (string, erro
 // forwarded sums the forwarded counters of the routes ids, and fails if
 // one of them is Failed.
 func (r *routerProc) forwarded(ctx context.Context, ids map[string]bool) (uint64, error) {
+	sum, _, err := r.routeCounts(ctx, ids)
+	return sum, err
+}
+
+// routeCounts sums the forwarded and copies_via_transit counters of the
+// routes ids, and fails if one of them is Failed.
+func (r *routerProc) routeCounts(ctx context.Context, ids map[string]bool) (forwarded, viaTransit uint64, err error) {
 	var sts []routeState
 	if err := r.call(ctx, "GET", "/api/v1/routes", nil, &sts); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	var sum uint64
 	for _, s := range sts {
 		if !ids[s.ID] {
 			continue
 		}
 		if s.State == "Failed" {
-			return 0, fmt.Errorf("route %s failed: %s", s.ID, s.LastError)
+			return 0, 0, fmt.Errorf("route %s failed: %s", s.ID, s.LastError)
 		}
-		sum += s.Forwarded
+		forwarded += s.Forwarded
+		viaTransit += s.CopiesViaTransit
+	}
+	return forwarded, viaTransit, nil
+}
+
+// routesOperational says whether every route of ids is Operational, and
+// fails if one is Failed.
+func (r *routerProc) routesOperational(ctx context.Context, ids map[string]bool) (bool, error) {
+	var sts []routeState
+	if err := r.call(ctx, "GET", "/api/v1/routes", nil, &sts); err != nil {
+		return false, err
+	}
+	up := 0
+	for _, s := range sts {
+		switch {
+		case !ids[s.ID]:
+		case s.State == "Failed":
+			return false, fmt.Errorf("route %s failed: %s", s.ID, s.LastError)
+		case s.State == "Operational":
+			up++
+		}
+	}
+	return up == len(ids), nil
+}
+
+// transitDelivered sums what the router's transit forwarders moved to dest.
+func (r *routerProc) transitDelivered(ctx context.Context, dest string) (uint64, error) {
+	var ls []linkState
+	if err := r.call(ctx, "GET", "/api/v1/links", nil, &ls); err != nil {
+		return 0, err
+	}
+	var sum uint64
+	for _, l := range ls {
+		for _, t := range l.Transit {
+			if t.Dest == dest {
+				sum += t.Forwarded
+			}
+		}
 	}
 	return sum, nil
 }

@@ -15,6 +15,12 @@ const (
 	vFedrouter = "fedrouter"
 	vShovel091 = "shovel amqp091"
 	vShovel10  = "shovel amqp10"
+	// vFanout: an exchange route with link-state flooding on, so fanning
+	// out at the origin (docs/multihop.md): each message is taken from the
+	// group's shared queue, copied into the source broker's transit queue
+	// for the destination, and carried from there by a transit forwarder —
+	// two forwards and one more durable write than vFedrouter.
+	vFanout = "fedrouter fan-out"
 )
 
 // pairDef is a source and a destination broker of the same kind.
@@ -57,6 +63,7 @@ type runObjs struct {
 	srcQ  []string // source queues (Proton: addresses)
 	dstX  []string // destination exchanges (Proton: addresses)
 	dstQ  []string // destination queues bound to dstX (Proton: = dstX)
+	srcX  []string // fan-out: source exchanges (named as dstX), srcQ their shared queues
 	shovs []string // shovel parameter names (shovel variants)
 }
 
@@ -84,6 +91,12 @@ func (b *bench) objects(c caseSpec, p pairDef) runObjs {
 			o.dstQ = append(o.dstQ, o.dstX[k])
 		}
 		o.shovs = append(o.shovs, fmt.Sprintf("%s.s%d", base, k))
+		if c.Variant == vFanout {
+			// The route's subscription is the group's shared queue: filled
+			// before the router starts, as the other variants' queues are.
+			o.srcX = append(o.srcX, o.dstX[k])
+			o.srcQ[k] = fanoutQueue(o.dstX[k])
+		}
 	}
 	return o
 }
@@ -93,8 +106,14 @@ func (b *bench) objects(c caseSpec, p pairDef) runObjs {
 func (b *bench) setup(ctx context.Context, o runObjs, size int) error {
 	if o.pair.Src.Kind == "rabbitmq" {
 		m := newMgmt(o.pair.Src.Mgmt)
-		for _, q := range o.srcQ {
-			if err := m.declareQueue(ctx, q); err != nil {
+		for k, q := range o.srcQ {
+			var err error
+			if len(o.srcX) > 0 {
+				err = m.declareShared(ctx, o.srcX[k], q)
+			} else {
+				err = m.declareQueue(ctx, q)
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -166,6 +185,9 @@ func (b *bench) cleanup(ctx context.Context, o runObjs) string {
 			note(m.waitQueueMessages(ctx, q, 0, 20*time.Second))
 			note(m.deleteQueue(ctx, q))
 		}
+		for _, x := range o.srcX {
+			note(m.deleteExchange(ctx, x))
+		}
 	} else {
 		for _, a := range o.srcQ {
 			got, err := drain(ctx, o.pair.Src, a, -1, 300*time.Millisecond)
@@ -208,6 +230,8 @@ func (b *bench) runCase(ctx context.Context, c caseSpec, p pairDef) (*sample, er
 		err = b.runRaw(ctx, o, s)
 	case vFedrouter:
 		err = b.runFedrouter(ctx, o, s)
+	case vFanout:
+		err = b.runFanout(ctx, o, s)
 	case vShovel091, vShovel10:
 		err = b.runShovel(ctx, o, c.Variant == vShovel10, s)
 	default:

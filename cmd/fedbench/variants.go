@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fedrouter/fedrouter/routes"
 )
 
 // conns is how many connections per broker the raw pipe and fedrouter
@@ -158,7 +160,7 @@ func (b *bench) runFedrouter(ctx context.Context, o runObjs, s *sample) error {
 	if err != nil {
 		return err
 	}
-	rp, err := startRouter(ctx, b.opt.Fedrouter, dir, b.conns(o), o.pair.Src, o.pair.Dst)
+	rp, err := startRouter(ctx, b.opt.Fedrouter, dir, b.conns(o), false, o.pair.Src, o.pair.Dst)
 	if err != nil {
 		return err
 	}
@@ -186,6 +188,73 @@ func (b *bench) runFedrouter(ctx context.Context, o runObjs, s *sample) error {
 		return fmt.Errorf("fedrouter (log %s): %w", rp.log, err)
 	}
 	s.Seconds = time.Since(t0).Seconds()
+	return finishRouterRun(rp, meter, dir, s)
+}
+
+// fanoutQueue is the shared queue fedrouter consumes for an exchange
+// route on exchange x with no key, fanning out (routes/fanout.go).
+func fanoutQueue(x string) string {
+	return routes.FanoutPrefix + x + "." + routes.ExchangeEdge{Exchange: x}.Group()
+}
+
+// runFanout runs fedrouter with flooding on and one exchange route per
+// source exchange: each fans out at the source — the router is attached
+// to the destination, so its copies go straight there (through the
+// source's transit queue only while that connection is down). A fan-out
+// route starts once the link-state table has had its grace (3 s here):
+// timed from when every route is Operational until every message is
+// settled at the source and every copy sent through transit delivered,
+// the rate counting only what was delivered in that time.
+func (b *bench) runFanout(ctx context.Context, o runObjs, s *sample) error {
+	dir, err := os.MkdirTemp(b.opt.Tmp, "fedbench-router-")
+	if err != nil {
+		return err
+	}
+	rp, err := startRouter(ctx, b.opt.Fedrouter, dir, b.conns(o), true, o.pair.Src, o.pair.Dst)
+	if err != nil {
+		return err
+	}
+	defer rp.stop()
+	ids := map[string]bool{}
+	for k := range o.srcX {
+		id, err := rp.addRoute(ctx, routeSpec{Kind: "exchange", Src: o.pair.Src.Name, Dest: o.pair.Dst.Name,
+			Exchange: o.srcX[k], Credit: b.opt.Credit})
+		if err != nil {
+			return err
+		}
+		ids[id] = true
+	}
+	if err := poll(ctx, b.opt.Poll, time.Minute, func() (bool, error) { return rp.routesOperational(ctx, ids) }); err != nil {
+		return fmt.Errorf("fedrouter fan-out routes (log %s): %w", rp.log, err)
+	}
+	meter, err := startCPU(append([]int{rp.pid()}, b.brokerPIDs(o.pair)...)...)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	n0, _, err := rp.routeCounts(ctx, ids)
+	if err != nil {
+		return err
+	}
+	want := uint64(o.per * len(o.srcQ))
+	err = poll(ctx, b.opt.Poll, b.timeout(int(want)), func() (bool, error) {
+		n, viaTransit, err := rp.routeCounts(ctx, ids)
+		if err != nil || n < want {
+			return false, err
+		}
+		delivered, err := rp.transitDelivered(ctx, o.pair.Dst.Name)
+		return delivered >= viaTransit, err
+	})
+	if err != nil {
+		return fmt.Errorf("fedrouter fan-out (log %s): %w", rp.log, err)
+	}
+	s.Seconds = time.Since(t0).Seconds() * float64(want) / float64(want-min(n0, want-1))
+	return finishRouterRun(rp, meter, dir, s)
+}
+
+// finishRouterRun records a timed router run's CPU (router, then the two
+// brokers) and peak memory, stops the router and removes its directory.
+func finishRouterRun(rp *routerProc, meter *cpuMeter, dir string, s *sample) error {
 	cpu, err := meter.stop()
 	if err != nil {
 		return err
