@@ -123,6 +123,8 @@ type QueueInfo struct {
 	Exclusive  bool   `json:"exclusive"`
 	Messages   int    `json:"messages"`
 	Consumers  int    `json:"consumers"`
+	// Arguments are the queue's x- arguments (x-expires, ...).
+	Arguments map[string]any `json:"arguments,omitempty"`
 }
 
 // Queues lists the vhost's queues.
