@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/fedrouter/fedrouter/router"
+	"github.com/fedrouter/fedrouter/routes"
 	"github.com/fedrouter/fedrouter/topology"
 )
 
@@ -62,7 +63,36 @@ func showTopology(c *cli.Context, api *apiClient) error {
 	printNextHops(out, snap.Routes)
 	printDemand(out, snap.Routers)
 	printDestinations(out, snap.Routers)
+	printExchangeRoutes(out, snap.Routers)
 	return nil
+}
+
+// printExchangeRoutes lists the exchange routes each router advertises for
+// fan-out (docs/multihop.md), grouped as the groups fan out: by exchange
+// and key.
+func printExchangeRoutes(out io.Writer, routers []topology.RouterView) {
+	type row struct{ group, line string }
+	var rows []row
+	for _, rv := range routers {
+		var es []routes.ExchangeEdge
+		if json.Unmarshal(rv.Ext[router.ExchangeRoutesExt], &es) != nil {
+			continue
+		}
+		for _, e := range es {
+			rows = append(rows, row{e.Exchange + "\x00" + e.Key, fmt.Sprintf("%s\t%s\t%s\t%s > %s\t%s\n", e.Exchange, orDash(e.Key), e.Group(), e.Src, e.Dest, rv.Router)})
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].group+rows[i].line < rows[j].group+rows[j].line })
+	fmt.Fprintln(out, "\nExchange routes (advertised for fan-out):")
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "Exchange\tKey\tGroup\tRoute\tRouter")
+	for _, r := range rows {
+		fmt.Fprint(w, r.line)
+	}
+	w.Flush()
 }
 
 // printDestinations lists the destinations each router advertises at its
