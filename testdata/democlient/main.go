@@ -6,6 +6,8 @@
 //	democlient queue    MGMT_URL NAME                delete and declare a durable queue (empty, no bindings)
 //	democlient exchange MGMT_URL NAME TYPE           declare a durable exchange (kept if it exists)
 //	democlient bind     MGMT_URL EXCHANGE QUEUE KEY  bind QUEUE to EXCHANGE with KEY
+//	democlient forget-fanout MGMT_URL EXCHANGE KEY   delete the shared queue of the fan-out group of
+//	                                                 EXCHANGE and KEY (what an earlier run left in it)
 //	democlient publish  AMQP_URL ADDRESS N LABEL     send N messages, each must be accepted
 //	democlient expect   AMQP_URL ADDRESS N LABEL TIMEOUT
 //	                                                 receive until N distinct LABEL messages arrived;
@@ -41,6 +43,7 @@ import (
 	goamqp "github.com/Azure/go-amqp"
 
 	"github.com/fedrouter/fedrouter/amqp/brokertest"
+	"github.com/fedrouter/fedrouter/routes"
 )
 
 func main() {
@@ -54,7 +57,7 @@ func run(args []string) error {
 	if len(args) == 0 {
 		return errors.New("usage: democlient queue|exchange|bind|publish|expect|drain ... (see the package comment)")
 	}
-	want := map[string]int{"queue": 2, "exchange": 3, "bind": 4, "publish": 4, "expect": 5, "drain": 2, "proxy": 2}
+	want := map[string]int{"queue": 2, "exchange": 3, "bind": 4, "forget-fanout": 3, "publish": 4, "expect": 5, "drain": 2, "proxy": 2}
 	n, ok := want[args[0]]
 	if !ok {
 		return fmt.Errorf("unknown command %q", args[0])
@@ -68,6 +71,12 @@ func run(args []string) error {
 		return declareQueue(a[0], a[1])
 	case "exchange":
 		return mgmt(http.MethodPut, a[0], "/api/exchanges/%2F/"+url.PathEscape(a[1]), fmt.Sprintf(`{"type":%q,"durable":true}`, a[2]))
+	case "forget-fanout":
+		name := routes.FanoutPrefix + a[1] + "." + routes.ExchangeEdge{Exchange: a[1], Key: a[2]}.Group()
+		if err := mgmt(http.MethodDelete, a[0], "/api/queues/%2F/"+url.PathEscape(name), ""); err != nil && !errors.Is(err, errNotFound) {
+			return err
+		}
+		return nil
 	case "bind":
 		return mgmt(http.MethodPost, a[0], "/api/bindings/%2F/e/"+url.PathEscape(a[1])+"/q/"+url.PathEscape(a[2]), fmt.Sprintf(`{"routing_key":%q}`, a[3]))
 	case "publish":
