@@ -115,17 +115,6 @@ type Manager struct {
 	started time.Time // when NewManager ran: the table fills from then
 }
 
-// tableSettled says whether the link-state table has had TableGrace since
-// the manager started to fill: only then does "no path" in it mean no
-// path.
-func (m *Manager) tableSettled() bool { return time.Since(m.started) >= m.opts.TableGrace }
-
-// tableGraceLeft is how long until the table counts as settled (at least
-// a moment, so callers look again).
-func (m *Manager) tableGraceLeft() time.Duration {
-	return max(10*time.Millisecond, m.opts.TableGrace-time.Since(m.started))
-}
-
 // NewManager builds a manager; it runs nothing until routes are added.
 func NewManager(opts Options) *Manager {
 	if opts.Backoff.Min == 0 {

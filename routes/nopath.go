@@ -122,7 +122,7 @@ func (s noPathSink) Send(context.Context, *goamqp.Message) (links.Receipt, error
 
 // runNoPath applies action (dead-letter or reject) to the source's
 // messages until ctx ends (the destination is back, or the route stops).
-func (r *route) runNoPath(ctx context.Context, action string) error {
+func (r *route) runNoPath(ctx context.Context, action Action) error {
 	setup, cancel := context.WithTimeout(ctx, r.m.opts.SetupTimeout)
 	defer cancel()
 	sess, _, err := r.src.Conn.NewSession(setup)
@@ -136,7 +136,7 @@ func (r *route) runNoPath(ctx context.Context, action string) error {
 	}
 	reason := fmt.Sprintf("no-path: no path to broker %s", r.spec.Dest)
 	cfg := links.Config{Window: r.spec.Credit, OutcomeTimeout: r.spec.OutcomeTimeout}
-	if action == NoPathDeadLetter {
+	if action == ActDeadLetter {
 		if cfg.DeadLetter, err = r.deadLetterSink(setup, sess); err != nil {
 			return err
 		}

@@ -31,8 +31,7 @@ type route struct {
 	c        links.Counters
 	noPath   atomic.Uint64  // messages handled by a no-path action
 	cNoPath  links.Counters // what the no-path runs did (kept apart: nothing was sent)
-	steps    []NoPathStep   // the corrective action chain (spec or the manager's default)
-	remote   bool           // the destination is not one of this router's brokers: always transit
+	policy   PathPolicy     // what the route does about its path (policy.go)
 	rerouted atomic.Uint64  // messages sent over an alternative path (reroute)
 	// fanout: an exchange route judged once at its source (fanout.go);
 	// edge is the route as its group sees it, copies counts the copies.
@@ -75,7 +74,15 @@ func newRoute(m *Manager, spec Spec, origin Origin, pick func(Broker, string) *f
 	_, attached := m.opts.Brokers[spec.Dest]
 	edge, edgeOK := spec.fanoutEdge()
 	fanout := edgeOK && m.opts.Table != nil && m.opts.Advertised != nil && sharesSubscriptions(src.Profile)
-	return &route{steps: steps, remote: !attached, fanout: fanout, edge: edge,
+	policy := PathPolicy{Src: spec.Src, Dest: spec.Dest, Mode: ModeDirect, Steps: steps, Table: m.opts.Table != nil,
+		Started: m.started, Grace: m.opts.TableGrace, DeadLetterQueue: spec.DeadLetterQueue}
+	switch {
+	case fanout:
+		policy.Mode = ModeFanout
+	case !attached:
+		policy.Mode = ModeRemote
+	}
+	return &route{policy: policy, fanout: fanout, edge: edge,
 		m: m, id: id, spec: spec, origin: origin,
 		src: src, dst: dst,
 		log:   m.log.With().Str("route", id).Str("src", spec.Src).Str("dest", spec.Dest).Logger(),
@@ -188,142 +195,101 @@ const (
 	pathNone    pathKind = iota
 	pathDirect           // the destination is one of the router's brokers and up
 	pathTransit          // through other brokers (a remote destination, or a reroute)
-	pathUnknown          // the link-state table is too young to say: hold, no no-path clock yet
 	pathFanout           // copies through the source's transit queues, one per broker the group reaches
 )
 
-// pathNow says whether the source is up and how the destination can be
-// reached now, why not if it cannot, and the channels that signal a
-// change of either.
-func (r *route) pathNow() (srcUp bool, kind pathKind, why string, changed []<-chan struct{}) {
+// observe reads what the route's path policy depends on (policy.go), and
+// the channels that signal a change of any of it.
+func (r *route) observe() (PathObs, []<-chan struct{}) {
 	src, srcCh := r.src.Conn.Status()
-	changed = append(changed, srcCh)
-	if src.State != famqp.Operational {
-		return false, pathNone, fmt.Sprintf("broker %s is %s", src.Broker, src.State), changed
-	}
-	if r.fanout {
-		// Copies wait in transit for a path: only the source matters. The
-		// table is watched for route list's detail.
-		_, tableCh := r.m.opts.Table.Paths()
-		changed = append(changed, tableCh)
-		if !r.m.tableSettled() {
-			// Copied to what the group reaches as known now, a message
-			// would miss the brokers of routes not advertised to us yet.
-			return true, pathUnknown, "the link-state table is still filling (the other routers' exchange routes): holding at the source", changed
-		}
-		return true, pathFanout, "", changed
-	}
-	why = fmt.Sprintf("no path to broker %s", r.spec.Dest)
-	if !r.remote {
+	obs := PathObs{SrcUp: src.State == famqp.Operational, SrcState: src.State.String()}
+	changed := []<-chan struct{}{srcCh}
+	if r.policy.Mode == ModeDirect {
 		dst, dstCh := r.dst.Conn.Status()
+		obs.DestUp, obs.DestState = dst.State == famqp.Operational, dst.State.String()
 		changed = append(changed, dstCh)
-		if dst.State == famqp.Operational {
-			return true, pathDirect, "", changed
-		}
-		why = fmt.Sprintf("no path to broker %s (%s)", dst.Broker, dst.State)
 	}
-	if r.m.opts.Table == nil || (!r.remote && !rerouting(r.steps)) {
-		return true, pathNone, why, changed
-	}
-	paths, tableCh := r.m.opts.Table.Paths()
-	changed = append(changed, tableCh)
-	if paths != nil {
-		if _, ok := paths.Route(r.spec.Src, r.spec.Dest); ok {
-			return true, pathTransit, "", changed
+	// The table matters to transit and fan-out runs (fan-out watches it
+	// for route list's detail), and to a direct route that reroutes.
+	if r.m.opts.Table != nil && (r.policy.Mode != ModeDirect || rerouting(r.policy.Steps)) {
+		paths, tableCh := r.m.opts.Table.Paths()
+		changed = append(changed, tableCh)
+		if paths != nil && r.policy.Mode != ModeFanout {
+			_, obs.TablePath = paths.Route(r.spec.Src, r.spec.Dest)
 		}
 	}
-	if !r.m.tableSettled() {
-		// Just started: the other routers' advertisements are still
-		// coming in. No path yet is not "no path": hold.
-		return true, pathUnknown, why + ": the link-state table is still filling; holding at the source", changed
-	}
-	if !r.remote {
-		return true, pathNone, why + " and no alternative path", changed
-	}
-	return true, pathNone, why + " in the link-state table", changed
+	return obs, changed
 }
 
-// waitPath waits until the source is up and the destination reachable
-// (directly, or through transit), and says how; false if ctx ended. While
-// the source is up and the destination is not reachable, the route's
-// no-path chain applies: hold (wait), or dead-letter or reject what the
-// source has.
+// waitPath waits until the path policy says forward (the source is up
+// and the destination reachable, directly or through transit), and says
+// how; false if ctx ended. Meanwhile it carries out the policy's other
+// decisions: wait, hold, or correct (dead-letter or reject what the
+// source has). The policy's state lives in st, owned by the route's run
+// goroutine.
 func (r *route) waitPath(ctx context.Context) (pathKind, bool) {
-	var lost time.Time // when the destination was first seen unreachable
-	logged := ""       // the no-path action last logged: each change is logged once
+	var st PathState
 	for {
-		srcUp, kind, why, changed := r.pathNow()
-		if kind == pathDirect || kind == pathTransit || kind == pathFanout {
-			return kind, true
+		obs, changed := r.observe()
+		var d Decision
+		d, st = Decide(r.policy, obs, st, time.Now())
+		if d.Report != "" {
+			r.log.Warn().Str("action", d.Report).Str("why", d.Why).Msg("no path: corrective action " + d.Report)
 		}
-		var timer *time.Timer
-		var next <-chan time.Time
-		if !srcUp || kind == pathUnknown {
-			r.setWaiting(why)
-			lost = time.Time{}
-			if kind == pathUnknown { // look again when the table has settled
-				timer = time.NewTimer(r.m.tableGraceLeft())
-				next = timer.C
+		switch d.Action {
+		case ActForward:
+			return d.Path, true
+		case ActDeadLetter, ActReject:
+			r.correct(ctx, d, st)
+			if ctx.Err() != nil {
+				return pathNone, false
 			}
-		} else if lost.IsZero() {
-			lost = time.Now()
+			continue
 		}
-		if !lost.IsZero() {
-			action, left := noPathAction(r.steps, time.Since(lost))
-			if action != logged {
-				r.log.Warn().Str("action", action).Str("why", why).Msg("no path: corrective action " + action)
-				logged = action
-			}
-			if action != NoPathHold {
-				r.correct(ctx, action, why)
-				if ctx.Err() != nil {
-					return pathNone, false
-				}
-				continue
-			}
-			detail := why + ": holding at the source"
-			if left > 0 {
-				detail += fmt.Sprintf(", next action in %s", left.Round(time.Second))
-				timer = time.NewTimer(left)
-				next = timer.C
-			}
-			r.setWaiting(detail)
-		}
-		ok := waitAny(ctx, next, changed)
-		if timer != nil {
-			timer.Stop()
-		}
-		if !ok {
+		r.setWaiting(d.Detail)
+		if !waitFor(ctx, d.Timer, changed) {
 			return pathNone, false
 		}
 	}
 }
 
-// correct applies a no-path action until the destination is reachable
-// again (or the source goes, or the route stops).
-func (r *route) correct(ctx context.Context, action, why string) {
+// waitFor waits until ctx ends (false), d passes (if > 0) or one of the
+// channels is closed (true).
+func waitFor(ctx context.Context, d time.Duration, changed []<-chan struct{}) bool {
+	if d <= 0 {
+		return waitAny(ctx, nil, changed)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	return waitAny(ctx, t.C, changed)
+}
+
+// correct carries out a corrective decision (dead-letter or reject) until
+// the policy decides otherwise: the destination is reachable again, the
+// source goes, the chain's next step is due, or the route stops.
+func (r *route) correct(ctx context.Context, d Decision, st PathState) {
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	watched := make(chan struct{})
-	go func() { // ends with actx
+	go func() { // owned by correct, which waits for it; ends with actx
 		defer close(watched)
 		for {
-			srcUp, kind, _, changed := r.pathNow()
-			if kind != pathNone || !srcUp {
+			obs, changed := r.observe()
+			now, _ := Decide(r.policy, obs, st, time.Now())
+			if !now.Same(d) {
 				cancel()
 				return
 			}
-			if !waitAny(actx, nil, changed) {
+			if !waitFor(actx, now.Timer, changed) {
 				return
 			}
 		}
 	}()
 	defer func() { cancel(); <-watched }()
-	r.setWaiting(fmt.Sprintf("%s: %s", why, map[string]string{
-		NoPathDeadLetter: "dead-lettering to " + r.spec.DeadLetterQueue, NoPathReject: "rejecting at the source with " + CondNoPath}[action]))
-	err := r.runNoPath(actx, action)
+	r.setWaiting(d.Detail)
+	err := r.runNoPath(actx, d.Action)
 	if err != nil && actx.Err() == nil {
-		r.setState(StateWaiting, fmt.Errorf("no-path %s: %w", action, err), time.Second)
+		r.setState(StateWaiting, fmt.Errorf("no-path %s: %w", d.Action, err), time.Second)
 		select { // a short pause before trying again
 		case <-time.After(time.Second):
 		case <-ctx.Done():
@@ -371,24 +337,27 @@ func (r *route) runOnce(ctx context.Context, path pathKind, credit, limit int) e
 // connection has one.
 var errConnLost = errors.New("path changed")
 
-// watchPath returns why, once the route's path is no longer the one the
-// run uses; nil when ctx ends first.
+// watchPath returns why, once the path policy no longer decides to
+// forward on the run's path; nil when ctx ends first. A run's policy
+// state is the zero one: forwarding stops the no-path clock.
 func (r *route) watchPath(ctx context.Context, path pathKind) error {
 	for {
-		_, kind, why, changed := r.pathNow()
-		if kind != path {
+		obs, changed := r.observe()
+		d, _ := Decide(r.policy, obs, PathState{}, time.Now())
+		if d.Action != ActForward || d.Path != path {
+			why := d.Why
 			if why == "" {
 				why = fmt.Sprintf("broker %s is reachable directly again", r.spec.Dest)
 			}
 			return fmt.Errorf("%w: %s", errConnLost, why)
 		}
-		switch kind {
+		switch path {
 		case pathTransit:
 			r.setDetail(r.transitDetail()) // the path may have changed
 		case pathFanout:
 			r.setDetail(r.fanoutDetail()) // the routes advertised may have changed
 		}
-		if !waitAny(ctx, nil, changed) {
+		if !waitFor(ctx, d.Timer, changed) {
 			return nil
 		}
 	}
@@ -500,7 +469,7 @@ func (r *route) sourceSpec(ctx context.Context) (famqp.LinkSpec, error) {
 func (r *route) enterTransit(node famqp.Node) func(*goamqp.Message) bool {
 	return func(out *goamqp.Message) bool {
 		setEntry(out, r.spec.Src, r.spec.Dest, node)
-		if !r.remote {
+		if r.policy.Mode == ModeDirect {
 			r.rerouted.Add(1)
 		}
 		return true
@@ -510,7 +479,7 @@ func (r *route) enterTransit(node famqp.Node) func(*goamqp.Message) bool {
 // transitDetail says, for route list, which path a transit run takes.
 func (r *route) transitDetail() string {
 	how := "multi-hop"
-	if !r.remote {
+	if r.policy.Mode == ModeDirect {
 		how = fmt.Sprintf("rerouting (the direct link to %s is down)", r.spec.Dest)
 	}
 	if p, _ := r.m.opts.Table.Paths(); p != nil {

@@ -1,0 +1,222 @@
+package routes
+
+import (
+	"fmt"
+	"time"
+)
+
+// The path policy: what a route does about its path at one moment —
+// forward (directly, through transit, fanning out), wait, hold, or take
+// corrective action when its destination cannot be reached (reroute, then
+// hold, dead-letter or reject, chained and timed; nopath.go parses the
+// chain). It is a pure function in the style of topology/: an observation
+// of the route's brokers and of the link-state table, the state carried
+// from the last decision, and `now` in; a typed decision and the next
+// state out. It does no I/O, starts nothing and reads no clock: the
+// route's goroutine (route.go) observes, decides, and carries the decision
+// out. Golden tests: routes/testdata/policy/*.txt (policy_test.go).
+
+// PathMode is how a route reaches its destination when all is well; it is
+// fixed for the route's life.
+type PathMode int
+
+const (
+	// ModeDirect: the destination is one of this router's brokers.
+	ModeDirect PathMode = iota
+	// ModeRemote: the destination is reached only through transit.
+	ModeRemote
+	// ModeFanout: an exchange route whose messages are copied at the
+	// source to every broker the group reaches (fanout.go).
+	ModeFanout
+)
+
+func (m PathMode) String() string {
+	switch m {
+	case ModeDirect:
+		return "direct"
+	case ModeRemote:
+		return "remote"
+	case ModeFanout:
+		return "fanout"
+	}
+	return fmt.Sprintf("PathMode(%d)", int(m))
+}
+
+// PathPolicy is what a route's decisions depend on besides observations:
+// set once when the route is made.
+type PathPolicy struct {
+	Src, Dest string
+	Mode      PathMode
+	// Steps is the corrective action chain (ParseNoPath); empty holds.
+	Steps []NoPathStep
+	// Table says whether link-state flooding is on: without it there is no
+	// transit, so no reroute.
+	Table bool
+	// Started and Grace: until Started+Grace the table is still filling
+	// with the other routers' advertisements, and a path it does not have
+	// yet is not "no path".
+	Started time.Time
+	Grace   time.Duration
+	// DeadLetterQueue names the route's dead-letter queue, for the detail.
+	DeadLetterQueue string
+}
+
+// PathObs is what a route sees of its path at one moment.
+type PathObs struct {
+	SrcUp     bool
+	SrcState  string // the source connection's state, when not up
+	DestUp    bool   // the attached destination's connection (ModeDirect)
+	DestState string // its state, when not up
+	// TablePath says whether the link-state table has a path from Src to
+	// Dest (through transit).
+	TablePath bool
+}
+
+// PathState is what a route carries from one decision to the next.
+type PathState struct {
+	// Lost is when the destination was first seen unreachable while the
+	// source was up; zero while it is reachable (or unknown).
+	Lost time.Time
+	// Logged is the corrective action last reported (Decision.Report):
+	// each change is reported once.
+	Logged string
+}
+
+// Action is what a decision asks the route to do.
+type Action int
+
+const (
+	// ActForward: run the route's links on Decision.Path.
+	ActForward Action = iota
+	// ActWait: nothing to do until something changes (the source is down,
+	// or the table is still filling); no no-path clock runs.
+	ActWait
+	// ActHold: the destination is unreachable; take nothing, the messages
+	// stay at the source.
+	ActHold
+	// ActDeadLetter: send what the source has to the route's dead-letter
+	// queue on the source broker, with the reason no-path.
+	ActDeadLetter
+	// ActReject: reject what the source has with CondNoPath.
+	ActReject
+)
+
+var actionNames = [...]string{"forward", "wait", NoPathHold, NoPathDeadLetter, NoPathReject}
+
+func (a Action) String() string {
+	if int(a) < len(actionNames) {
+		return actionNames[a]
+	}
+	return fmt.Sprintf("Action(%d)", int(a))
+}
+
+// Decision is the policy's answer.
+type Decision struct {
+	Action Action
+	// Path is how to forward (ActForward only).
+	Path pathKind
+	// Why says what the route waits for or why it corrects; "" when it
+	// forwards.
+	Why string
+	// Detail is the route's detail for route list while it does not
+	// forward.
+	Detail string
+	// Timer: decide again after this long even if nothing changes (the
+	// table's grace ends, the chain's next step is due); 0: only on change.
+	Timer time.Duration
+	// Report is set when the corrective action changed since the last one
+	// reported (hold, dead-letter, reject): log it once, with Why.
+	Report string
+}
+
+// minTimer is the shortest Timer a decision asks for: a deadline just
+// passed still gets a moment, so the caller looks again.
+const minTimer = 10 * time.Millisecond
+
+// Decide is the path policy. It is deterministic: the same policy,
+// observation, state and now give the same decision and next state.
+func Decide(p PathPolicy, obs PathObs, st PathState, now time.Time) (Decision, PathState) {
+	settled := !now.Before(p.Started.Add(p.Grace))
+	graceLeft := max(minTimer, p.Started.Add(p.Grace).Sub(now))
+	if !obs.SrcUp {
+		st.Lost = time.Time{}
+		why := fmt.Sprintf("broker %s is %s", p.Src, obs.SrcState)
+		return Decision{Action: ActWait, Why: why, Detail: why}, st
+	}
+	if p.Mode == ModeFanout {
+		if !settled {
+			// Copied to what the group reaches as known now, a message
+			// would miss the brokers of routes not advertised to us yet.
+			why := "the link-state table is still filling (the other routers' exchange routes): holding at the source"
+			st.Lost = time.Time{}
+			return Decision{Action: ActWait, Why: why, Detail: why, Timer: graceLeft}, st
+		}
+		return forward(pathFanout, st)
+	}
+	why := fmt.Sprintf("no path to broker %s", p.Dest)
+	if p.Mode == ModeDirect {
+		if obs.DestUp {
+			return forward(pathDirect, st)
+		}
+		why = fmt.Sprintf("no path to broker %s (%s)", p.Dest, obs.DestState)
+	}
+	if p.Table && (p.Mode == ModeRemote || rerouting(p.Steps)) {
+		if obs.TablePath {
+			return forward(pathTransit, st)
+		}
+		if !settled {
+			// Just started: the other routers' advertisements are still
+			// coming in. No path yet is not "no path": hold.
+			st.Lost = time.Time{}
+			why += ": the link-state table is still filling; holding at the source"
+			return Decision{Action: ActWait, Why: why, Detail: why, Timer: graceLeft}, st
+		}
+		if p.Mode == ModeDirect {
+			why += " and no alternative path"
+		} else {
+			why += " in the link-state table"
+		}
+	}
+	return correct(p, why, st, now)
+}
+
+// forward is the decision to run on path; the no-path clock stops, and
+// the next loss reports its action afresh.
+func forward(path pathKind, st PathState) (Decision, PathState) {
+	st.Lost, st.Logged = time.Time{}, ""
+	return Decision{Action: ActForward, Path: path}, st
+}
+
+// correct is the decision while the destination is unreachable: the step
+// of the chain due by how long it has been so.
+func correct(p PathPolicy, why string, st PathState, now time.Time) (Decision, PathState) {
+	if st.Lost.IsZero() {
+		st.Lost = now
+	}
+	action, left := noPathAction(p.Steps, now.Sub(st.Lost))
+	d := Decision{Why: why}
+	if action != st.Logged {
+		d.Report, st.Logged = action, action
+	}
+	if left > 0 {
+		d.Timer = max(minTimer, left)
+	}
+	switch action {
+	case NoPathDeadLetter:
+		d.Action, d.Detail = ActDeadLetter, why+": dead-lettering to "+p.DeadLetterQueue
+	case NoPathReject:
+		d.Action, d.Detail = ActReject, why+": rejecting at the source with "+CondNoPath
+	default:
+		d.Action, d.Detail = ActHold, why+": holding at the source"
+		if left > 0 {
+			d.Detail += fmt.Sprintf(", next action in %s", left.Round(time.Second))
+		}
+	}
+	return d, st
+}
+
+// Same says whether two decisions ask for the same thing to be carried
+// out: a run or a correction goes on while the decisions stay the same.
+func (d Decision) Same(o Decision) bool {
+	return d.Action == o.Action && d.Path == o.Path
+}
