@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	goamqp "github.com/Azure/go-amqp"
@@ -28,6 +29,54 @@ const TraceAnnotation = "x-fedrouter-trace"
 // errNoDemandSupport: a broker whose profile cannot tell its bindings.
 var errNoDemandSupport = errors.New("dynamic routes need brokers whose profile can read and manage bindings (rabbitmq)")
 
+// dynamicMode is a dynamic route: a direct route whose subscription's
+// bindings follow the destination's demand. Each run subscribes and
+// reconciles before it attaches, follows demand while it forwards
+// (wiring.follow) and stops following when it ends.
+type dynamicMode struct {
+	directMode
+
+	demandMu     sync.Mutex // guards the fields below
+	demand       []string   // the bindings held, as text
+	demandSource string     // how demand is followed
+	localDemand  []string   // keys of consumers at the destination
+}
+
+func (d *dynamicMode) source(ctx context.Context) (famqp.LinkSpec, error) {
+	return d.subscribeDynamic(ctx)
+}
+
+// wire sends straight to the destination exchange, recording the trace
+// (messages route there by subject), and follows demand during the run.
+func (d *dynamicMode) wire(_, setup context.Context, _ pathKind, _ *goamqp.Session) (wiring, error) {
+	w, err := d.directSink(setup)
+	if err != nil {
+		return w, err
+	}
+	w.prepare, w.follow = d.traceHop, d.followDemand
+	return w, nil
+}
+
+func (d *dynamicMode) detail(pathKind) string { return "" }
+
+// unsubscribe removes the subscription at the source and the queue of
+// binding events at the destination.
+func (d *dynamicMode) unsubscribe(ctx context.Context) {
+	d.unsubscribeAt(ctx, d.subscription())
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	events := famqp.Node{Kind: famqp.Exchange, Name: "binding events"}
+	if err := d.dst.Profile.Unsubscribe(ctx, events, d.eventsSubscription()); err != nil {
+		d.log.Warn().Err(err).Msg("could not remove the route's binding-event queue at the destination; it expires by itself")
+	}
+}
+
+func (d *dynamicMode) addStatus(st *Status) {
+	d.demandMu.Lock()
+	defer d.demandMu.Unlock()
+	st.Demand, st.DemandSource = slices.Clone(d.demand), d.demandSource
+}
+
 // demandReader is what a dynamic route reads the destination's demand
 // from: the broker itself (famqp.Demand) or the bindings the configuration
 // declares for a broker that cannot be asked (staticDemand).
@@ -49,31 +98,31 @@ func (s staticDemand) ExchangeDemand(_ context.Context, exchange string, _ bool)
 // demandProfiles returns the source's subscription manager and where to
 // read the destination's demand: the configured bindings when the
 // destination broker has any, else the broker itself.
-func (r *route) demandProfiles() (src famqp.Demand, dst demandReader, err error) {
-	src, okSrc := r.src.Profile.(famqp.Demand)
-	dst, okDst := demandReader(staticDemand(r.dst.StaticDemand)), len(r.dst.StaticDemand) > 0
+func (d *dynamicMode) demandProfiles() (src famqp.Demand, dst demandReader, err error) {
+	src, okSrc := d.src.Profile.(famqp.Demand)
+	dst, okDst := demandReader(staticDemand(d.dst.StaticDemand)), len(d.dst.StaticDemand) > 0
 	if !okDst {
-		dst, okDst = r.dst.Profile.(famqp.Demand)
+		dst, okDst = d.dst.Profile.(famqp.Demand)
 	}
 	if !okSrc || !okDst {
 		return nil, nil, fmt.Errorf("%w: %s is %s, %s is %s (declare its bindings in the configuration if it cannot be asked)", errNoDemandSupport,
-			r.spec.Src, r.src.Profile.Name(), r.spec.Dest, r.dst.Profile.Name())
+			d.spec.Src, d.src.Profile.Name(), d.spec.Dest, d.dst.Profile.Name())
 	}
 	return src, dst, nil
 }
 
 // subscribeDynamic declares the route's subscription, brings its bindings
 // in step with the destination's demand and returns where to receive.
-func (r *route) subscribeDynamic(ctx context.Context) (famqp.LinkSpec, error) {
-	src, dst, err := r.demandProfiles()
+func (d *dynamicMode) subscribeDynamic(ctx context.Context) (famqp.LinkSpec, error) {
+	src, dst, err := d.demandProfiles()
 	if err != nil {
 		return famqp.LinkSpec{}, err
 	}
-	spec, err := src.Subscribe(ctx, r.spec.Exchange, r.subscription())
+	spec, err := src.Subscribe(ctx, d.spec.Exchange, d.subscription())
 	if err != nil {
-		return famqp.LinkSpec{}, fmt.Errorf("subscription on %s: %w", r.spec.Src, err)
+		return famqp.LinkSpec{}, fmt.Errorf("subscription on %s: %w", d.spec.Src, err)
 	}
-	if err := r.reconcile(ctx, src, dst); err != nil {
+	if err := d.reconcile(ctx, src, dst); err != nil {
 		return famqp.LinkSpec{}, err
 	}
 	return spec, nil
@@ -85,19 +134,19 @@ func (r *route) subscribeDynamic(ctx context.Context) (famqp.LinkSpec, error) {
 // DemandInterval otherwise. A failure (the management API away) is
 // logged once and retried: forwarding goes on with the bindings as they
 // are.
-func (r *route) followDemand(ctx context.Context) {
-	src, dst, err := r.demandProfiles()
+func (d *dynamicMode) followDemand(ctx context.Context) {
+	src, dst, err := d.demandProfiles()
 	if err != nil {
 		return
 	}
 	kick := make(chan struct{}, 1)
-	events := r.watchBindings(ctx, dst, kick) // nil: no events, poll
-	every := r.m.opts.DemandInterval
+	events := d.watchBindings(ctx, dst, kick) // nil: no events, poll
+	every := d.m.opts.DemandInterval
 	if events != nil {
-		every = r.m.opts.DemandReconcile
+		every = d.m.opts.DemandReconcile
 		defer func() { <-events }()
 	}
-	r.setDemandSource(events != nil, every)
+	d.setDemandSource(events != nil, every)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	failing := false
@@ -107,44 +156,44 @@ func (r *route) followDemand(ctx context.Context) {
 		case <-kick:
 		case <-events: // the event link failed: poll
 			events = nil
-			t.Reset(r.m.opts.DemandInterval)
-			r.setDemandSource(false, r.m.opts.DemandInterval)
+			t.Reset(d.m.opts.DemandInterval)
+			d.setDemandSource(false, d.m.opts.DemandInterval)
 		case <-ctx.Done():
 			return
 		}
-		err := r.reconcile(ctx, src, dst)
+		err := d.reconcile(ctx, src, dst)
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
-			r.log.Warn().Err(err).Msg("cannot follow the destination's demand; keeping the current bindings")
+			d.log.Warn().Err(err).Msg("cannot follow the destination's demand; keeping the current bindings")
 		case err == nil && failing:
-			r.log.Info().Msg("following the destination's demand again")
+			d.log.Info().Msg("following the destination's demand again")
 		}
 		failing = err != nil
 	}
 }
 
 // eventsSubscription names the queue of the destination's binding events.
-func (r *route) eventsSubscription() famqp.Subscription {
-	return famqp.Subscription{Name: r.subscription().Name + ".events"}
+func (d *dynamicMode) eventsSubscription() famqp.Subscription {
+	return famqp.Subscription{Name: d.subscription().Name + ".events"}
 }
 
 // watchBindings receives the destination's binding events in a goroutine
 // that signals kick for each change to the route's exchange (any change
 // with divert_bindings: downstream exchanges count). It returns a channel
 // closed when that goroutine ends, or nil when there are no events.
-func (r *route) watchBindings(ctx context.Context, dst demandReader, kick chan<- struct{}) <-chan struct{} {
+func (d *dynamicMode) watchBindings(ctx context.Context, dst demandReader, kick chan<- struct{}) <-chan struct{} {
 	ev, ok := dst.(famqp.DemandEvents)
 	if !ok {
 		return nil
 	}
-	setup, cancel := context.WithTimeout(ctx, r.m.opts.SetupTimeout)
+	setup, cancel := context.WithTimeout(ctx, d.m.opts.SetupTimeout)
 	defer cancel()
-	spec, err := ev.BindingEvents(setup, r.eventsSubscription())
+	spec, err := ev.BindingEvents(setup, d.eventsSubscription())
 	if err != nil {
-		r.log.Debug().Err(err).Msg("no binding events: polling the destination's bindings")
+		d.log.Debug().Err(err).Msg("no binding events: polling the destination's bindings")
 		return nil
 	}
-	sess, _, err := r.dst.Conn.NewSession(setup)
+	sess, _, err := d.dst.Conn.NewSession(setup)
 	if err != nil {
 		return nil
 	}
@@ -163,7 +212,7 @@ func (r *route) watchBindings(ctx context.Context, dst demandReader, kick chan<-
 				return
 			}
 			_ = rcv.Accept(ctx, msg)
-			if src, ok := msg.ApplicationProperties["source_name"].(string); ok && src != r.spec.Exchange && !r.spec.DivertBindings {
+			if src, ok := msg.ApplicationProperties["source_name"].(string); ok && src != d.spec.Exchange && !d.spec.DivertBindings {
 				continue
 			}
 			select {
@@ -175,25 +224,25 @@ func (r *route) watchBindings(ctx context.Context, dst demandReader, kick chan<-
 	return done
 }
 
-func (r *route) setDemandSource(events bool, every time.Duration) {
+func (d *dynamicMode) setDemandSource(events bool, every time.Duration) {
 	src := "poll every " + every.String()
 	if events {
 		src = "binding events, reconciled every " + every.String()
 	}
-	r.mu.Lock()
-	r.demandSource = src
-	r.mu.Unlock()
+	d.demandMu.Lock()
+	d.demandSource = src
+	d.demandMu.Unlock()
 }
 
 // reconcile makes the subscription's bindings equal the demand at the
 // destination that did not come through the source, each recorded with
 // its origins plus the destination.
-func (r *route) reconcile(ctx context.Context, src famqp.Demand, dst demandReader) error {
+func (d *dynamicMode) reconcile(ctx context.Context, src famqp.Demand, dst demandReader) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	want, err := dst.ExchangeDemand(ctx, r.spec.Exchange, r.spec.DivertBindings)
+	want, err := dst.ExchangeDemand(ctx, d.spec.Exchange, d.spec.DivertBindings)
 	if err != nil {
-		return fmt.Errorf("demand at %s: %w", r.spec.Dest, err)
+		return fmt.Errorf("demand at %s: %w", d.spec.Dest, err)
 	}
 	desired := map[string]famqp.DemandBinding{}
 	var local []string // keys of consumers at the destination itself
@@ -201,27 +250,27 @@ func (r *route) reconcile(ctx context.Context, src famqp.Demand, dst demandReade
 		if len(b.Origins) == 0 {
 			local = append(local, b.Key)
 		}
-		if slices.Contains(b.Origins, r.spec.Src) {
+		if slices.Contains(b.Origins, d.spec.Src) {
 			continue // demand that came from our source: following it would loop
 		}
-		if !r.onShortestPath(b.Origins) {
+		if !d.onShortestPath(b.Origins) {
 			continue // another way from the source to that consumer is shorter
 		}
-		o := famqp.DemandBinding{Key: b.Key, Origins: withBroker(b.Origins, r.spec.Dest)}
+		o := famqp.DemandBinding{Key: b.Key, Origins: withBroker(b.Origins, d.spec.Dest)}
 		desired[o.ID()] = o
 	}
-	sub := r.subscription()
-	have, err := src.SubscribedDemand(ctx, r.spec.Exchange, sub)
+	sub := d.subscription()
+	have, err := src.SubscribedDemand(ctx, d.spec.Exchange, sub)
 	if err != nil {
-		return fmt.Errorf("subscription bindings at %s: %w", r.spec.Src, err)
+		return fmt.Errorf("subscription bindings at %s: %w", d.spec.Src, err)
 	}
 	held := map[string]bool{}
 	for _, b := range have {
 		if _, ok := desired[b.ID()]; !ok {
-			if err := src.UnbindDemand(ctx, r.spec.Exchange, sub, b); err != nil {
-				return fmt.Errorf("unbind %s at %s: %w", b, r.spec.Src, err)
+			if err := src.UnbindDemand(ctx, d.spec.Exchange, sub, b); err != nil {
+				return fmt.Errorf("unbind %s at %s: %w", b, d.spec.Src, err)
 			}
-			r.log.Info().Str("binding", b.String()).Msg("demand gone: unbound")
+			d.log.Info().Str("binding", b.String()).Msg("demand gone: unbound")
 			continue
 		}
 		held[b.ID()] = true
@@ -230,25 +279,25 @@ func (r *route) reconcile(ctx context.Context, src famqp.Demand, dst demandReade
 		if held[id] {
 			continue
 		}
-		if err := src.BindDemand(ctx, r.spec.Exchange, sub, b); err != nil {
-			return fmt.Errorf("bind %s at %s: %w", b, r.spec.Src, err)
+		if err := src.BindDemand(ctx, d.spec.Exchange, sub, b); err != nil {
+			return fmt.Errorf("bind %s at %s: %w", b, d.spec.Src, err)
 		}
-		r.log.Info().Str("binding", b.String()).Msg("demand seen: bound")
+		d.log.Info().Str("binding", b.String()).Msg("demand seen: bound")
 	}
-	r.setDemand(desired, local)
+	d.setDemand(desired, local)
 	return nil
 }
 
-func (r *route) setDemand(desired map[string]famqp.DemandBinding, local []string) {
+func (d *dynamicMode) setDemand(desired map[string]famqp.DemandBinding, local []string) {
 	keys := make([]string, 0, len(desired))
 	for _, b := range desired {
 		keys = append(keys, b.String())
 	}
 	slices.Sort(keys)
 	slices.Sort(local)
-	r.mu.Lock()
-	r.demand, r.localDemand = keys, slices.Compact(local)
-	r.mu.Unlock()
+	d.demandMu.Lock()
+	d.demand, d.localDemand = keys, slices.Compact(local)
+	d.demandMu.Unlock()
 }
 
 // LocalDemand is the demand of consumers at the destinations of the
@@ -257,18 +306,18 @@ func (r *route) setDemand(desired map[string]famqp.DemandBinding, local []string
 // its link-state advertisement, so every router knows where demand is.
 func (m *Manager) LocalDemand() map[string]map[string][]string {
 	m.mu.Lock()
-	rs := make([]*route, 0, len(m.routes))
+	rs := make([]*dynamicMode, 0, len(m.routes))
 	for _, r := range m.routes {
-		if r.spec.Kind == KindDynamic {
-			rs = append(rs, r)
+		if d, ok := r.mode.(*dynamicMode); ok {
+			rs = append(rs, d)
 		}
 	}
 	m.mu.Unlock()
 	out := map[string]map[string][]string{}
 	for _, r := range rs {
-		r.mu.Lock()
+		r.demandMu.Lock()
 		keys := slices.Clone(r.localDemand)
-		r.mu.Unlock()
+		r.demandMu.Unlock()
 		if len(keys) == 0 {
 			continue
 		}
@@ -294,31 +343,31 @@ func withBroker(origins []string, b string) []string {
 // message once per path: only one route from the source follows its
 // demand. Without link state (Options.NextHop nil, or no path known yet)
 // every route follows it.
-func (r *route) onShortestPath(origins []string) bool {
-	if r.m.opts.NextHop == nil {
+func (d *dynamicMode) onShortestPath(origins []string) bool {
+	if d.m.opts.NextHop == nil {
 		return true
 	}
-	consumer := r.spec.Dest
+	consumer := d.spec.Dest
 	if len(origins) > 0 {
 		consumer = origins[0]
 	}
-	next, ok := r.m.opts.NextHop(r.spec.Src, consumer)
-	return !ok || next == r.spec.Dest
+	next, ok := d.m.opts.NextHop(d.spec.Src, consumer)
+	return !ok || next == d.spec.Dest
 }
 
 // traceHop is a dynamic route's links.Config.Prepare: it records the
 // source broker in the message's trace and drops the message if the
 // destination is already in it.
-func (r *route) traceHop(out *goamqp.Message) bool {
+func (b *routeBase) traceHop(out *goamqp.Message) bool {
 	var trace []string
 	if s, ok := out.Annotations[TraceAnnotation].(string); ok && s != "" {
 		trace = strings.Split(s, ",")
 	}
-	if slices.Contains(trace, r.spec.Dest) {
+	if slices.Contains(trace, b.spec.Dest) {
 		return false
 	}
-	if !slices.Contains(trace, r.spec.Src) {
-		trace = append(trace, r.spec.Src)
+	if !slices.Contains(trace, b.spec.Src) {
+		trace = append(trace, b.spec.Src)
 	}
 	if out.Annotations == nil {
 		out.Annotations = goamqp.Annotations{}

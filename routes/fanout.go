@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	goamqp "github.com/Azure/go-amqp"
 
@@ -125,8 +126,8 @@ func (m *Manager) ExchangeEdges() []ExchangeEdge {
 func (m *Manager) edgesLocked() {
 	var out []ExchangeEdge
 	for _, r := range m.routes {
-		if r.fanout {
-			out = append(out, r.edge)
+		if f, ok := r.mode.(*fanoutMode); ok {
+			out = append(out, f.edge)
 		}
 	}
 	slices.SortFunc(out, compareEdges)
@@ -205,12 +206,12 @@ func reach(origin string, edges []ExchangeEdge, skip []string) []string {
 // copied to: those the group reaches from there, less those it has been
 // at (trace; a message delivered into the exchange by another route).
 // Called for every message, from the send loop only.
-func (r *route) fanoutTargets(msg *goamqp.Message) []string {
-	c := &r.reach
-	own, adv := r.m.ExchangeEdges(), r.m.advertised()
+func (f *fanoutMode) fanoutTargets(msg *goamqp.Message) []string {
+	c := &f.reach
+	own, adv := f.m.ExchangeEdges(), f.m.advertised()
 	if c.targets == nil || !sameSlice(own, c.own) || !sameSlice(adv, c.adv) {
 		c.own, c.adv = own, adv
-		c.targets = reach(r.spec.Src, groupOf(r.edge, own, adv), nil)
+		c.targets = reach(f.spec.Src, groupOf(f.edge, own, adv), nil)
 	}
 	s, _ := msg.Annotations[TraceAnnotation].(string)
 	if s == "" {
@@ -226,16 +227,58 @@ func fanned(msg *goamqp.Message, group string) bool {
 	return s != "" && slices.Contains(strings.Split(s, ","), group)
 }
 
+// fanoutMode is an exchange route on a link-state network whose source
+// can share a subscription: each message is taken once from the group's
+// shared queue at the source and copied to every broker the group's
+// routes reach (fanoutSink).
+type fanoutMode struct {
+	*routeBase
+	edge          ExchangeEdge  // the route as its group sees it
+	copies        atomic.Uint64 // copies sent
+	copiesTransit atomic.Uint64 // of copies, those sent through transit
+	reach         reachCache    // the send loop's
+}
+
+// source is the group's shared queue at the source broker.
+func (f *fanoutMode) source(ctx context.Context) (famqp.LinkSpec, error) {
+	return f.sourceAt(ctx, fanoutSubscription(f.edge))
+}
+
+func (f *fanoutMode) wire(_, _ context.Context, _ pathKind, srcSess *goamqp.Session) (wiring, error) {
+	_, _, dstNode := f.nodes()
+	fs := &fanoutSink{f: f, dispatch: f.transitSink(srcSess), node: dstNode}
+	return wiring{sink: fs, prepare: f.fanoutPrepare, close: fs.close}, nil
+}
+
+func (f *fanoutMode) detail(pathKind) string { return f.fanoutDetail() }
+
+// unsubscribe removes the group's queue at the source, with the group's
+// last route from there: it serves every route of the group from that
+// broker, on any router.
+func (f *fanoutMode) unsubscribe(ctx context.Context) {
+	for _, e := range f.m.groupEdges(f.edge) {
+		if e.Src == f.spec.Src {
+			f.log.Info().Str("queue", fanoutSubscription(f.edge).Name).Str("kept_for", e.Src+" > "+e.Dest).Msg("the fan-out queue stays: another route of the group uses it")
+			return
+		}
+	}
+	f.unsubscribeAt(ctx, fanoutSubscription(f.edge))
+}
+
+func (f *fanoutMode) addStatus(st *Status) {
+	st.Copies, st.CopiesViaTransit = f.copies.Load(), f.copiesTransit.Load()
+}
+
 // fanoutPrepare drops what the group need not copy (counted looped): a
 // copy it made elsewhere, and a message nobody else wants.
-func (r *route) fanoutPrepare(out *goamqp.Message) bool {
-	return !fanned(out, r.edge.Group()) && len(r.fanoutTargets(out)) > 0
+func (f *fanoutMode) fanoutPrepare(out *goamqp.Message) bool {
+	return !fanned(out, f.edge.Group()) && len(f.fanoutTargets(out)) > 0
 }
 
 // fanoutDetail says, for route list, where the route's fan-out copies go.
-func (r *route) fanoutDetail() string {
-	targets := reach(r.spec.Src, r.m.groupEdges(r.edge), nil)
-	return fmt.Sprintf("fan-out from %s to %s (shared queue %s)", r.spec.Src, strings.Join(targets, ", "), fanoutSubscription(r.edge).Name)
+func (f *fanoutMode) fanoutDetail() string {
+	targets := reach(f.spec.Src, f.m.groupEdges(f.edge), nil)
+	return fmt.Sprintf("fan-out from %s to %s (shared queue %s)", f.spec.Src, strings.Join(targets, ", "), fanoutSubscription(f.edge).Name)
 }
 
 // fanoutSink copies each message, one copy per broker the group reaches:
@@ -244,7 +287,7 @@ func (r *route) fanoutDetail() string {
 // the source broker's transit queue for it. Its receipt is accepted once
 // every copy is.
 type fanoutSink struct {
-	r        *route
+	f        *fanoutMode
 	dispatch *dispatchSink // at the source broker
 	node     famqp.Node    // the exchange at each destination
 	// direct holds, per destination broker, the sender of the copies
@@ -255,8 +298,8 @@ type fanoutSink struct {
 }
 
 func (s *fanoutSink) Send(ctx context.Context, msg *goamqp.Message) (links.Receipt, error) {
-	targets := s.r.fanoutTargets(msg)
-	group := s.r.edge.Group()
+	targets := s.f.fanoutTargets(msg)
+	group := s.f.edge.Group()
 	marks, _ := msg.Annotations[AnnotationFanned].(string)
 	if marks != "" {
 		marks += ","
@@ -277,10 +320,10 @@ func (s *fanoutSink) Send(ctx context.Context, msg *goamqp.Message) (links.Recei
 			if trace != "" {
 				trace += ","
 			}
-			c.Annotations[TraceAnnotation] = trace + s.r.spec.Src
+			c.Annotations[TraceAnnotation] = trace + s.f.spec.Src
 			sink = direct
 		} else {
-			setEntry(c, s.r.spec.Src, d, s.node)
+			setEntry(c, s.f.spec.Src, d, s.node)
 			viaTransit++
 		}
 		c.Annotations[AnnotationFanned] = marks
@@ -292,8 +335,8 @@ func (s *fanoutSink) Send(ctx context.Context, msg *goamqp.Message) (links.Recei
 		}
 		receipts = append(receipts, rc)
 	}
-	s.r.copies.Add(uint64(len(receipts)))
-	s.r.copiesTransit.Add(uint64(viaTransit))
+	s.f.copies.Add(uint64(len(receipts)))
+	s.f.copiesTransit.Add(uint64(viaTransit))
 	return receipts, nil
 }
 
@@ -305,18 +348,18 @@ func (s *fanoutSink) directSink(ctx context.Context, d string) links.Sink {
 	if snd, ok := s.direct[d]; ok {
 		return snd
 	}
-	b, ok := s.r.m.opts.Brokers[d]
+	b, ok := s.f.m.opts.Brokers[d]
 	if !ok {
 		return nil
 	}
 	conn := b.Conn
-	if d == s.r.spec.Dest && s.r.dst.Conn != nil {
-		conn = s.r.dst.Conn // the route's own connection there
+	if d == s.f.spec.Dest && s.f.dst.Conn != nil {
+		conn = s.f.dst.Conn // the route's own connection there
 	}
 	if st, _ := conn.Status(); st.State != famqp.Operational {
 		return nil // not remembered: direct again once it is up
 	}
-	setup, cancel := context.WithTimeout(ctx, s.r.m.opts.SetupTimeout)
+	setup, cancel := context.WithTimeout(ctx, s.f.m.opts.SetupTimeout)
 	defer cancel()
 	if s.direct == nil {
 		s.direct = map[string]links.Sink{}
@@ -331,7 +374,7 @@ func (s *fanoutSink) directSink(ctx context.Context, d string) links.Sink {
 		}
 		famqp.CloseSession(sess)
 	}
-	s.r.log.Debug().Err(err).Str("broker", d).Msg("fan-out copies for this broker go through transit on this run")
+	s.f.log.Debug().Err(err).Str("broker", d).Msg("fan-out copies for this broker go through transit on this run")
 	s.direct[d] = nil
 	return nil
 }

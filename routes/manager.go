@@ -202,7 +202,7 @@ func (m *Manager) Add(spec Spec) (Status, error) {
 }
 
 func (m *Manager) add(spec Spec, origin Origin) (*route, error) {
-	spec, err := m.Normalize(spec)
+	spec, steps, err := m.normalize(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func (m *Manager) add(spec Spec, origin Origin) (*route, error) {
 	if _, dup := m.routes[id]; dup {
 		return nil, ErrDuplicate
 	}
-	r := newRoute(m, spec, origin, m.nextConn)
+	r := newRoute(m, spec, steps, origin, m.nextConn)
 	m.routes[id] = r
 	m.edgesLocked()
 	r.start(m.ctx)
@@ -237,33 +237,47 @@ func (m *Manager) nextConn(b Broker, name string) *famqp.Conn {
 }
 
 // Normalize resolves spec's brokers to configured names, applies the
-// defaults and validates it.
+// defaults and checks it (Spec.Check).
 func (m *Manager) Normalize(spec Spec) (Spec, error) {
+	spec, _, err := m.normalize(spec)
+	return spec, err
+}
+
+// normalize is Normalize, and returns the route's no_path chain (its own,
+// else the manager's default).
+func (m *Manager) normalize(spec Spec) (Spec, []NoPathStep, error) {
 	var err error
 	if spec.Src, err = m.Resolve(spec.Src); err != nil {
-		return spec, err
+		return spec, nil, err
 	}
 	if spec.Dest, err = m.resolveDest(spec.Dest); err != nil {
-		return spec, err
+		return spec, nil, err
 	}
-	if _, attached := m.opts.Brokers[spec.Dest]; !attached && spec.Dest != "" {
-		// A broker known only from the link-state network: the route
-		// delivers through transit (multi-hop).
-		if spec.Kind == KindDynamic {
-			return spec, fmt.Errorf("%w: dynamic route to %s: dynamic routes need both brokers attached to this router", ErrUnknownBroker, spec.Dest)
-		}
+	if _, attached := m.opts.Brokers[spec.Dest]; !attached && spec.Dest != "" && spec.Kind == KindDynamic {
+		// A broker known only from the link-state network: routes to it
+		// deliver through transit, which dynamic routes do not.
+		return spec, nil, fmt.Errorf("%w: dynamic route to %s: dynamic routes need both brokers attached to this router", ErrUnknownBroker, spec.Dest)
 	}
 	spec = spec.WithDefaults()
-	if err := spec.Validate(); err != nil {
-		return spec, err
+	steps, err := spec.Check(Network{Flooding: m.opts.Table != nil, Attached: m.attached})
+	if err != nil {
+		return spec, nil, err
 	}
-	if rerouting(mustSteps(spec.NoPath)) && m.opts.Table == nil {
-		return spec, fmt.Errorf("route %s: no_path reroute needs link-state flooding (topology.secret)", spec)
+	if len(spec.NoPath) == 0 {
+		steps = m.opts.DefaultNoPath
+		if spec.Kind == KindDynamic && rerouting(steps) {
+			// A dynamic route follows demand along shortest paths
+			// already: the router's default reroute is not for it.
+			steps = steps[1:]
+		}
 	}
-	if rerouting(mustSteps(spec.NoPath)) && spec.Kind == KindDynamic {
-		return spec, fmt.Errorf("route %s: no_path reroute applies to queue and exchange routes; a dynamic route follows demand along shortest paths already", spec)
-	}
-	return spec, nil
+	return spec, steps, nil
+}
+
+// attached says whether broker is one of this router's.
+func (m *Manager) attached(broker string) bool {
+	_, ok := m.opts.Brokers[broker]
+	return ok
 }
 
 // resolveDest resolves a route's destination: a configured broker, or a
@@ -282,12 +296,6 @@ func (m *Manager) resolveDest(s string) (string, error) {
 // route holds (its no-path chain).
 func (m *Manager) remoteBroker(name string) bool {
 	return m.opts.Table != nil && name != "" && !strings.ContainsAny(name, ":@/ ")
-}
-
-// mustSteps parses validated no_path steps.
-func mustSteps(s []string) []NoPathStep {
-	steps, _ := ParseNoPath(s)
-	return steps
 }
 
 // Delete deletes the route with id: stops it and, for an exchange route,
@@ -511,7 +519,7 @@ func (m *Manager) Stop(ctx context.Context) {
 		<-m.transitDone
 	}
 	for _, r := range rs {
-		if !r.spec.Durable && !r.fanout { // a fan-out queue is shared and durable: kept
+		if _, fanout := r.mode.(*fanoutMode); !r.spec.Durable && !fanout { // a fan-out queue is shared and durable: kept
 			r.unsubscribe(ctx)
 		}
 	}

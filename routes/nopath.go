@@ -130,7 +130,7 @@ func (r *route) runNoPath(ctx context.Context, action Action) error {
 		return err
 	}
 	defer famqp.CloseSession(sess)
-	spec, err := r.sourceSpec(setup)
+	spec, err := r.mode.source(setup)
 	if err != nil {
 		return err
 	}

@@ -15,8 +15,8 @@ import (
 // between go to debug, and a new error or recovery is logged again.
 func TestRouteLogsRepeatedFailuresOnce(t *testing.T) {
 	var buf bytes.Buffer
-	r := &route{spec: Spec{Kind: KindQueue, Dest: "b", Src: "a", Exchange: "x", Queue: "q"},
-		log: zerolog.New(&buf).Level(zerolog.InfoLevel), state: StateWaiting}
+	spec := Spec{Kind: KindQueue, Dest: "b", Src: "a", Exchange: "x", Queue: "q"}
+	r := &runState{name: spec.String(), log: zerolog.New(&buf).Level(zerolog.InfoLevel), state: StateWaiting}
 	refused := errors.New("connection refused")
 	for i := 0; i < 5; i++ {
 		r.setState(StateConnecting, nil, 0)

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -168,33 +169,37 @@ var (
 	ErrStopped       = errors.New("routes: manager stopped")
 )
 
-// Validate checks s (after WithDefaults) on its own; whether the brokers
-// exist is the Manager's business. It returns a *SpecError or nil.
+// Network is what a route's rules need to know of the router it is for.
+type Network struct {
+	// Flooding says whether link-state flooding is on (topology.secret):
+	// remote destinations, transit and reroute need it.
+	Flooding bool
+	// Attached says whether the router is attached to (configures) a
+	// broker.
+	Attached func(broker string) bool
+}
+
+// brokerName is what a broker known only from the link-state network may
+// be called.
+var brokerName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+// Validate checks s (after WithDefaults) on its own, with no router in
+// view: Check with the zero Network. It returns a *SpecError or nil.
 func (s Spec) Validate() error {
+	_, err := s.Check(Network{})
+	return err
+}
+
+// Check validates s (after WithDefaults) for a router on network n — the
+// one place a route's rules are written: the configuration file (config/)
+// and the admin API and CLI (Manager.Normalize) call it — and returns its
+// parsed no_path chain. With n.Attached nil, the rules that depend on the
+// router's brokers are skipped. The error is a *SpecError listing every
+// problem.
+func (s Spec) Check(n Network) ([]NoPathStep, error) {
 	var p []string
 	add := func(format string, args ...any) { p = append(p, fmt.Sprintf(format, args...)) }
-	switch s.Kind {
-	case KindQueue:
-		if s.Queue == "" {
-			add("a queue route needs the source queue")
-		}
-		if s.Key != "" || s.DestExchange != "" {
-			add("a queue route takes no key or dest_exchange")
-		}
-	case KindExchange:
-		if s.Queue != "" {
-			add("an exchange route takes no queue (did you mean kind: queue?)")
-		}
-	case KindDynamic:
-		if s.Queue != "" || s.Key != "" || s.DestExchange != "" {
-			add("a dynamic route takes no queue, key or dest_exchange: the destination's bindings decide what crosses")
-		}
-	default:
-		add("kind %q: want queue, exchange or dynamic", s.Kind)
-	}
-	if s.DivertBindings && s.Kind != KindDynamic {
-		add("divert_bindings applies to dynamic routes only")
-	}
+	p = append(p, s.checkKind()...)
 	if s.Dest == "" {
 		add("the destination broker is missing")
 	}
@@ -245,10 +250,71 @@ func (s Spec) Validate() error {
 		add("outcome_timeout %s must be longer than the connection idle timeout %s: a silent network must end as a lost connection (the source redelivers), not as unroutable messages",
 			s.OutcomeTimeout, famqp.DefaultIdleTimeout)
 	}
-	if len(p) > 0 {
-		return &SpecError{Problems: p}
+	if n.Attached != nil {
+		p = append(p, s.checkNetwork(n, rerouting(steps))...)
 	}
-	return nil
+	if len(p) > 0 {
+		return nil, &SpecError{Problems: p}
+	}
+	return steps, nil
+}
+
+// checkKind is Check's rules of the route's kind.
+func (s Spec) checkKind() []string {
+	var p []string
+	add := func(format string, args ...any) { p = append(p, fmt.Sprintf(format, args...)) }
+	switch s.Kind {
+	case KindQueue:
+		if s.Queue == "" {
+			add("a queue route needs the source queue")
+		}
+		if s.Key != "" || s.DestExchange != "" {
+			add("a queue route takes no key or dest_exchange")
+		}
+	case KindExchange:
+		if s.Queue != "" {
+			add("an exchange route takes no queue (did you mean kind: queue?)")
+		}
+	case KindDynamic:
+		if s.Queue != "" || s.Key != "" || s.DestExchange != "" {
+			add("a dynamic route takes no queue, key or dest_exchange: the destination's bindings decide what crosses")
+		}
+	default:
+		add("kind %q: want queue, exchange or dynamic", s.Kind)
+	}
+	if s.DivertBindings && s.Kind != KindDynamic {
+		add("divert_bindings applies to dynamic routes only")
+	}
+	return p
+}
+
+// checkNetwork is Check's rules that depend on the router: which brokers
+// it is attached to, and whether it floods link state.
+func (s Spec) checkNetwork(n Network, reroute bool) []string {
+	var p []string
+	add := func(format string, args ...any) { p = append(p, fmt.Sprintf(format, args...)) }
+	if s.Src != "" && !n.Attached(s.Src) {
+		add("broker %q is not in brokers", s.Src)
+	}
+	if s.Dest != "" && !n.Attached(s.Dest) {
+		switch {
+		case !n.Flooding:
+			add("broker %q is not in brokers (a broker this router is not attached to can be a destination only with link-state flooding: set topology.secret)", s.Dest)
+		case s.Kind == KindDynamic:
+			add("broker %q is not in brokers: a dynamic route needs both brokers attached", s.Dest)
+		case !brokerName.MatchString(s.Dest):
+			add("destination broker %q: want a broker name (letters, digits, '.', '_' and '-')", s.Dest)
+		}
+	}
+	if reroute {
+		switch {
+		case !n.Flooding:
+			add("no_path reroute needs link-state flooding: set topology.secret")
+		case s.Kind == KindDynamic:
+			add("no_path reroute applies to queue and exchange routes (a dynamic route follows demand along shortest paths already)")
+		}
+	}
+	return p
 }
 
 // specJSON is Spec on the wire: outcome_timeout as a Go duration string

@@ -1,0 +1,168 @@
+package routes
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	goamqp "github.com/Azure/go-amqp"
+	"github.com/rs/zerolog"
+
+	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/links"
+)
+
+// A route runs in one of four modes, chosen once when it is made
+// (newRoute): direct (mode_direct.go: to one of this router's brokers,
+// through transit while it reroutes), transit (mode_direct.go: to a
+// broker known only from the link-state network, always through transit),
+// fan-out (fanout.go: an exchange route copied at its source to every
+// broker its group reaches) and dynamic (dynamic.go: a direct route whose
+// bindings follow the destination's demand). The route's life — waiting
+// for a path, running, retrying, corrective action — is the same for all
+// (route.go, routepath.go); a mode says what differs.
+
+// mode is what differs between route modes.
+type mode interface {
+	// source resolves (and for exchange and dynamic routes, creates)
+	// what the run's receiver attaches to at the source broker.
+	source(ctx context.Context) (famqp.LinkSpec, error)
+	// wire attaches the destination side of a run on path: where the
+	// messages go and the hook each forward copy passes first. Attaching
+	// is bounded by setup; what runs with the run, by ctx.
+	wire(ctx, setup context.Context, path pathKind, srcSess *goamqp.Session) (wiring, error)
+	// detail says, for route list, how an Operational run on path goes;
+	// "" for nothing to say.
+	detail(path pathKind) string
+	// unsubscribe removes what the route made at its source (the route is
+	// deleted): its subscription, unless shared.
+	unsubscribe(ctx context.Context)
+	// addStatus adds the mode's own counts and facts to st.
+	addStatus(st *Status)
+}
+
+// wiring is a run's destination side, from mode.wire.
+type wiring struct {
+	sink links.Sink
+	// prepare sees each forward copy before it is sent (links.Config.Prepare).
+	prepare func(*goamqp.Message) bool
+	// follow, when set, runs beside the forwarding (in a goroutine the run
+	// owns) once the source is attached, until ctx ends.
+	follow func(ctx context.Context)
+	// close releases what wire attached; nil: nothing.
+	close func()
+}
+
+// routeBase is what every mode shares: the route's identity, its pair of
+// brokers, its counters and its state.
+type routeBase struct {
+	m        *Manager
+	id       string
+	spec     Spec
+	origin   Origin
+	src, dst Broker // dst is zero for a destination not attached here
+	log      zerolog.Logger
+	c        links.Counters // what its runs did
+	runState
+}
+
+// nodes maps the route to the profile layer's nodes.
+func (b *routeBase) nodes() (src famqp.Node, sub famqp.Subscription, dst famqp.Node) {
+	switch b.spec.Kind {
+	case KindQueue:
+		return famqp.Node{Kind: famqp.Queue, Name: b.spec.Queue}, famqp.Subscription{},
+			famqp.Node{Kind: famqp.Exchange, Name: b.spec.Exchange}
+	case KindDynamic: // bindings follow demand; messages route by subject
+		n := famqp.Node{Kind: famqp.Exchange, Name: b.spec.Exchange}
+		return n, b.subscription(), n
+	}
+	src = famqp.Node{Kind: famqp.Exchange, Name: b.spec.Exchange, Key: b.spec.Key}
+	sub = b.subscription()
+	dst = famqp.Node{Kind: famqp.Exchange, Name: b.spec.DestNode()}
+	if b.spec.Key != "" && !strings.ContainsAny(b.spec.Key, "*#") {
+		// A literal key is the routing key of every message it matches:
+		// publish with it. Wildcard keys route by the message's subject.
+		dst.Key = b.spec.Key
+	}
+	return src, sub, dst
+}
+
+// subscription names the route's private subscription at the source; the
+// name derives from the route's identity, so it survives restarts.
+func (b *routeBase) subscription() famqp.Subscription {
+	return famqp.Subscription{Name: "fedrouter." + b.m.opts.RouterID + "." + b.id, Durable: b.spec.Durable}
+}
+
+// sourceAt resolves the route's source node at its broker with sub.
+func (b *routeBase) sourceAt(ctx context.Context, sub famqp.Subscription) (famqp.LinkSpec, error) {
+	srcNode, _, _ := b.nodes()
+	spec, err := b.src.Profile.Source(ctx, srcNode, sub)
+	if err != nil {
+		return spec, fmt.Errorf("source %s on %s: %w", srcNode, b.spec.Src, err)
+	}
+	return spec, nil
+}
+
+// unsubscribeAt removes sub (an exchange route's subscription) at the
+// source; a queue route has none.
+func (b *routeBase) unsubscribeAt(ctx context.Context, sub famqp.Subscription) {
+	if b.spec.Kind == KindQueue {
+		return
+	}
+	src, _, _ := b.nodes()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := b.src.Profile.Unsubscribe(ctx, src, sub); err != nil {
+		b.log.Warn().Err(err).Msg("could not remove the route's subscription at the source; remove it by hand")
+	}
+}
+
+// deadLetterSink attaches a sender to the dead-letter queue on the source.
+func (b *routeBase) deadLetterSink(ctx context.Context, sess *goamqp.Session) (links.Sink, error) {
+	return senderTo(ctx, sess, b.src.Profile, b.spec.Src, famqp.Node{Kind: famqp.Queue, Name: b.spec.DeadLetterQueue}, "dead-letter queue")
+}
+
+// directSink attaches a sender to the route's destination node, on a
+// session of its own at the destination broker.
+func (b *routeBase) directSink(setup context.Context) (wiring, error) {
+	dstSess, _, err := b.dst.Conn.NewSession(setup)
+	if err != nil {
+		return wiring{}, err
+	}
+	_, _, dstNode := b.nodes()
+	// RabbitMQ accepts and drops sends to a missing node: look first.
+	if err := b.dst.Profile.CheckTarget(setup, dstNode); err != nil {
+		famqp.CloseSession(dstSess)
+		return wiring{}, fmt.Errorf("destination %s on %s: %w", dstNode, b.spec.Dest, err)
+	}
+	dstSpec, err := b.dst.Profile.Target(dstNode)
+	if err != nil {
+		famqp.CloseSession(dstSess)
+		return wiring{}, err
+	}
+	snd, err := dstSess.NewSender(setup, dstSpec.Address, dstSpec.SenderOptions())
+	if err != nil {
+		famqp.CloseSession(dstSess)
+		return wiring{}, fmt.Errorf("attach sender to %s on %s: %w", dstSpec.Address, b.spec.Dest, err)
+	}
+	return wiring{sink: links.SenderSink{S: snd}, close: func() { famqp.CloseSession(dstSess) }}, nil
+}
+
+// transitSink is the sink of a run through transit: the source broker's
+// transit queue for the destination; the transit forwarders take it from
+// there (transitrun.go).
+func (b *routeBase) transitSink(srcSess *goamqp.Session) *dispatchSink {
+	return &dispatchSink{at: b.spec.Src, maxHops: int64(b.m.opts.MaxHops), sess: srcSess, prof: b.src.Profile}
+}
+
+// transitDetail says, for route list, which path a transit run takes;
+// how says why it goes through transit.
+func (b *routeBase) transitDetail(how string) string {
+	if p, _ := b.m.opts.Table.Paths(); p != nil {
+		if path := p.Path(b.spec.Src, b.spec.Dest); path != nil {
+			return fmt.Sprintf("%s via %s", how, strings.Join(path, " > "))
+		}
+	}
+	return how
+}
