@@ -66,10 +66,10 @@ brokers-stop:
 brokers-status:
 	$(BROKERS) status
 
-# Short fuzz run of the config decoder (seeds in router/config_test.go; new
-# failing inputs land in router/testdata/fuzz).
+# Short fuzz run of the config decoder (seeds in config/config_test.go; new
+# failing inputs land in config/testdata/fuzz).
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzParseConfig -fuzztime 30s ./router/
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./config/
 
 clean:
 	rm -rf bin

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	goamqp "github.com/Azure/go-amqp"
+
+	"github.com/fedrouter/fedrouter/internal/group"
 )
 
 // State is a broker connection's state, named as qpid-route's link list
@@ -89,17 +91,17 @@ const DefaultIdleTimeout = 10 * time.Second
 // in turn, reconnects with backoff after any loss, and stops retrying after
 // an authentication failure. Links are not carried over a reconnect: their
 // owners see the error, classify it and ask for a new session.
+//
+// Goroutines: exactly one (run), in a group owned by the Conn, started by
+// DialContext and stopped by Close, which cancels its context (aborting a
+// dial in progress) and waits for it.
 type Conn struct {
 	cfg     BrokerConfig
 	opts    ConnOptions
 	targets []dialTarget
 
-	quit      chan struct{}
-	closeOnce sync.Once
-	ctx       context.Context // cancelled by Close: aborts a dial in progress
-	cancel    context.CancelFunc
-	done      chan struct{} // closed when run returns
-	kick      chan uint64   // generation reported broken by a user
+	g    *group.Group // run's; Close stops it
+	kick chan uint64  // generation reported broken by a user
 
 	mu      sync.Mutex
 	status  Status
@@ -107,10 +109,20 @@ type Conn struct {
 	conn    *goamqp.Conn  // non-nil only while Operational (nil with fakes)
 }
 
-// Dial validates cfg and starts connecting in the background; it never
-// blocks on the network. Use WaitOperational or Status to follow progress,
-// and Close to stop.
+// Dial is DialContext with no owner's context: the connection lives until
+// Close. It stays for the callers that have no context to give (the
+// commands fedchaos and fedbench dial for their whole run); an owner with a
+// context of its own uses DialContext.
 func Dial(cfg BrokerConfig, opts ConnOptions) (*Conn, error) {
+	return DialContext(context.Background(), cfg, opts)
+}
+
+// DialContext validates cfg and starts connecting in the background; it
+// never blocks on the network. ctx is the owner's: when it ends the
+// connection closes as if Close had been called (the owner still calls
+// Close, which waits for the connection's goroutine). Use WaitOperational
+// or Status to follow progress, and Close to stop.
+func DialContext(ctx context.Context, cfg BrokerConfig, opts ConnOptions) (*Conn, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, &Error{Op: "configure", Broker: cfg.Name, Err: err}
 	}
@@ -146,14 +158,12 @@ func Dial(cfg BrokerConfig, opts ConnOptions) (*Conn, error) {
 		cfg:     cfg,
 		opts:    opts,
 		targets: targets,
-		quit:    make(chan struct{}),
-		done:    make(chan struct{}),
+		g:       group.New(ctx),
 		kick:    make(chan uint64, 1),
 		changed: make(chan struct{}),
 		status:  Status{Broker: cfg.Name, State: Waiting, Since: opts.Clock.Now()},
 	}
-	c.ctx, c.cancel = context.WithCancel(context.Background())
-	go c.run()
+	c.g.Go(c.run)
 	return c, nil
 }
 
@@ -242,13 +252,10 @@ func (c *Conn) ReportBroken(gen uint64, err error) {
 	}
 }
 
-// Close stops the connection and waits for its goroutine. Idempotent.
+// Close stops the connection and waits for its goroutine. Idempotent; it
+// always returns nil (it is an io.Closer).
 func (c *Conn) Close() error {
-	c.closeOnce.Do(func() {
-		close(c.quit)
-		c.cancel()
-	})
-	<-c.done
+	c.g.Stop()
 	return nil
 }
 
@@ -276,18 +283,18 @@ func (c *Conn) fail(err error, state State) {
 	})
 }
 
-// run is the connection's only goroutine: dial, hold, re-dial.
-func (c *Conn) run() {
-	defer close(c.done)
+// run is the connection's only goroutine: dial, hold, re-dial, until ctx
+// (the Conn's group's) ends.
+func (c *Conn) run(ctx context.Context) {
 	defer c.setState(func(s *Status) { s.State = Closed; s.RetryIn = 0 })
 	attempt := 0
 	next := 0 // index of the URL to try first
 	for {
-		t, idx, err := c.dialAny(next)
+		t, idx, err := c.dialAny(ctx, next)
 		if err != nil {
 			if Classify(err) == ScopeAuth {
 				c.fail(&Error{Op: "connect", Broker: c.cfg.Name, Scope: ScopeAuth, Err: fmt.Errorf("%w: %v", ErrAuth, err)}, Failed)
-				<-c.quit // no retry after an authentication failure
+				<-ctx.Done() // no retry after an authentication failure
 				return
 			}
 			delay := c.opts.Backoff.Delay(attempt)
@@ -302,13 +309,13 @@ func (c *Conn) run() {
 			select {
 			case <-c.opts.Clock.After(delay):
 				continue
-			case <-c.quit:
+			case <-ctx.Done():
 				return
 			}
 		}
 		next = idx // stick to the URL that worked
 		connectedAt := c.opts.Clock.Now()
-		lost := c.hold(t)
+		lost := c.hold(ctx, t)
 		if lost == nil { // quit
 			return
 		}
@@ -330,21 +337,21 @@ func (c *Conn) run() {
 		c.setState(func(s *Status) { s.RetryIn = delay; s.Attempt = attempt })
 		select {
 		case <-c.opts.Clock.After(delay):
-		case <-c.quit:
+		case <-ctx.Done():
 			return
 		}
 	}
 }
 
-// dialAny tries every URL once, starting at first.
-func (c *Conn) dialAny(first int) (transport, int, error) {
+// dialAny tries every URL once, starting at first; ctx's end aborts it.
+func (c *Conn) dialAny(ctx context.Context, first int) (transport, int, error) {
 	var errs []error
 	for i := range c.targets {
 		idx := (first + i) % len(c.targets)
 		t := c.targets[idx]
 		c.setState(func(s *Status) { s.State = Connecting; s.URL = t.redacted; s.RetryIn = 0 })
-		ctx, cancel := context.WithTimeout(c.ctx, c.opts.ConnectTimeout)
-		tr, err := c.opts.dial(ctx, t)
+		dctx, cancel := context.WithTimeout(ctx, c.opts.ConnectTimeout)
+		tr, err := c.opts.dial(dctx, t)
 		cancel()
 		if err == nil {
 			return tr, idx, nil
@@ -355,18 +362,16 @@ func (c *Conn) dialAny(first int) (transport, int, error) {
 		err = fmt.Errorf("%s: %w", t.redacted, err)
 		errs = append(errs, err)
 		c.setState(func(s *Status) { s.LastError = err; s.LastErrorAt = c.opts.Clock.Now() })
-		select {
-		case <-c.quit:
+		if ctx.Err() != nil {
 			return nil, idx, errors.Join(errs...)
-		default:
 		}
 	}
 	return nil, first, errors.Join(errs...)
 }
 
-// hold keeps t Operational until it is lost (returns the cause) or the
-// Conn is closed (returns nil).
-func (c *Conn) hold(t transport) error {
+// hold keeps t Operational until it is lost (returns the cause) or ctx
+// ends: the Conn is closed (returns nil).
+func (c *Conn) hold(ctx context.Context, t transport) error {
 	conn, _ := t.(*goamqp.Conn)
 	c.mu.Lock()
 	c.conn = conn
@@ -396,20 +401,37 @@ func (c *Conn) hold(t transport) error {
 			if g != gen {
 				continue // stale report about an earlier connection
 			}
-			_ = t.Close()
+			_ = t.Close() // dropping it anyway: the loss is what we report
 			return &Error{Op: "connection dropped", Broker: c.cfg.Name, Scope: ScopeConn, Err: errors.New("a link reported a connection-level error")}
-		case <-c.quit:
-			_ = t.Close()
+		case <-ctx.Done():
+			_ = t.Close() // closing: a close error changes nothing
 			return nil
 		}
 	}
 }
 
-// CloseSession ends a session without waiting long: RabbitMQ answers link
-// detaches lazily (go-amqp would wait forever), and ending the session
+// sessionCloseWait bounds the wait for the broker's end of a session.
+const sessionCloseWait = 2 * time.Second
+
+// CloseSessionContext ends a session without waiting long: RabbitMQ answers
+// link detaches lazily (go-amqp would wait forever), and ending the session
 // reclaims every link on it, handing their unsettled messages back.
-func CloseSession(s *goamqp.Session) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+//
+// ctx is the owner's. Its values are kept but not its cancellation: this is
+// the cleanup on the way out, usually after the owner's context has ended,
+// and the session must still be ended (at most sessionCloseWait).
+func CloseSessionContext(ctx context.Context, s *goamqp.Session) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sessionCloseWait)
 	defer cancel()
+	// The session is ended either way: an error (timeout, connection
+	// already gone) leaves nothing to undo, and the broker reclaims its
+	// links when the connection goes.
 	_ = s.Close(ctx)
+}
+
+// CloseSession is CloseSessionContext for callers with no context at
+// hand (deferred cleanups in routes/ and the commands): the close needs
+// none of a context but its own deadline.
+func CloseSession(s *goamqp.Session) {
+	CloseSessionContext(context.Background(), s)
 }

@@ -64,6 +64,9 @@ func (f *fakeTransport) Done() <-chan struct{} { return f.done }
 func (f *fakeTransport) Err() error            { return f.err }
 func (f *fakeTransport) Close() error          { f.once.Do(func() { close(f.done) }); return nil }
 
+// drop is the peer ending the connection.
+func (f *fakeTransport) drop() { _ = f.Close() } // a fake: Close cannot fail
+
 // script answers dials in order: an error, or a transport.
 type script struct {
 	mu    sync.Mutex
@@ -104,7 +107,15 @@ func testConn(t *testing.T, urls []string, s *script, clk *fakeClock) (*Conn, ch
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { mustClose(t, c) }) // idempotent: tests may close first
 	return c, states
+}
+
+func mustClose(t *testing.T, c *Conn) {
+	t.Helper()
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
 }
 
 func waitState(t *testing.T, states chan Status, want State) Status {
@@ -127,8 +138,7 @@ func TestConnBacksOffThenConnects(t *testing.T) {
 	refused := errors.New("connection refused")
 	tr := newFakeTransport()
 	s := &script{steps: []any{refused, refused, refused, tr}}
-	c, states := testConn(t, []string{"amqp://h1:5672"}, s, clk)
-	defer c.Close()
+	_, states := testConn(t, []string{"amqp://h1:5672"}, s, clk)
 
 	st := waitState(t, states, Waiting)
 	if st.LastError == nil || st.Attempt != 1 {
@@ -162,7 +172,7 @@ func TestConnStopsRetryingAfterAuthFailure(t *testing.T) {
 		t.Fatalf("a retry was scheduled after an auth failure (%v)", d)
 	default:
 	}
-	c.Close()
+	mustClose(t, c)
 	if n := s.dialCount(); n != 1 {
 		t.Fatalf("%d dials, want 1 (no retry, not even the failover URL)", n)
 	}
@@ -175,8 +185,7 @@ func TestConnFailsOverToNextURLAndSticksToIt(t *testing.T) {
 	clk := newFakeClock()
 	tr1, tr2 := newFakeTransport(), newFakeTransport()
 	s := &script{steps: []any{errors.New("refused"), tr1, tr2}}
-	c, states := testConn(t, []string{"amqp://h1:5672", "amqp://h2:5672"}, s, clk)
-	defer c.Close()
+	_, states := testConn(t, []string{"amqp://h1:5672", "amqp://h2:5672"}, s, clk)
 	st := waitState(t, states, Operational)
 	if st.URL != "amqp://h2:5672" {
 		t.Fatalf("connected to %s, want the second URL", st.URL)
@@ -184,7 +193,7 @@ func TestConnFailsOverToNextURLAndSticksToIt(t *testing.T) {
 	// Lose the connection after it was stable: re-dial at once, same URL.
 	clk.advance(time.Minute)
 	tr1.err = io.EOF
-	tr1.Close()
+	tr1.drop()
 	st = waitState(t, states, Waiting)
 	if !errors.Is(st.LastError, io.EOF) {
 		t.Fatalf("loss cause not kept: %v", st.LastError)
@@ -205,17 +214,16 @@ func TestConnFlappingKeepsBackingOff(t *testing.T) {
 	clk := newFakeClock()
 	tr1, tr2, tr3 := newFakeTransport(), newFakeTransport(), newFakeTransport()
 	s := &script{steps: []any{tr1, tr2, tr3}}
-	c, states := testConn(t, []string{"amqp://h1:5672"}, s, clk)
-	defer c.Close()
+	_, states := testConn(t, []string{"amqp://h1:5672"}, s, clk)
 	waitState(t, states, Operational)
 	// Each connection dies before StableAfter: the backoff must grow.
-	tr1.Close()
+	tr1.drop()
 	clk.expectDelay(t, 2*time.Second)
 	waitState(t, states, Operational)
-	tr2.Close()
+	tr2.drop()
 	clk.expectDelay(t, 4*time.Second)
 	waitState(t, states, Operational)
-	tr3.Close()
+	tr3.drop()
 	clk.expectDelay(t, 8*time.Second)
 }
 
@@ -224,7 +232,6 @@ func TestConnReportBrokenDropsOnlyCurrentGeneration(t *testing.T) {
 	tr1, tr2 := newFakeTransport(), newFakeTransport()
 	s := &script{steps: []any{tr1, tr2}}
 	c, states := testConn(t, []string{"amqp://h1:5672"}, s, clk)
-	defer c.Close()
 	st := waitState(t, states, Operational)
 	clk.advance(time.Minute)                                             // stable: the re-dial is immediate
 	c.ReportBroken(st.Generation, &Error{Scope: ScopeLink, Err: io.EOF}) // link scope: ignored
@@ -247,8 +254,8 @@ func TestConnCloseWhileWaiting(t *testing.T) {
 	c, states := testConn(t, []string{"amqp://h1:5672"}, s, clk)
 	waitState(t, states, Waiting)
 	<-clk.delays // the loop now waits for the timer
-	c.Close()
-	c.Close() // idempotent
+	mustClose(t, c)
+	mustClose(t, c) // idempotent
 	if st, _ := c.Status(); st.State != Closed {
 		t.Fatalf("state %s after Close", st.State)
 	}

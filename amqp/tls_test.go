@@ -66,24 +66,27 @@ func tlsFront(t *testing.T, backend string) (addr, caFile string) {
 			}
 			back, err := net.Dial("tcp", backend)
 			if err != nil {
-				front.Close()
+				_ = front.Close() // the client sees it refused, as intended
 				continue
 			}
 			mu.Lock()
 			open = append(open, front, back)
 			mu.Unlock()
 			wg.Add(2)
-			go func() { defer wg.Done(); io.Copy(back, front); back.Close() }()
-			go func() { defer wg.Done(); io.Copy(front, back); front.Close() }()
+			// Copy errors and close errors mean the other side went: the
+			// proxy only has to end the pair.
+			go func() { defer wg.Done(); _, _ = io.Copy(back, front); _ = back.Close() }()
+			go func() { defer wg.Done(); _, _ = io.Copy(front, back); _ = front.Close() }()
 		}
 	}()
-	t.Cleanup(func() {
-		ln.Close()
+	t.Cleanup(func() { // teardown: close errors are of no interest
+		_ = ln.Close()
 		mu.Lock()
-		for _, c := range open {
-			c.Close()
-		}
+		conns := append([]net.Conn(nil), open...)
 		mu.Unlock()
+		for _, c := range conns { // no I/O under mu
+			_ = c.Close()
+		}
 		wg.Wait()
 	})
 	return ln.Addr().String(), caFile

@@ -123,7 +123,9 @@ type pending struct {
 // Three goroutines, each handing on in order through a channel (so order
 // is kept per route): the receive loop takes messages from the source; this
 // one sends them; the settle loop waits for each outcome in send order and
-// settles the source. The window bounds what is between them.
+// settles the source. The window bounds what is between them. Forward owns
+// the receive and settle loops (and, with cfg.Drain, a drain watcher) and
+// joins all of them before it returns: nothing it starts outlives the call.
 //
 // Why receiving has a goroutine of its own (measured, docs/performance.md):
 // a send returns only once its transfer is written, and while the send
@@ -142,9 +144,9 @@ func Forward(ctx context.Context, src Source, dst Sink, cfg Config, c *Counters)
 	defer cancel()
 	var first firstError
 	queue := make(chan pending, cfg.Window)
-	var wg sync.WaitGroup
+	var wg sync.WaitGroup // every goroutine of this run; waited below
 	wg.Add(1)
-	go func() {
+	go func() { // the settle loop: ends when queue is closed below, or with ctx
 		defer wg.Done()
 		if err := settleLoop(ctx, queue, src, cfg, c); err != nil {
 			first.set(err)
@@ -157,7 +159,9 @@ func Forward(ctx context.Context, src Source, dst Sink, cfg Config, c *Counters)
 	received := make(chan receivedMsg, cfg.Window)
 	var draining atomic.Bool
 	if cfg.Drain != nil {
-		go func() { // ends with rctx
+		wg.Add(1)
+		go func() { // ends with rctx, which stopReceiving below cancels
+			defer wg.Done()
 			select {
 			case <-cfg.Drain:
 				draining.Store(true)
@@ -167,7 +171,7 @@ func Forward(ctx context.Context, src Source, dst Sink, cfg Config, c *Counters)
 		}()
 	}
 	wg.Add(1)
-	go func() {
+	go func() { // the receive loop: ends with rctx, a receive error or the limit
 		defer wg.Done()
 		receiveLoop(rctx, src, cfg.Limit, &draining, received)
 	}()

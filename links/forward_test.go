@@ -287,12 +287,16 @@ func TestForwardRouterRefusalKeepsItsCondition(t *testing.T) {
 		return &goamqp.StateRejected{Error: &goamqp.Error{Condition: "fed:no-path", Description: "no-path: no path to broker b"}}, nil
 	}
 	src := newSource(2)
-	run(t, src, &fakeSink{outcome: noPath}, Config{Window: 2, OutcomeTimeout: time.Second})
+	if _, err := run(t, src, &fakeSink{outcome: noPath}, Config{Window: 2, OutcomeTimeout: time.Second}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("reject run: %v", err)
+	}
 	if fmt.Sprint(src.conds) != "[fed:no-path fed:no-path]" || !strings.HasPrefix(src.order[0], "0=reject:fedrouter: no-path: no path to broker b") {
 		t.Fatalf("conditions %v, settled %v", src.conds, src.order)
 	}
 	dl := &fakeSink{outcome: accepted}
-	run(t, newSource(1), &fakeSink{outcome: noPath}, Config{Window: 1, OutcomeTimeout: time.Second, DeadLetter: dl})
+	if _, err := run(t, newSource(1), &fakeSink{outcome: noPath}, Config{Window: 1, OutcomeTimeout: time.Second, DeadLetter: dl}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("dead-letter run: %v", err)
+	}
 	if _, ok := dl.sent[0].Annotations[AnnotationTime].(time.Time); !ok || dl.sent[0].Annotations[AnnotationReason] != "no-path: no path to broker b" {
 		t.Fatalf("dead-letter annotations %v", dl.sent[0].Annotations)
 	}

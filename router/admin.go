@@ -20,6 +20,8 @@ import (
 	"github.com/rs/zerolog"
 
 	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/config"
+	"github.com/fedrouter/fedrouter/internal/group"
 	"github.com/fedrouter/fedrouter/routes"
 )
 
@@ -38,7 +40,7 @@ const (
 
 // AdminOptions configure an AdminServer; zero values take the defaults.
 type AdminOptions struct {
-	// Listen is host:port; default DefaultAdminListen. Port 0 picks a free
+	// Listen is host:port; default config.DefaultAdminListen. Port 0 picks a free
 	// port (see Addr).
 	Listen string
 	// Token, when set, is required on every endpoint but /healthz as
@@ -50,10 +52,18 @@ type AdminOptions struct {
 	// the Go and process collectors. The route and broker collector is
 	// always added to it.
 	Registry *prometheus.Registry
+	// Context is the owner's: the parent of every request's context and of
+	// the metrics scrape's call into the Service (a Prometheus collector is
+	// given none). Its end cancels requests in progress. Default
+	// context.Background(), for owners that keep the server for the
+	// process's life and stop it with Close.
+	Context context.Context
 }
 
 // AdminServer is the admin HTTP+JSON API, the Prometheus endpoint and the
-// health probes. It owns one goroutine (the HTTP server) from Start to Close.
+// health probes. It owns one goroutine (serve: the HTTP server), in a group
+// started by Start and stopped by Close, which shuts the server down and
+// then waits for it.
 type AdminServer struct {
 	svc     Service
 	opts    AdminOptions
@@ -62,19 +72,22 @@ type AdminServer struct {
 	regErr  error // registering the metrics collector failed; Start reports it
 
 	mu     sync.Mutex
-	srv    *http.Server  // set by Start; guarded by mu
-	ln     net.Listener  // set by Start; guarded by mu
-	closed bool          // Close was called; guarded by mu
-	done   chan struct{} // closed when the serve goroutine returns
+	srv    *http.Server // set by Start; guarded by mu
+	ln     net.Listener // set by Start; guarded by mu
+	closed bool         // Close was called; guarded by mu
+	g      *group.Group // serve's; set by Start; guarded by mu
 	// served is Serve's error other than ErrServerClosed. Written only by
-	// the serve goroutine before it closes done; read only after done.
+	// the serve goroutine; read only after its group has stopped.
 	served error
 }
 
 // NewAdminServer builds the API over svc. It does not listen: call Start.
 func NewAdminServer(svc Service, opts AdminOptions) *AdminServer {
 	if opts.Listen == "" {
-		opts.Listen = DefaultAdminListen
+		opts.Listen = config.DefaultAdminListen
+	}
+	if opts.Context == nil {
+		opts.Context = context.Background()
 	}
 	a := &AdminServer{svc: svc, opts: opts, log: opts.Log.With().Str("component", "admin").Logger()}
 	reg := opts.Registry
@@ -82,7 +95,7 @@ func NewAdminServer(svc Service, opts AdminOptions) *AdminServer {
 		reg = prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	if err := reg.Register(newServiceCollector(svc)); err != nil {
+	if err := reg.Register(newServiceCollector(opts.Context, svc)); err != nil {
 		a.regErr = fmt.Errorf("admin API: register metrics: %w", err)
 	}
 	a.handler = a.routes(reg)
@@ -120,8 +133,11 @@ func (a *AdminServer) Start() error {
 		// go to our log rather than the standard logger's stderr.
 		ErrorLog: stdlog.New(a.log, "", 0),
 	}
-	a.done = make(chan struct{})
-	go a.serve(a.srv, ln)
+	a.g = group.New(a.opts.Context)
+	base := a.g.Context()
+	a.srv.BaseContext = func(net.Listener) context.Context { return base }
+	srv := a.srv
+	a.g.Go(func(context.Context) { a.serve(srv, ln) }) // ends with Close's Shutdown
 	a.log.Info().Str("listen", ln.Addr().String()).Bool("auth", a.opts.Token != "").Msg("admin API listening")
 	return nil
 }
@@ -129,7 +145,6 @@ func (a *AdminServer) Start() error {
 // serve runs the HTTP server until Close; the only goroutine AdminServer
 // starts.
 func (a *AdminServer) serve(srv *http.Server, ln net.Listener) {
-	defer close(a.done)
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		a.log.Error().Err(err).Msg("admin API stopped serving")
 		a.served = err
@@ -152,7 +167,7 @@ func (a *AdminServer) Addr() string {
 // error that stopped serving early, if any.
 func (a *AdminServer) Close(ctx context.Context) error {
 	a.mu.Lock()
-	srv, done := a.srv, a.done
+	srv, g := a.srv, a.g
 	a.closed = true
 	a.mu.Unlock()
 	if srv == nil {
@@ -160,10 +175,12 @@ func (a *AdminServer) Close(ctx context.Context) error {
 	}
 	err := srv.Shutdown(ctx)
 	if err != nil {
-		srv.Close() // ctx ended with requests in progress: drop them
+		// ctx ended with requests in progress: drop them. Close's own
+		// error can only repeat the listener's, already closed by Shutdown.
+		_ = srv.Close()
 		err = fmt.Errorf("admin API: shutdown: %w", err)
 	}
-	<-done
+	g.Stop() // serve has returned (Serve ends with Shutdown): this joins it
 	if a.served != nil {
 		return fmt.Errorf("admin API: serve: %w", a.served)
 	}
@@ -329,7 +346,7 @@ func (a *AdminServer) topology(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, snap)
 	case "dot":
 		w.Header().Set("Content-Type", "text/vnd.graphviz; charset=utf-8")
-		io.WriteString(w, snap.DOT())
+		_, _ = io.WriteString(w, snap.DOT()) // the status is sent: a write error means the client left
 	default:
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("format %q: want json or dot", f))
 	}
@@ -360,7 +377,7 @@ func (a *AdminServer) routerInfo(w http.ResponseWriter, r *http.Request) {
 // broker outage does not get the router restarted by its supervisor.
 func healthz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	io.WriteString(w, "ok\n")
+	_, _ = io.WriteString(w, "ok\n") // a write error means the prober left
 }
 
 // NotReady is the 503 body of /readyz.
@@ -507,7 +524,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	enc.Encode(v) // the status is sent: a write error means the client left
+	_ = enc.Encode(v) // the status is sent: a write error means the client left
 }
 
 // nonNil makes an empty list encode as [] rather than null.

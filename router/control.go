@@ -12,6 +12,8 @@ import (
 	"github.com/rs/zerolog"
 
 	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/config"
+	"github.com/fedrouter/fedrouter/internal/group"
 	"github.com/fedrouter/fedrouter/routes"
 )
 
@@ -23,7 +25,7 @@ import (
 // encodes, signs and checks.
 
 // DefaultControlAddress is the control node's name on every broker.
-const DefaultControlAddress = "fedrouter.control"
+const DefaultControlAddress = config.DefaultControlAddress
 
 // Inbound is one control message received from a broker.
 type Inbound struct {
@@ -47,8 +49,10 @@ type ControlStats struct {
 	Received, Sent, DroppedIn, DroppedOut, SendErrors uint64
 }
 
-// Control runs one control link per broker: a goroutine each, owned here
-// and stopped by Stop.
+// Control runs one control link per broker: a goroutine each, in a group
+// owned here, started by Start and stopped (and waited for) by Stop. Each
+// link's run owns one more goroutine per attach (the receive loop), which
+// it joins before re-attaching.
 type Control struct {
 	opts    ControlOptions
 	inbound chan Inbound
@@ -56,9 +60,8 @@ type Control struct {
 
 	received, sent, droppedIn, droppedOut, sendErrors atomic.Uint64
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	mu sync.Mutex
+	g  *group.Group // guarded by mu: set by Start, nil before
 }
 
 // outbound is a message to publish on one broker: once on a multicast
@@ -90,8 +93,7 @@ func NewControl(brokers map[string]routes.Broker, opts ControlOptions) *Control 
 	if opts.Backoff.Min == 0 {
 		opts.Backoff = famqp.DefaultBackoff()
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	c := &Control{opts: opts, inbound: make(chan Inbound, opts.Inbox), links: map[string]*controlLink{}, ctx: ctx, cancel: cancel}
+	c := &Control{opts: opts, inbound: make(chan Inbound, opts.Inbox), links: map[string]*controlLink{}}
 	for name, b := range brokers {
 		c.links[name] = &controlLink{c: c, broker: name, b: b, out: make(chan outbound, opts.Outbox),
 			log: opts.Log.With().Str("broker", name).Str("link", "control").Logger()}
@@ -99,21 +101,27 @@ func NewControl(brokers map[string]routes.Broker, opts ControlOptions) *Control 
 	return c
 }
 
-// Start starts one goroutine per broker.
-func (c *Control) Start() {
+// Start starts one goroutine per broker, under ctx (the owner's). Call it
+// once.
+func (c *Control) Start(ctx context.Context) {
+	g := group.New(ctx)
+	c.mu.Lock()
+	c.g = g
+	c.mu.Unlock()
 	for _, l := range c.links {
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
-			l.run(c.ctx)
-		}()
+		g.Go(l.run)
 	}
 }
 
-// Stop stops every control link and waits for them.
+// Stop stops every control link and waits for them; without Start it has
+// nothing to stop.
 func (c *Control) Stop() {
-	c.cancel()
-	c.wg.Wait()
+	c.mu.Lock()
+	g := c.g
+	c.mu.Unlock()
+	if g != nil {
+		g.Stop()
+	}
 }
 
 // Inbound delivers received control messages.
@@ -198,7 +206,7 @@ func (l *controlLink) runOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer famqp.CloseSession(sess)
+	defer famqp.CloseSessionContext(ctx, sess)
 	node := famqp.Node{Kind: famqp.Control, Name: l.c.opts.Address}
 	spec, err := l.b.Profile.Source(setup, node, famqp.Subscription{Name: l.c.opts.RouterID})
 	if err != nil {
@@ -209,20 +217,17 @@ func (l *controlLink) runOnce(ctx context.Context) error {
 		return fmt.Errorf("control receiver %s: %w", spec.Address, err)
 	}
 	l.log.Debug().Str("address", spec.Address).Msg("control link up")
-	runCtx, stop := context.WithCancel(ctx)
+	// The receive loop is this attach's: stopped and joined on return,
+	// before the session is ended.
+	recv := group.New(ctx)
+	defer recv.Stop()
 	recvErr := make(chan error, 1)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		recvErr <- l.receive(runCtx, rcv)
-	}()
-	defer func() { stop(); wg.Wait() }() // the receive loop ends with runCtx
+	recv.Go(func(ctx context.Context) { recvErr <- l.receive(ctx, rcv) })
 	senders := map[string]*goamqp.Sender{}
 	for {
 		select {
 		case o := <-l.out:
-			if err := l.publish(runCtx, sess, senders, o); err != nil {
+			if err := l.publish(recv.Context(), sess, senders, o); err != nil {
 				l.c.sendErrors.Add(1)
 				return err
 			}

@@ -21,7 +21,7 @@ func controlFor(t *testing.T, id, addr string, bs []brokertest.Broker) *Control 
 	}
 	c := NewControl(brokers, ControlOptions{RouterID: id, Address: addr,
 		Backoff: famqp.Backoff{Min: 100 * time.Millisecond, Max: time.Second}, Log: zerolog.New(zerolog.NewTestWriter(t))})
-	c.Start()
+	c.Start(t.Context())
 	t.Cleanup(c.Stop)
 	return c
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/internal/group"
 	"github.com/fedrouter/fedrouter/topology"
 )
 
@@ -22,8 +23,10 @@ const destPoll = 5 * time.Second
 
 // destWatcher lists the destinations of every broker that can tell (the
 // RabbitMQ management API) and runs them through topology.Destinations
-// (Open MQ's rules for what to advertise). One goroutine, owned by the
-// router; the topology driver reads the result through current.
+// (Open MQ's rules for what to advertise). One goroutine (run), in a group
+// owned by the watcher: started by start under the router's context,
+// stopped and waited for by stop. The topology driver reads the result
+// through current.
 type destWatcher struct {
 	listers map[string]famqp.DestinationLister
 	table   *topology.Destinations // owned by run
@@ -33,24 +36,23 @@ type destWatcher struct {
 	mu  sync.Mutex
 	ext json.RawMessage // guarded by mu: the advertised set, encoded
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	g *group.Group // run's; set by start
 }
 
 func newDestWatcher(listers map[string]famqp.DestinationLister, idle time.Duration, log zerolog.Logger) *destWatcher {
 	return &destWatcher{listers: listers, table: topology.NewDestinations(idle), seen: map[string]map[string]topology.DestKind{},
-		log: log.With().Str("subsystem", "destinations").Logger(), done: make(chan struct{})}
+		log: log.With().Str("subsystem", "destinations").Logger()}
 }
 
-func (w *destWatcher) start() {
-	ctx, cancel := context.WithCancel(context.Background())
-	w.cancel = cancel
-	go w.run(ctx)
+// start runs the watcher under ctx (the router's). Call it once.
+func (w *destWatcher) start(ctx context.Context) {
+	w.g = group.New(ctx)
+	w.g.Go(w.run)
 }
 
+// stop stops run and waits for it.
 func (w *destWatcher) stop() {
-	w.cancel()
-	<-w.done
+	w.g.Stop()
 }
 
 // current returns the advertised destinations, encoded, or nil.
@@ -61,7 +63,6 @@ func (w *destWatcher) current() json.RawMessage {
 }
 
 func (w *destWatcher) run(ctx context.Context) {
-	defer close(w.done)
 	t := time.NewTicker(destPoll)
 	defer t.Stop()
 	for {

@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	famqp "github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/amqp/brokertest"
+	"github.com/fedrouter/fedrouter/config"
 	"github.com/fedrouter/fedrouter/routes"
 )
 
@@ -69,7 +71,7 @@ func newMesh(t *testing.T, extra map[string]string) *mesh {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { p.Close() })
+		t.Cleanup(func() { _ = p.Close() }) // its only error is the listener's close, of no interest at teardown
 		m.proxies[id] = p
 	}
 	m.start("mA", "rabbit1", "rabbit2", extra["mA"])
@@ -106,14 +108,17 @@ func (m *mesh) start(id, a, b, extra string) {
 		fmt.Sprintf("links:\n  - {between: [%s, %s]}\n", a, b) +
 		fmt.Sprintf("topology: {secret: %q, refresh: 1s, max_age: 3s, control_address: %s}\n", meshSecret, m.control) +
 		"reconnect: {min: 100ms, max: 500ms}\nadmin: {listen: \"off\"}\n" + extra
-	cfg, err := ParseConfig(id+".yaml", []byte(yaml))
+	cfg, err := config.Parse(id+".yaml", []byte(yaml))
 	if err != nil {
 		m.t.Fatalf("%v\n%s", err, yaml)
 	}
 	log := &syncBuf{}
 	m.logs[id] = log
 	r := New(cfg, zerolog.New(log).Level(zerolog.InfoLevel).With().Timestamp().Logger())
-	if err := r.Start(); err != nil {
+	// The root context, as main gives: the router is stopped by Stop at
+	// cleanup, in order, not by the end of the test's context (which
+	// comes before the cleanups and would stop every part at once).
+	if err := r.Start(context.Background()); err != nil {
 		m.t.Fatal(err)
 	}
 	m.t.Cleanup(r.Stop)
@@ -192,7 +197,7 @@ func (m *mesh) collect(broker, queue string) *collector {
 	c := brokertest.Dial(m.t, m.brokers[broker].Config(), famqp.ConnOptions{})
 	s := brokertest.Session(m.t, c)
 	r := brokertest.OpenReceiver(m.t, s, famqp.LinkSpec{Address: "/amq/queue/" + queue}, 500)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(m.t.Context())
 	col := &collector{seen: map[int64]bool{}, stop: cancel, done: make(chan error, 1)}
 	go func() { // ends with ctx (stopped at cleanup)
 		for {
@@ -213,7 +218,13 @@ func (m *mesh) collect(broker, queue string) *collector {
 			col.mu.Unlock()
 		}
 	}()
-	m.t.Cleanup(func() { cancel(); <-col.done; famqp.CloseSession(s) })
+	m.t.Cleanup(func() {
+		cancel()
+		if err := <-col.done; !errors.Is(err, context.Canceled) {
+			m.t.Logf("collector on %s/%s ended before the cleanup: %v", broker, queue, err)
+		}
+		famqp.CloseSession(s)
+	})
 	return col
 }
 
@@ -414,7 +425,7 @@ func (m *mesh) receiveN(broker, queue string, n int, stall time.Duration) []*goa
 	r := brokertest.OpenReceiver(m.t, s, famqp.LinkSpec{Address: "/amq/queue/" + queue}, 100)
 	var out []*goamqp.Message
 	for len(out) < n {
-		ctx, cancel := context.WithTimeout(context.Background(), stall)
+		ctx, cancel := context.WithTimeout(m.t.Context(), stall)
 		msg, err := r.Receive(ctx)
 		if err == nil {
 			err = r.Accept(ctx, msg)

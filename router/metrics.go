@@ -46,11 +46,17 @@ const topologyScrapeTimeout = 2 * time.Second
 // serviceCollector turns the Service's route and broker status into
 // metrics at scrape time: the routes already count, so nothing is counted
 // twice and a deleted route simply stops being exported.
+//
+// ctx is the admin server owner's: Collect is given no context, so the
+// scrape's call into the Service derives from it.
 type serviceCollector struct {
+	ctx context.Context
 	svc Service
 }
 
-func newServiceCollector(svc Service) prometheus.Collector { return serviceCollector{svc: svc} }
+func newServiceCollector(ctx context.Context, svc Service) prometheus.Collector {
+	return serviceCollector{ctx: ctx, svc: svc}
+}
 
 func (c serviceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRouteMessages, descRouteInFlight, descRouteUp, descBrokerUp, descBrokerAttempts,
@@ -82,7 +88,7 @@ func (c serviceCollector) Collect(ch chan<- prometheus.Metric) {
 // collectTopology exports the link-state view; nothing when flooding is
 // off (or the driver does not answer in time).
 func (c serviceCollector) collectTopology(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), topologyScrapeTimeout)
+	ctx, cancel := context.WithTimeout(c.ctx, topologyScrapeTimeout)
 	defer cancel()
 	snap, err := c.svc.Topology(ctx)
 	if err != nil {

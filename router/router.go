@@ -14,14 +14,24 @@ import (
 	"github.com/rs/zerolog"
 
 	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/config"
 	"github.com/fedrouter/fedrouter/routes"
 	"github.com/fedrouter/fedrouter/topology"
 )
 
 // Router holds one resilient connection per configured broker.
+//
+// Goroutines: the router starts none itself. Its parts own theirs, each
+// started by Start under the owner's context and stopped (and waited for)
+// by Stop, in this order: the topology driver and the destination watcher,
+// the control links, the routes, then the connections.
 type Router struct {
-	cfg *Config
+	cfg *config.Config
 	log zerolog.Logger
+	// ctx is the owner's, given to Start: the parent of every part's
+	// goroutines. Its end stops them all at once; Stop is the orderly way
+	// and must be called either way, to wait for them.
+	ctx context.Context
 
 	mu       sync.Mutex
 	pools    map[string][]*famqp.Conn // every connection per broker (brokers[].connections); the first is the broker's main one; guarded by mu
@@ -37,14 +47,17 @@ type Router struct {
 var ErrTopologyOff = errors.New("router: link-state flooding is off (no topology.secret in the configuration)")
 
 // New builds a router from a validated configuration. It does not connect.
-func New(cfg *Config, log zerolog.Logger) *Router {
+func New(cfg *config.Config, log zerolog.Logger) *Router {
 	return &Router{cfg: cfg, log: log.With().Str("router", cfg.RouterID).Logger(), pools: map[string][]*famqp.Conn{}, profiles: map[string]famqp.Profile{},
 		table: newTable()}
 }
 
 // Start dials every broker in the background and starts the configured
-// routes and the durable routes of the state file.
-func (r *Router) Start() error {
+// routes and the durable routes of the state file. ctx is the owner's (main
+// gives its root, not the signal context: a signal makes main call Stop,
+// which shuts the parts down in order). Call Start once.
+func (r *Router) Start(ctx context.Context) error {
+	r.ctx = ctx
 	if err := r.dialAll(); err != nil {
 		return err
 	}
@@ -59,7 +72,7 @@ func (r *Router) Start() error {
 		RouterID: r.cfg.RouterID, Brokers: brokers, StatePath: r.cfg.StatePath(),
 		Log: r.log, Backoff: r.cfg.Backoff(), NextHop: r.nextHop, DefaultNoPath: r.cfg.DefaultNoPath(),
 	}
-	if r.cfg.flooding() { // multi-hop transit rides on the link-state table
+	if r.cfg.Flooding() { // multi-hop transit rides on the link-state table
 		opts.Table, opts.MaxHops, opts.Advertised = r.table, r.cfg.Topology.MaxHops, r.table.Edges
 		// Two refreshes: by then every live router has advertised.
 		opts.TableGrace = min(max(2*time.Duration(r.cfg.Topology.Refresh), 3*time.Second), 30*time.Second)
@@ -104,9 +117,9 @@ func (r *Router) startTopology(brokers map[string]routes.Broker) error {
 	if err != nil {
 		return fmt.Errorf("router: topology: %w", err)
 	}
-	r.control.Start()
-	r.dests.start()
-	r.topo.start()
+	r.control.Start(r.ctx)
+	r.dests.start(r.ctx)
+	r.topo.start(r.ctx)
 	return nil
 }
 
@@ -155,7 +168,7 @@ func (r *Router) dialAll() error {
 			if i > 0 {
 				id, log = fmt.Sprintf("%s-%d", id, i+1), log.With().Int("connection", i+1).Logger()
 			}
-			c, err := famqp.Dial(bc, famqp.ConnOptions{
+			c, err := famqp.DialContext(r.ctx, bc, famqp.ConnOptions{
 				ContainerID:    id,
 				Backoff:        r.cfg.Backoff(),
 				ConnectTimeout: time.Duration(r.cfg.Reconnect.ConnectTimeout),
@@ -235,8 +248,10 @@ func (r *Router) Stop() {
 	if r.control != nil {
 		r.control.Stop()
 	}
-	if r.routes != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	if r.routes != nil { // set only by Start, so r.ctx is too
+		// The routes' graceful stop has a deadline of its own and keeps
+		// it when the owner's context has already ended.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), routesStopTimeout)
 		r.routes.Stop(ctx)
 		cancel()
 	}
@@ -250,9 +265,12 @@ func (r *Router) Stop() {
 	}
 	r.mu.Unlock()
 	for _, c := range all { // Close waits for network teardown: not under mu
-		c.Close()
+		_ = c.Close() // always nil
 	}
 }
+
+// routesStopTimeout bounds Stop's wait for the routes to stop gracefully.
+const routesStopTimeout = 30 * time.Second
 
 // snapshot copies the brokers' main connections so callers can do I/O
 // without mu.

@@ -10,6 +10,8 @@ import (
 	"github.com/rs/zerolog"
 
 	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/config"
+	"github.com/fedrouter/fedrouter/internal/group"
 	"github.com/fedrouter/fedrouter/routes"
 	"github.com/fedrouter/fedrouter/topology"
 )
@@ -17,8 +19,10 @@ import (
 // topoDriver runs the link-state core (topology.Node, a pure state
 // machine) against the world: it feeds it control messages from the
 // brokers, the router's own brokers and links, and the clock, and carries
-// out what it returns (floods through Control). One goroutine owns the
-// node; views are asked for through snapReq.
+// out what it returns (floods through Control). One goroutine (run) owns
+// the node; views are asked for through snapReq. run is in a group owned
+// by the driver, started by start under the router's context and stopped
+// (and waited for) by stop.
 type topoDriver struct {
 	node  *topology.Node // owned by run
 	ctl   *Control
@@ -37,8 +41,8 @@ type topoDriver struct {
 	edgesErr string // the last advertised-edges error logged (owned by run)
 
 	snapReq chan chan topology.Snapshot
-	cancel  context.CancelFunc
-	done    chan struct{}
+	g       *group.Group  // run's; set by start
+	done    chan struct{} // closed when run returns: snapshots fail after
 }
 
 // localEvery is how often the router's own brokers and links are compared
@@ -49,7 +53,7 @@ const localEvery = 500 * time.Millisecond
 // router's brokers: {"<broker>": {"<exchange>": ["<key>", ...]}}.
 const DemandExt = "demand"
 
-func newTopoDriver(cfg *Config, secret string, ctl *Control, local func() ([]topology.BrokerState, []topology.Link), exts map[string]func() json.RawMessage, table *table, log zerolog.Logger) (*topoDriver, error) {
+func newTopoDriver(cfg *config.Config, secret string, ctl *Control, local func() ([]topology.BrokerState, []topology.Link), exts map[string]func() json.RawMessage, table *table, log zerolog.Logger) (*topoDriver, error) {
 	tc := topology.DefaultConfig()
 	tc.RouterID, tc.Secret = cfg.RouterID, []byte(secret)
 	tc.Instance = time.Now().UnixNano()
@@ -63,15 +67,15 @@ func newTopoDriver(cfg *Config, secret string, ctl *Control, local func() ([]top
 		log: log.With().Str("subsystem", "topology").Logger(), snapReq: make(chan chan topology.Snapshot), done: make(chan struct{})}, nil
 }
 
-func (d *topoDriver) start() {
-	ctx, cancel := context.WithCancel(context.Background())
-	d.cancel = cancel
-	go d.run(ctx)
+// start runs the driver under ctx (the router's). Call it once.
+func (d *topoDriver) start(ctx context.Context) {
+	d.g = group.New(ctx)
+	d.g.Go(d.run)
 }
 
+// stop stops run and waits for it.
 func (d *topoDriver) stop() {
-	d.cancel()
-	<-d.done
+	d.g.Stop()
 }
 
 // snapshot asks the driver's goroutine for the current view.

@@ -54,7 +54,9 @@ func TestUnknownFieldsAreIgnored(t *testing.T) {
 		t.Fatalf("decoded %+v", l)
 	}
 	n := newNode(t, "r1")
-	n.SetLocal([]BrokerState{{Name: "a", State: StateOperational}, {Name: "b", State: StateOperational}}, nil, t0)
+	if _, err := n.SetLocal([]BrokerState{{Name: "a", State: StateOperational}, {Name: "b", State: StateOperational}}, nil, t0); err != nil {
+		t.Fatal(err)
+	}
 	r := n.Receive(data, "b", t0)
 	if len(r.Flood) == 0 || !bytes.Equal(r.Flood[0].Data, data) {
 		t.Fatalf("the re-flood does not carry the received bytes: %+v", r.Flood)

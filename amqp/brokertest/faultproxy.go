@@ -27,7 +27,12 @@ type FaultProxy struct {
 	target string
 	ln     net.Listener
 
-	quit      chan struct{} // closed by Close
+	// ctx is the proxy's, parent of every connection's: cancelled by Close.
+	// It starts from context.Background() because NewFaultProxy has no
+	// caller's context (the fault suite and the demo hold a proxy for
+	// their whole run); Close is its end.
+	ctx       context.Context
+	cancel    context.CancelFunc
 	closeOnce sync.Once
 	wg        sync.WaitGroup // the accept loop and every connection
 
@@ -93,7 +98,8 @@ func NewFaultProxy(target string) (*FaultProxy, error) {
 	}
 	gate := make(chan struct{})
 	close(gate)
-	p := &FaultProxy{target: target, ln: ln, quit: make(chan struct{}), gate: gate,
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &FaultProxy{target: target, ln: ln, ctx: ctx, cancel: cancel, gate: gate,
 		conns: map[*proxyConn]struct{}{}}
 	p.wg.Add(1)
 	go p.acceptLoop()
@@ -157,7 +163,7 @@ func (p *FaultProxy) Stats() ProxyStats {
 func (p *FaultProxy) Close() error {
 	var err error
 	p.closeOnce.Do(func() {
-		close(p.quit)
+		p.cancel()
 		err = p.ln.Close()
 		p.mu.Lock()
 		p.closed = true
@@ -199,15 +205,13 @@ func (p *FaultProxy) acceptLoop() {
 	for {
 		c, err := p.ln.Accept()
 		if err != nil {
-			select {
-			case <-p.quit:
+			if p.ctx.Err() != nil {
 				return
-			default:
 			}
 			// Temporary trouble (out of file descriptors): pause, don't spin.
 			select {
 			case <-time.After(10 * time.Millisecond):
-			case <-p.quit:
+			case <-p.ctx.Done():
 				return
 			}
 			continue
@@ -225,7 +229,7 @@ func (p *FaultProxy) admit(c net.Conn) {
 		reset(c)
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(p.ctx)
 	pc := &proxyConn{client: c, ctx: ctx, cancel: cancel}
 	p.conns[pc] = struct{}{}
 	p.accepted++
@@ -333,12 +337,15 @@ type proxyConn struct {
 // meanwhile.
 func (c *proxyConn) attach(up net.Conn) bool {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		up.Close()
+	closed := c.closed
+	if !closed {
+		c.up = up
+	}
+	c.mu.Unlock()
+	if closed { // closed outside the lock: no I/O under mu
+		_ = up.Close() // never used: nothing to flush
 		return false
 	}
-	c.up = up
 	return true
 }
 
@@ -358,9 +365,11 @@ func (c *proxyConn) close(abort bool) {
 			}
 			return
 		}
-		c.client.Close()
+		// Both sides are done with; a close error (already reset by the
+		// peer) leaves nothing to do.
+		_ = c.client.Close()
 		if up != nil {
-			up.Close()
+			_ = up.Close()
 		}
 	})
 }

@@ -12,21 +12,26 @@ import (
 )
 
 // Helpers shared by the integration tests of every package: connections,
-// sessions and bulk send/receive against the real brokers.
+// sessions and bulk send/receive against the real brokers. Their waits
+// derive from the test's context (t.Context()), except in cleanups, which
+// run after it is cancelled.
 
+// Dial connects to cfg's broker until the test's cleanup closes the
+// connection. The connection does not follow t.Context(): that ends before
+// the cleanups, and some of them still use it (ending sessions, draining).
 func Dial(t testing.TB, cfg famqp.BrokerConfig, opts famqp.ConnOptions) *famqp.Conn {
 	t.Helper()
 	c, err := famqp.Dial(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() { _ = c.Close() }) // Close always returns nil
 	return c
 }
 
 func Session(t testing.TB, c *famqp.Conn) *goamqp.Session {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	s, _, err := c.NewSession(ctx)
 	if err != nil {
@@ -55,11 +60,12 @@ func DeclareQueue(t testing.TB, cfg famqp.BrokerConfig, q string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	if err := m.DeclareQueue(ctx, q, famqp.QueueArgs{Durable: true}); err != nil {
+	if err := m.DeclareQueue(t.Context(), q, famqp.QueueArgs{Durable: true}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		// After t.Context() has ended; best effort: a queue left behind
+		// has a unique name and harms no other test.
 		_ = m.DeleteQueue(context.Background(), q)
 		m.Close()
 	})
@@ -69,7 +75,7 @@ func DeclareQueue(t testing.TB, cfg famqp.BrokerConfig, q string) {
 // fails unless every one is accepted.
 func SendAll(t testing.TB, s *goamqp.Session, addr string, window int, n int, mk func(i int) *goamqp.Message) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	snd, err := s.NewSender(ctx, addr, nil)
 	if err != nil {
@@ -77,6 +83,8 @@ func SendAll(t testing.TB, s *goamqp.Session, addr string, window int, n int, mk
 	}
 	receipts := make(chan goamqp.SendReceipt, window)
 	errc := make(chan error, 1)
+	// Owned by SendAll, which joins it through errc (closed when it ends)
+	// before returning or failing.
 	go func() {
 		defer close(errc)
 		for r := range receipts {
@@ -95,9 +103,14 @@ func SendAll(t testing.TB, s *goamqp.Session, addr string, window int, n int, mk
 		r, err := snd.SendWithReceipt(ctx, mk(i), nil)
 		if err != nil {
 			close(receipts)
-			t.Fatalf("send %d: %v", i, err)
+			t.Fatalf("send %d: %v (receipts: %v)", i, err, <-errc)
 		}
-		receipts <- r
+		select {
+		case receipts <- r:
+		case err := <-errc: // the receipt loop failed and reads no more
+			close(receipts)
+			t.Fatalf("receipt: %v", err)
+		}
 	}
 	close(receipts)
 	if err := <-errc; err != nil {
@@ -113,7 +126,7 @@ func ReceiveN(t testing.TB, r *famqp.Receiver, n int, stallAfter time.Duration) 
 	t.Helper()
 	out := make([]string, 0, n)
 	for len(out) < n {
-		ctx, cancel := context.WithTimeout(context.Background(), stallAfter)
+		ctx, cancel := context.WithTimeout(t.Context(), stallAfter)
 		msg, err := r.Receive(ctx)
 		if err != nil {
 			cancel()
@@ -131,7 +144,7 @@ func ReceiveN(t testing.TB, r *famqp.Receiver, n int, stallAfter time.Duration) 
 
 func OpenReceiver(t testing.TB, s *goamqp.Session, spec famqp.LinkSpec, window int) *famqp.Receiver {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	r, err := famqp.NewReceiver(ctx, s, spec, famqp.ReceiverConfig{Window: window})
 	if err != nil {
@@ -163,12 +176,12 @@ func Numbered(i int) *goamqp.Message {
 func Collect(t testing.TB, c *famqp.Conn, addr string, want int, stall time.Duration) []int64 {
 	t.Helper()
 	s := Session(t, c)
-	defer famqp.CloseSession(s)
+	defer famqp.CloseSessionContext(t.Context(), s)
 	r := OpenReceiver(t, s, famqp.LinkSpec{Address: addr}, 500)
 	var got []int64
 	seen := map[int64]bool{}
 	for len(seen) < want {
-		ctx, cancel := context.WithTimeout(context.Background(), stall)
+		ctx, cancel := context.WithTimeout(t.Context(), stall)
 		msg, err := r.Receive(ctx)
 		if err != nil {
 			cancel()
@@ -257,7 +270,7 @@ func DeclareExchangeQueue(t testing.TB, cfg famqp.BrokerConfig, ex, kind, q, key
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	ctx := t.Context()
 	if err := m.DeclareExchange(ctx, ex, kind, true); err != nil {
 		t.Fatal(err)
 	}
@@ -270,6 +283,7 @@ func DeclareExchangeQueue(t testing.TB, cfg famqp.BrokerConfig, ex, kind, q, key
 		}
 	}
 	t.Cleanup(func() {
+		// After t.Context() has ended; best effort, as in DeclareQueue.
 		if q != "" {
 			_ = m.DeleteQueue(context.Background(), q)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/config"
 	"github.com/fedrouter/fedrouter/router"
 )
 
@@ -27,7 +28,7 @@ var version = "dev"
 func main() {
 	if err := newApp().Run(os.Args); err != nil {
 		fmt.Fprintln(os.Stderr, "fedrouter:", err)
-		var ce *router.ConfigError
+		var ce *config.Error
 		if errors.As(err, &ce) {
 			os.Exit(2)
 		}
@@ -69,7 +70,7 @@ func checkConfig(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return cli.Exit("check-config: give exactly one FILE", 2)
 	}
-	cfg, err := router.LoadConfig(c.Args().First())
+	cfg, err := config.Load(c.Args().First())
 	if err != nil {
 		return err
 	}
@@ -91,7 +92,7 @@ func listProfiles(c *cli.Context) error {
 	return w.Flush()
 }
 
-func newLogger(spec router.LogSpec, w io.Writer) zerolog.Logger {
+func newLogger(spec config.LogSpec, w io.Writer) zerolog.Logger {
 	level, err := zerolog.ParseLevel(spec.Level)
 	if err != nil {
 		level = zerolog.InfoLevel
@@ -105,7 +106,7 @@ func newLogger(spec router.LogSpec, w io.Writer) zerolog.Logger {
 }
 
 func runDaemon(c *cli.Context) error {
-	cfg, err := router.LoadConfig(c.String("config"))
+	cfg, err := config.Load(c.String("config"))
 	if err != nil {
 		return err
 	}
@@ -113,7 +114,9 @@ func runDaemon(c *cli.Context) error {
 	r := router.New(cfg, log)
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := r.Start(); err != nil {
+	// The app's root context, not the signal one: a signal makes this
+	// loop call r.Stop, which shuts the router down in order.
+	if err := r.Start(c.Context); err != nil {
 		return err
 	}
 	admin, err := startAdmin(cfg, r, log)
@@ -148,7 +151,7 @@ func runDaemon(c *cli.Context) error {
 }
 
 // startAdmin starts the admin API unless admin.listen is "" or "off".
-func startAdmin(cfg *router.Config, r *router.Router, log zerolog.Logger) (*router.AdminServer, error) {
+func startAdmin(cfg *config.Config, r *router.Router, log zerolog.Logger) (*router.AdminServer, error) {
 	if cfg.Admin.Listen == "" || cfg.Admin.Listen == "off" {
 		return nil, nil
 	}

@@ -47,13 +47,15 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	// The root of every command's context; each bounds its own work with a
+	// timeout derived from it.
+	if err := run(context.Background(), os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "democlient:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string) error {
+func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		return errors.New("usage: democlient queue|exchange|bind|publish|expect|drain ... (see the package comment)")
 	}
@@ -68,23 +70,23 @@ func run(args []string) error {
 	a := args[1:]
 	switch args[0] {
 	case "queue":
-		return declareQueue(a[0], a[1])
+		return declareQueue(ctx, a[0], a[1])
 	case "exchange":
-		return mgmt(http.MethodPut, a[0], "/api/exchanges/%2F/"+url.PathEscape(a[1]), fmt.Sprintf(`{"type":%q,"durable":true}`, a[2]))
+		return mgmt(ctx, http.MethodPut, a[0], "/api/exchanges/%2F/"+url.PathEscape(a[1]), fmt.Sprintf(`{"type":%q,"durable":true}`, a[2]))
 	case "forget-fanout":
 		name := routes.FanoutPrefix + a[1] + "." + routes.ExchangeEdge{Exchange: a[1], Key: a[2]}.Group()
-		if err := mgmt(http.MethodDelete, a[0], "/api/queues/%2F/"+url.PathEscape(name), ""); err != nil && !errors.Is(err, errNotFound) {
+		if err := mgmt(ctx, http.MethodDelete, a[0], "/api/queues/%2F/"+url.PathEscape(name), ""); err != nil && !errors.Is(err, errNotFound) {
 			return err
 		}
 		return nil
 	case "bind":
-		return mgmt(http.MethodPost, a[0], "/api/bindings/%2F/e/"+url.PathEscape(a[1])+"/q/"+url.PathEscape(a[2]), fmt.Sprintf(`{"routing_key":%q}`, a[3]))
+		return mgmt(ctx, http.MethodPost, a[0], "/api/bindings/%2F/e/"+url.PathEscape(a[1])+"/q/"+url.PathEscape(a[2]), fmt.Sprintf(`{"routing_key":%q}`, a[3]))
 	case "publish":
 		count, err := strconv.Atoi(a[2])
 		if err != nil {
 			return fmt.Errorf("publish: N %q: %w", a[2], err)
 		}
-		return publish(a[0], a[1], count, a[3])
+		return publish(ctx, a[0], a[1], count, a[3])
 	case "expect":
 		count, err := strconv.Atoi(a[2])
 		if err != nil {
@@ -94,28 +96,28 @@ func run(args []string) error {
 		if err != nil {
 			return fmt.Errorf("expect: TIMEOUT %q: %w", a[4], err)
 		}
-		return expect(a[0], a[1], count, a[3], timeout)
+		return expect(ctx, a[0], a[1], count, a[3], timeout)
 	case "proxy":
 		return proxy(a[0], a[1])
 	default: // drain
-		return drain(a[0], a[1])
+		return drain(ctx, a[0], a[1])
 	}
 }
 
 // declareQueue deletes the queue (messages and bindings of an earlier run
 // go with it) and declares it again, so every demo run counts from zero.
-func declareQueue(base, name string) error {
+func declareQueue(ctx context.Context, base, name string) error {
 	path := "/api/queues/%2F/" + url.PathEscape(name)
-	if err := mgmt(http.MethodDelete, base, path, ""); err != nil && !errors.Is(err, errNotFound) {
+	if err := mgmt(ctx, http.MethodDelete, base, path, ""); err != nil && !errors.Is(err, errNotFound) {
 		return err
 	}
-	return mgmt(http.MethodPut, base, path, `{"durable":true}`)
+	return mgmt(ctx, http.MethodPut, base, path, `{"durable":true}`)
 }
 
 var errNotFound = errors.New("not found")
 
 // mgmt calls the RabbitMQ management API; base carries the credentials.
-func mgmt(method, base, path, body string) error {
+func mgmt(ctx context.Context, method, base, path, body string) error {
 	u, err := url.Parse(base)
 	if err != nil {
 		return fmt.Errorf("management URL %q: %w", base, err)
@@ -123,7 +125,7 @@ func mgmt(method, base, path, body string) error {
 	user := u.User
 	u.User = nil
 	// path is already escaped (%2F is the default vhost): keep it as is.
-	req, err := http.NewRequest(method, u.String()+path, bytes.NewBufferString(body))
+	req, err := http.NewRequestWithContext(ctx, method, u.String()+path, bytes.NewBufferString(body))
 	if err != nil {
 		return err
 	}
@@ -137,7 +139,7 @@ func mgmt(method, base, path, body string) error {
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // the status and the message are what we report
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
@@ -165,7 +167,7 @@ func dial(ctx context.Context, raw string) (*goamqp.Conn, *goamqp.Session, error
 	}
 	sess, err := conn.NewSession(ctx, nil)
 	if err != nil {
-		conn.Close()
+		_ = conn.Close() // the session's failure is the error to report
 		return nil, nil, fmt.Errorf("session on %s: %w", u, err)
 	}
 	return conn, sess, nil
@@ -174,20 +176,22 @@ func dial(ctx context.Context, raw string) (*goamqp.Conn, *goamqp.Session, error
 // publish sends count messages labelled label, numbered 0..count-1 in the
 // application property "seq", and fails unless every one is accepted.
 // Up to 100 sends are in flight: fast, and bounded.
-func publish(rawURL, addr string, count int, label string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+func publish(ctx context.Context, rawURL, addr string, count int, label string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	conn, sess, err := dial(ctx, rawURL)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer closeConn(conn)
 	snd, err := sess.NewSender(ctx, addr, nil)
 	if err != nil {
 		return fmt.Errorf("attach sender to %s: %w", addr, err)
 	}
 	receipts := make(chan goamqp.SendReceipt, 100)
 	done := make(chan error, 1)
+	// The receipt loop, owned by publish: it ends when receipts is closed
+	// and is joined through done on every return.
 	go func() {
 		var first error
 		for r := range receipts {
@@ -209,8 +213,7 @@ func publish(rawURL, addr string, count int, label string) error {
 		r, err := snd.SendWithReceipt(ctx, msg, nil)
 		if err != nil {
 			close(receipts)
-			<-done
-			return fmt.Errorf("send %d to %s: %w", i, addr, err)
+			return fmt.Errorf("send %d to %s: %w (receipts: %v)", i, addr, err, <-done)
 		}
 		receipts <- r
 	}
@@ -261,14 +264,14 @@ func (r *receiver) next(ctx context.Context) (*goamqp.Message, error) {
 // expect receives until count distinct messages labelled label arrived,
 // then waits a moment for more: duplicates are reported (at-least-once
 // allows them), messages of another label fail the run.
-func expect(rawURL, addr string, count int, label string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+func expect(ctx context.Context, rawURL, addr string, count int, label string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	conn, sess, err := dial(ctx, rawURL)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer closeConn(conn)
 	r, err := newReceiver(ctx, sess, addr)
 	if err != nil {
 		return err
@@ -331,14 +334,14 @@ func expect(rawURL, addr string, count int, label string, timeout time.Duration)
 
 // drain empties an address no management API can purge (a Proton broker's
 // in-memory queue): receive until nothing comes for half a second.
-func drain(rawURL, addr string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+func drain(ctx context.Context, rawURL, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	conn, sess, err := dial(ctx, rawURL)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer closeConn(conn)
 	r, err := newReceiver(ctx, sess, addr)
 	if err != nil {
 		return err
@@ -364,6 +367,10 @@ func drain(rawURL, addr string) error {
 
 func ptr[T any](v T) *T { return &v }
 
+// closeConn ends a command's connection. The command's outcome is already
+// decided (every outcome was waited for), so a close error changes nothing.
+func closeConn(c *goamqp.Conn) { _ = c.Close() }
+
 // brokerOf names the receiving broker in a path: the demo's brokers are
 // RabbitMQ nodes on ports 5701..5709 (rabbitN).
 func brokerOf(_, rawURL string) string {
@@ -380,7 +387,7 @@ func proxy(target, addrFile string) error {
 	if err != nil {
 		return err
 	}
-	defer p.Close()
+	defer func() { _ = p.Close() }() // exiting: its only error is the listener's close
 	if err := os.WriteFile(addrFile, []byte(p.Addr()), 0o600); err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package router
+package config
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ import (
 )
 
 func TestParseGoodConfig(t *testing.T) {
-	cfg, err := LoadConfig("../testdata/config/good.yaml")
+	cfg, err := Load("../testdata/config/good.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestBadConfigsNameFileLineAndProblem(t *testing.T) {
 		{"tls pair", "router_id: r\nbrokers:\n  - name: a\n    url: amqps://h\n    profile: generic\n    tls: {cert_file: c.pem}\n", []string{`f.yaml:3: broker "a": tls: cert file and key file go together`}},
 	}
 	for _, c := range cases {
-		_, err := ParseConfig("f.yaml", []byte(c.yaml))
+		_, err := Parse("f.yaml", []byte(c.yaml))
 		if err == nil {
 			t.Errorf("%s: no error", c.name)
 			continue
@@ -68,12 +68,12 @@ func TestBadConfigsNameFileLineAndProblem(t *testing.T) {
 	}
 }
 
-func FuzzParseConfig(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	f.Add([]byte("router_id: r\nbrokers:\n  - {name: a, url: 'amqp://h', profile: generic}\n"))
 	f.Add([]byte("router_id: [\n"))
 	f.Add([]byte(routeConfig("routes:", "  - {kind: queue, src: a, dest: b, exchange: x, queue: q, outcome_timeout: 45s}", "admin: {listen: ':1'}")))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := ParseConfig("fuzz.yaml", data)
+		cfg, err := Parse("fuzz.yaml", data)
 		if err == nil && (cfg.RouterID == "" || len(cfg.Brokers) == 0) {
 			t.Fatalf("accepted an incomplete config: %+v", cfg)
 		}
@@ -183,10 +183,10 @@ func TestBadRouteAndAdminConfigs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := ParseConfig("f.yaml", []byte(c.yaml))
-			var ce *ConfigError
+			_, err := Parse("f.yaml", []byte(c.yaml))
+			var ce *Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("got %v, want a *ConfigError\n%s", err, c.yaml)
+				t.Fatalf("got %v, want a *Error\n%s", err, c.yaml)
 			}
 			if !slices.Equal(ce.Problems, c.want) {
 				t.Errorf("problems:\n  %s\nwant:\n  %s", strings.Join(ce.Problems, "\n  "), strings.Join(c.want, "\n  "))
@@ -196,7 +196,7 @@ func TestBadRouteAndAdminConfigs(t *testing.T) {
 }
 
 func TestRouteSpecsResolveDefaults(t *testing.T) {
-	cfg, err := LoadConfig("../testdata/config/routes.yaml")
+	cfg, err := Load("../testdata/config/routes.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestRouteSpecsResolveDefaults(t *testing.T) {
 }
 
 func TestStatePath(t *testing.T) {
-	cfg, err := LoadConfig("../testdata/config/routes.yaml")
+	cfg, err := Load("../testdata/config/routes.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestStatePath(t *testing.T) {
 		if c.stateFile != "" {
 			y += "state_file: " + c.stateFile + "\n"
 		}
-		cfg, err := ParseConfig(c.file, []byte(y))
+		cfg, err := Parse(c.file, []byte(y))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,42 +256,42 @@ func TestStatePath(t *testing.T) {
 }
 
 func TestAdminDefaultsAndTokenFile(t *testing.T) {
-	cfg, err := ParseConfig("f.yaml", []byte(routeConfig()))
+	cfg, err := Parse("f.yaml", []byte(routeConfig()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Admin.Listen != DefaultAdminListen || DefaultAdminListen != "127.0.0.1:9595" {
 		t.Errorf("default admin.listen %q", cfg.Admin.Listen)
 	}
-	if _, err := ParseConfig("f.yaml", []byte(routeConfig("admin: {listen: 'off'}"))); err != nil {
+	if _, err := Parse("f.yaml", []byte(routeConfig("admin: {listen: 'off'}"))); err != nil {
 		t.Errorf("listen off: %v", err)
 	}
 	tf := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tf, []byte("from-file\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err = ParseConfig("f.yaml", []byte(routeConfig("admin: {token_file: '"+tf+"'}")))
+	cfg, err = Parse("f.yaml", []byte(routeConfig("admin: {token_file: '"+tf+"'}")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if tok, err := cfg.AdminToken(); err != nil || tok != "from-file" {
 		t.Errorf("token_file: %q, %v (want the file's content, trimmed)", tok, err)
 	}
-	cfg, _ = ParseConfig("f.yaml", []byte(routeConfig("admin: {token_file: '"+tf+".missing'}")))
+	cfg, _ = Parse("f.yaml", []byte(routeConfig("admin: {token_file: '"+tf+".missing'}")))
 	if _, err := cfg.AdminToken(); err == nil || !strings.Contains(err.Error(), "admin.token_file") {
 		t.Errorf("missing token_file: %v", err)
 	}
 }
 
 func TestStaticBindings(t *testing.T) {
-	cfg, err := ParseConfig("f.yaml", []byte("router_id: r\nbrokers:\n  - name: p\n    url: amqp://h\n    profile: proton\n    bindings:\n      - {exchange: orders, key: 'eu.#'}\n      - {exchange: orders, key: us}\n"))
+	cfg, err := Parse("f.yaml", []byte("router_id: r\nbrokers:\n  - name: p\n    url: amqp://h\n    profile: proton\n    bindings:\n      - {exchange: orders, key: 'eu.#'}\n      - {exchange: orders, key: us}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := fmt.Sprint(cfg.StaticDemand()); got != "map[p:map[orders:[eu.# us]]]" {
 		t.Fatalf("static demand %s", got)
 	}
-	_, err = ParseConfig("f.yaml", []byte("router_id: r\nbrokers:\n  - name: p\n    url: amqp://h\n    profile: proton\n    bindings: [{key: k}]\n"))
+	_, err = Parse("f.yaml", []byte("router_id: r\nbrokers:\n  - name: p\n    url: amqp://h\n    profile: proton\n    bindings: [{key: k}]\n"))
 	if err == nil || !strings.Contains(err.Error(), `f.yaml:3: broker "p": a binding needs an exchange`) {
 		t.Fatalf("binding without exchange: %v", err)
 	}
