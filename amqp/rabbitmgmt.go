@@ -154,7 +154,12 @@ func (m *RabbitManagement) DeleteExchange(ctx context.Context, name string) erro
 
 // ExchangeExists reports whether exchange name exists.
 func (m *RabbitManagement) ExchangeExists(ctx context.Context, name string) (bool, error) {
-	err := m.do(ctx, http.MethodGet, "/api/exchanges/"+m.vh()+"/"+url.PathEscape(name), nil, nil)
+	return m.exists(ctx, m.object("exchanges", name))
+}
+
+// exists asks for one object: a 404 is an answer (false), not an error.
+func (m *RabbitManagement) exists(ctx context.Context, path string) (bool, error) {
+	err := m.do(ctx, http.MethodGet, path, nil, nil)
 	if err == nil {
 		return true, nil
 	}
@@ -162,6 +167,12 @@ func (m *RabbitManagement) ExchangeExists(ctx context.Context, name string) (boo
 		return false, nil
 	}
 	return false, err
+}
+
+// object is the path of one named object of a kind ("queues",
+// "exchanges", "parameters/shovel") in the client's vhost.
+func (m *RabbitManagement) object(kind, name string) string {
+	return "/api/" + kind + "/" + m.vh() + "/" + url.PathEscape(name)
 }
 
 // Binding is one binding from an exchange to a queue or an exchange.
@@ -226,4 +237,101 @@ func ignoreNotFound(err error) error {
 		return nil
 	}
 	return err
+}
+
+// QueueMessages is queue name's message count as the management
+// statistics last saw it; known is false while the queue has none yet
+// (just declared), which a plain 0 would hide. The statistics lag the
+// queue by up to their interval (5 s by default): use this to verify
+// after the fact, never to time.
+func (m *RabbitManagement) QueueMessages(ctx context.Context, name string) (n int, known bool, err error) {
+	var q struct {
+		Messages *int `json:"messages"`
+	}
+	if err := m.do(ctx, http.MethodGet, m.object("queues", name), nil, &q); err != nil {
+		return 0, false, err
+	}
+	if q.Messages == nil {
+		return 0, false, nil
+	}
+	return *q.Messages, true, nil
+}
+
+// QueueNames lists the names of the vhost's queues.
+func (m *RabbitManagement) QueueNames(ctx context.Context) ([]string, error) {
+	return m.names(ctx, "/api/queues/"+m.vh()+"?columns=name")
+}
+
+// ExchangeNames lists the names of the vhost's exchanges, the default
+// ("") and amq.* ones included.
+func (m *RabbitManagement) ExchangeNames(ctx context.Context) ([]string, error) {
+	return m.names(ctx, "/api/exchanges/"+m.vh()+"?columns=name")
+}
+
+// ShovelNames lists the vhost's dynamic shovels (their parameters).
+func (m *RabbitManagement) ShovelNames(ctx context.Context) ([]string, error) {
+	return m.names(ctx, "/api/parameters/shovel/"+m.vh())
+}
+
+func (m *RabbitManagement) names(ctx context.Context, path string) ([]string, error) {
+	var items []struct {
+		Name string `json:"name"`
+	}
+	if err := m.do(ctx, http.MethodGet, path, nil, &items); err != nil {
+		return nil, err
+	}
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = it.Name
+	}
+	return out, nil
+}
+
+// PutShovel defines (or redefines) dynamic shovel name; def is its
+// definition as the shovel plugin takes it ("src-uri", "src-queue",
+// "ack-mode", ...). The plugin must be enabled: a 400 says so otherwise.
+func (m *RabbitManagement) PutShovel(ctx context.Context, name string, def map[string]any) error {
+	return m.do(ctx, http.MethodPut, m.object("parameters/shovel", name), map[string]any{"value": def}, nil)
+}
+
+// DeleteShovel removes dynamic shovel name; a missing one is not an
+// error (a shovel with src-delete-after removes itself).
+func (m *RabbitManagement) DeleteShovel(ctx context.Context, name string) error {
+	return ignoreNotFound(m.do(ctx, http.MethodDelete, m.object("parameters/shovel", name), nil, nil))
+}
+
+// ShovelExists reports whether shovel name is still defined: with
+// src-delete-after the shovel deletes its own definition once it has
+// moved that many messages, so its absence is how one learns it is done.
+func (m *RabbitManagement) ShovelExists(ctx context.Context, name string) (bool, error) {
+	return m.exists(ctx, m.object("parameters/shovel", name))
+}
+
+// ShovelStatus is a running shovel's state (GET /api/shovels).
+type ShovelStatus struct {
+	Name   string `json:"name"`
+	State  string `json:"state"`  // starting, running, terminated
+	Reason string `json:"reason"` // why it terminated
+}
+
+// Shovels lists the vhost's shovels with their states: a definition that
+// cannot work shows here as terminated, with the reason.
+func (m *RabbitManagement) Shovels(ctx context.Context) ([]ShovelStatus, error) {
+	var out []ShovelStatus
+	err := m.do(ctx, http.MethodGet, "/api/shovels/"+m.vh(), nil, &out)
+	return out, err
+}
+
+// Overview is the part of GET /api/overview fedrouter reads: what runs
+// the node, for reports.
+type Overview struct {
+	RabbitMQVersion string `json:"rabbitmq_version"`
+	ErlangVersion   string `json:"erlang_version"`
+}
+
+// Overview describes the node.
+func (m *RabbitManagement) Overview(ctx context.Context) (Overview, error) {
+	var ov Overview
+	err := m.do(ctx, http.MethodGet, "/api/overview", nil, &ov)
+	return ov, err
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/fedrouter/fedrouter/routes"
 )
 
 // backlogResult is the memory-under-backlog case: a large backlog at the
@@ -61,7 +63,7 @@ func (b *bench) runBacklog(ctx context.Context, p pairDef) (*backlogResult, erro
 		return nil, err
 	}
 	t0 = time.Now()
-	id, err := rp.addRoute(ctx, routeSpec{Kind: "queue", Src: p.Src.Name, Dest: p.Dst.Name,
+	id, err := rp.addRoute(ctx, routes.Spec{Kind: routes.KindQueue, Src: p.Src.Name, Dest: p.Dst.Name,
 		Exchange: o.dstX[0], Queue: o.srcQ[0], Credit: b.opt.Credit})
 	if err != nil {
 		return nil, err

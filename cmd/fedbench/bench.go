@@ -80,6 +80,11 @@ func (b *bench) run(ctx context.Context) error {
 	for _, p := range pairs {
 		byName[p.Name] = p
 	}
+	defer func() { // after the sweep: it still needs them
+		for _, br := range rabbitNodes(pairs) {
+			br.mgmt.Close()
+		}
+	}()
 	rep := newReport(ctx, b, pairs)
 	defer b.sweep(pairs)
 	b.warnStale(ctx, pairs)
@@ -197,22 +202,16 @@ func median(runs []*sample, f func(*sample) float64) float64 {
 // warnStale reports objects an earlier, killed fedbench left on the
 // RabbitMQ nodes. They are not removed: another fedbench might be running.
 func (b *bench) warnStale(ctx context.Context, pairs []pairDef) {
-	for _, p := range pairs {
-		for _, br := range []broker{p.Src, p.Dst} {
-			if br.Mgmt == "" {
+	for _, br := range rabbitNodes(pairs) {
+		for _, k := range rabbitKinds(br.mgmt) {
+			names, err := k.list(ctx)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "warning: list %s on %s: %v\n", k.name, br.Name, err)
 				continue
 			}
-			m := newMgmt(br.Mgmt)
-			for _, kind := range []string{"queues", "exchanges", "parameters/shovel"} {
-				names, err := m.names(ctx, kind)
-				if err != nil {
-					fmt.Fprintf(os.Stderr, "warning: list %s on %s: %v\n", kind, br.Name, err)
-					continue
-				}
-				for _, n := range names {
-					if strings.HasPrefix(n, "fedbench.") {
-						fmt.Fprintf(os.Stderr, "warning: %s has %s %q from an earlier fedbench run; delete it if no fedbench runs\n", br.Name, kind, n)
-					}
+			for _, n := range names {
+				if strings.HasPrefix(n, "fedbench.") {
+					fmt.Fprintf(os.Stderr, "warning: %s has %s %q from an earlier fedbench run; delete it if no fedbench runs\n", br.Name, k.name, n)
 				}
 			}
 		}
@@ -225,30 +224,39 @@ func (b *bench) sweep(pairs []pairDef) {
 	b.pending.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for _, p := range pairs {
-		for _, br := range []broker{p.Src, p.Dst} {
-			if br.Mgmt == "" {
+	for _, br := range rabbitNodes(pairs) {
+		for _, k := range rabbitKinds(br.mgmt) {
+			names, err := k.list(ctx)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "warning: clean-up on %s: %v\n", br.Name, err)
 				continue
 			}
-			m := newMgmt(br.Mgmt)
-			del := map[string]func(context.Context, string) error{
-				"parameters/shovel": m.deleteShovel, "queues": m.deleteQueue, "exchanges": m.deleteExchange}
-			for _, kind := range []string{"parameters/shovel", "queues", "exchanges"} {
-				names, err := m.names(ctx, kind)
-				if err != nil {
-					fmt.Fprintf(os.Stderr, "warning: clean-up on %s: %v\n", br.Name, err)
+			for _, n := range names {
+				if !strings.HasPrefix(n, b.id+".") {
 					continue
 				}
-				for _, n := range names {
-					if strings.HasPrefix(n, b.id+".") {
-						if err := del[kind](ctx, n); err != nil {
-							fmt.Fprintf(os.Stderr, "warning: clean-up on %s: %v\n", br.Name, err)
-						}
-					}
+				if err := k.del(ctx, n); err != nil {
+					fmt.Fprintf(os.Stderr, "warning: clean-up on %s: %v\n", br.Name, err)
 				}
 			}
 		}
 	}
+}
+
+// rabbitNodes are the brokers of the pairs that have a management API,
+// each once.
+func rabbitNodes(pairs []pairDef) []broker {
+	var out []broker
+	seen := map[string]bool{}
+	for _, p := range pairs {
+		for _, br := range []broker{p.Src, p.Dst} {
+			if br.mgmt != nil && !seen[br.Name] {
+				seen[br.Name] = true
+				out = append(out, br)
+			}
+		}
+	}
+	return out
 }
 
 var errFailures = errors.New("some cases failed or were not verified (see the table)")

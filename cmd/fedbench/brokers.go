@@ -2,11 +2,15 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
+
+	famqp "github.com/fedrouter/fedrouter/amqp"
 )
 
 // broker is one line of the harness's registry (testdata/brokers.sh):
@@ -14,6 +18,9 @@ import (
 type broker struct {
 	Name, Kind, URL, Mgmt string
 	PID                   int
+	// mgmt is the management API client of a RabbitMQ node (Mgmt set),
+	// made once by loadBrokers; nil for the Proton brokers.
+	mgmt *famqp.RabbitManagement
 }
 
 func registryPath() string {
@@ -59,6 +66,11 @@ func loadBrokers(names ...string) (map[string]broker, error) {
 		if _, err := cpuSeconds(b.PID); err != nil {
 			return nil, fmt.Errorf("broker %s (pid %d) is not running: %w", n, b.PID, err)
 		}
+		if b.Mgmt != "" {
+			if b.mgmt, err = famqp.NewRabbitManagement(brokerConfig(b)); err != nil {
+				return nil, fmt.Errorf("broker %s: %w", n, err)
+			}
+		}
 		out[n] = b
 	}
 	return out, nil
@@ -74,3 +86,63 @@ func (b broker) profile() string {
 
 // hostPort is the AMQP listener as host:port.
 func (b broker) hostPort() string { return strings.TrimPrefix(b.URL, "amqp://") }
+
+// rabbitKind is a kind of object a run creates on a RabbitMQ node, with
+// how to list and delete it.
+type rabbitKind struct {
+	name string // as the management API's path names it
+	list func(context.Context) ([]string, error)
+	del  func(context.Context, string) error
+}
+
+// rabbitKinds lists the kinds in the order they can be deleted: a shovel
+// before the queues it moves between, a queue before its exchange.
+func rabbitKinds(m *famqp.RabbitManagement) []rabbitKind {
+	return []rabbitKind{
+		{"parameters/shovel", m.ShovelNames, m.DeleteShovel},
+		{"queues", m.QueueNames, m.DeleteQueue},
+		{"exchanges", m.ExchangeNames, m.DeleteExchange},
+	}
+}
+
+// declareBound declares fanout exchange x and durable queue q bound to
+// it: the destination of a queue route (RabbitMQ routes deliver to an
+// exchange), or, with x-single-active-consumer, a fan-out group's shared
+// queue as fedrouter declares it (same arguments, or its own declaration
+// fails).
+func declareBound(ctx context.Context, m *famqp.RabbitManagement, x, q string, args famqp.QueueArgs) error {
+	if err := m.DeclareExchange(ctx, x, "fanout", true); err != nil {
+		return err
+	}
+	if err := m.DeclareQueue(ctx, q, args); err != nil {
+		return err
+	}
+	return m.Bind(ctx, x, q, "")
+}
+
+// waitQueueMessages polls until q holds want messages per the management
+// statistics, or the deadline passes. The statistics lag the queue by up
+// to 5 s: this verifies after the fact, it never times a run.
+func waitQueueMessages(ctx context.Context, m *famqp.RabbitManagement, q string, want int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		n, known, err := m.QueueMessages(ctx, q)
+		if err != nil {
+			return err
+		}
+		if known && n == want {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			if !known {
+				return fmt.Errorf("queue %s has no message statistics after %s, want %d messages", q, timeout, want)
+			}
+			return fmt.Errorf("queue %s holds %d messages after %s, want %d", q, n, timeout, want)
+		}
+		select {
+		case <-time.After(250 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

@@ -60,9 +60,9 @@ func newReport(ctx context.Context, b *bench, pairs []pairDef) *report {
 		r.Versions["fedrouter"] = strings.TrimSpace(string(out))
 	}
 	for _, p := range pairs {
-		if p.Src.Mgmt != "" {
-			if rv, ev, err := newMgmt(p.Src.Mgmt).version(ctx); err == nil {
-				r.Versions["rabbitmq"], r.Versions["erlang"] = rv, ev
+		if p.Src.mgmt != nil {
+			if ov, err := p.Src.mgmt.Overview(ctx); err == nil {
+				r.Versions["rabbitmq"], r.Versions["erlang"] = ov.RabbitMQVersion, ov.ErlangVersion
 			}
 		}
 	}

@@ -5,53 +5,26 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/fedrouter/fedrouter/adminclient"
+	"github.com/fedrouter/fedrouter/routes"
 )
 
 // routerProc is a fedrouter process started for one run: its own config,
 // state file and log in a temporary directory, admin API on a free port.
 type routerProc struct {
-	cmd   *exec.Cmd
-	dir   string
-	admin string // http://127.0.0.1:PORT
-	hc    *http.Client
-	log   string        // path of its stdout+stderr
-	done  chan struct{} // closed once the process has exited
-	err   error         // cmd.Wait's result; read after done
-}
-
-// routeSpec is the admin API's route body (docs/admin-api.md).
-type routeSpec struct {
-	Kind     string `json:"kind"`
-	Src      string `json:"src"`
-	Dest     string `json:"dest"`
-	Exchange string `json:"exchange"`
-	Queue    string `json:"queue"`
-	Credit   int    `json:"credit"`
-}
-
-// routeState is the part of a route's status the bench reads.
-type routeState struct {
-	ID               string `json:"id"`
-	State            string `json:"state"`
-	Forwarded        uint64 `json:"forwarded"`
-	CopiesViaTransit uint64 `json:"copies_via_transit"`
-	LastError        string `json:"last_error"`
-}
-
-// linkState is the part of a link's status the bench reads: what its
-// transit forwarders moved.
-type linkState struct {
-	Transit []struct {
-		Dest      string `json:"dest"`
-		Forwarded uint64 `json:"forwarded"`
-	} `json:"transit"`
+	cmd  *exec.Cmd
+	dir  string
+	api  *adminclient.Client // its admin API on 127.0.0.1:PORT
+	log  string              // path of its stdout+stderr
+	done chan struct{}       // closed once the process has exited
+	err  error               // cmd.Wait's result; read after done
 }
 
 // freePort asks the kernel for a free loopback port. Another process could
@@ -109,8 +82,11 @@ func startRouter(ctx context.Context, bin, dir string, conns int, flooding bool,
 		return nil, err
 	}
 	defer logf.Close() // the child holds its own descriptor
-	r := &routerProc{dir: dir, admin: fmt.Sprintf("http://127.0.0.1:%d", port), log: logPath,
-		hc: &http.Client{Timeout: 10 * time.Second}, done: make(chan struct{})}
+	api, err := adminclient.New(fmt.Sprintf("http://127.0.0.1:%d", port), adminclient.Options{})
+	if err != nil {
+		return nil, err
+	}
+	r := &routerProc{dir: dir, api: api, log: logPath, done: make(chan struct{})}
 	r.cmd = exec.Command(bin, "run", "--config", cfg)
 	r.cmd.Stdout, r.cmd.Stderr = logf, logf
 	if err := r.cmd.Start(); err != nil {
@@ -140,13 +116,9 @@ func (r *routerProc) logTail() string {
 func (r *routerProc) waitReady(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		req, _ := http.NewRequestWithContext(ctx, "GET", r.admin+"/readyz", nil)
-		resp, err := r.hc.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+		// Errors are expected until the router listens: ask again.
+		if ready, _, err := r.api.Ready(ctx); err == nil && ready {
+			return nil
 		}
 		select {
 		case <-r.done:
@@ -161,19 +133,10 @@ func (r *routerProc) waitReady(ctx context.Context, timeout time.Duration) error
 	}
 }
 
-func (r *routerProc) call(ctx context.Context, method, path string, body, out any) error {
-	if err := callJSON(ctx, r.hc, method, r.admin, path, "", body, out); err != nil {
-		return fmt.Errorf("fedrouter %w", err)
-	}
-	return nil
-}
-
-func (r *routerProc) addRoute(ctx context.Context, spec routeSpec) (string, error) {
-	var st routeState
-	if err := r.call(ctx, "POST", "/api/v1/routes", spec, &st); err != nil {
-		return "", err
-	}
-	return st.ID, nil
+// addRoute adds a runtime route and returns its ID.
+func (r *routerProc) addRoute(ctx context.Context, spec routes.Spec) (string, error) {
+	st, err := r.api.AddRoute(ctx, spec)
+	return st.ID, err
 }
 
 // forwarded sums the forwarded counters of the routes ids, and fails if
@@ -186,47 +149,51 @@ func (r *routerProc) forwarded(ctx context.Context, ids map[string]bool) (uint64
 // routeCounts sums the forwarded and copies_via_transit counters of the
 // routes ids, and fails if one of them is Failed.
 func (r *routerProc) routeCounts(ctx context.Context, ids map[string]bool) (forwarded, viaTransit uint64, err error) {
-	var sts []routeState
-	if err := r.call(ctx, "GET", "/api/v1/routes", nil, &sts); err != nil {
-		return 0, 0, err
-	}
+	sts, err := r.statuses(ctx, ids)
 	for _, s := range sts {
-		if !ids[s.ID] {
-			continue
-		}
-		if s.State == "Failed" {
-			return 0, 0, fmt.Errorf("route %s failed: %s", s.ID, s.LastError)
-		}
 		forwarded += s.Forwarded
 		viaTransit += s.CopiesViaTransit
 	}
-	return forwarded, viaTransit, nil
+	return forwarded, viaTransit, err
 }
 
 // routesOperational says whether every route of ids is Operational, and
 // fails if one is Failed.
 func (r *routerProc) routesOperational(ctx context.Context, ids map[string]bool) (bool, error) {
-	var sts []routeState
-	if err := r.call(ctx, "GET", "/api/v1/routes", nil, &sts); err != nil {
-		return false, err
-	}
+	sts, err := r.statuses(ctx, ids)
 	up := 0
 	for _, s := range sts {
-		switch {
-		case !ids[s.ID]:
-		case s.State == "Failed":
-			return false, fmt.Errorf("route %s failed: %s", s.ID, s.LastError)
-		case s.State == "Operational":
+		if s.State == routes.StateOperational {
 			up++
 		}
 	}
-	return up == len(ids), nil
+	return err == nil && up == len(ids), err
+}
+
+// statuses are the statuses of the routes ids; an error if one of them is
+// Failed, which no waiting will cure.
+func (r *routerProc) statuses(ctx context.Context, ids map[string]bool) ([]routes.Status, error) {
+	all, err := r.api.Routes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []routes.Status
+	for _, s := range all {
+		if !ids[s.ID] {
+			continue
+		}
+		if s.State == routes.StateFailed {
+			return nil, fmt.Errorf("route %s failed: %s", s.ID, s.LastError)
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 // transitDelivered sums what the router's transit forwarders moved to dest.
 func (r *routerProc) transitDelivered(ctx context.Context, dest string) (uint64, error) {
-	var ls []linkState
-	if err := r.call(ctx, "GET", "/api/v1/links", nil, &ls); err != nil {
+	ls, err := r.api.Links(ctx)
+	if err != nil {
 		return 0, err
 	}
 	var sum uint64
@@ -250,4 +217,5 @@ func (r *routerProc) stop() {
 		_ = r.cmd.Process.Kill()
 		<-r.done
 	}
+	r.api.Close()
 }

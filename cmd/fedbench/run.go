@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	famqp "github.com/fedrouter/fedrouter/amqp"
 )
 
 // Variants measured on every pair.
@@ -105,13 +107,14 @@ func (b *bench) objects(c caseSpec, p pairDef) runObjs {
 // (not timed).
 func (b *bench) setup(ctx context.Context, o runObjs, size int) error {
 	if o.pair.Src.Kind == "rabbitmq" {
-		m := newMgmt(o.pair.Src.Mgmt)
+		m := o.pair.Src.mgmt
 		for k, q := range o.srcQ {
 			var err error
 			if len(o.srcX) > 0 {
-				err = m.declareShared(ctx, o.srcX[k], q)
+				err = declareBound(ctx, m, o.srcX[k], q, famqp.QueueArgs{Durable: true,
+					Arguments: map[string]any{"x-single-active-consumer": true}})
 			} else {
-				err = m.declareQueue(ctx, q)
+				err = m.DeclareQueue(ctx, q, famqp.QueueArgs{Durable: true})
 			}
 			if err != nil {
 				return err
@@ -119,9 +122,8 @@ func (b *bench) setup(ctx context.Context, o runObjs, size int) error {
 		}
 	}
 	if o.pair.Dst.Kind == "rabbitmq" {
-		m := newMgmt(o.pair.Dst.Mgmt)
 		for k := range o.dstX {
-			if err := m.declareFanout(ctx, o.dstX[k], o.dstQ[k]); err != nil {
+			if err := declareBound(ctx, o.pair.Dst.mgmt, o.dstX[k], o.dstQ[k], famqp.QueueArgs{Durable: true}); err != nil {
 				return err
 			}
 		}
@@ -158,17 +160,16 @@ func (b *bench) cleanup(ctx context.Context, o runObjs) string {
 		}
 	}
 	if o.pair.Src.Kind == "rabbitmq" {
-		m := newMgmt(o.pair.Src.Mgmt)
 		for _, s := range o.shovs {
-			note(m.deleteShovel(ctx, s))
+			note(o.pair.Src.mgmt.DeleteShovel(ctx, s))
 		}
 	}
 	if o.pair.Dst.Kind == "rabbitmq" {
-		m := newMgmt(o.pair.Dst.Mgmt)
+		m := o.pair.Dst.mgmt
 		for k := range o.dstQ {
-			note(m.waitQueueMessages(ctx, o.dstQ[k], o.per, 20*time.Second))
-			note(m.deleteQueue(ctx, o.dstQ[k]))
-			note(m.deleteExchange(ctx, o.dstX[k]))
+			note(waitQueueMessages(ctx, m, o.dstQ[k], o.per, 20*time.Second))
+			note(m.DeleteQueue(ctx, o.dstQ[k]))
+			note(m.DeleteExchange(ctx, o.dstX[k]))
 		}
 	} else {
 		for _, a := range o.dstQ {
@@ -180,13 +181,13 @@ func (b *bench) cleanup(ctx context.Context, o runObjs) string {
 		}
 	}
 	if o.pair.Src.Kind == "rabbitmq" {
-		m := newMgmt(o.pair.Src.Mgmt)
+		m := o.pair.Src.mgmt
 		for _, q := range o.srcQ {
-			note(m.waitQueueMessages(ctx, q, 0, 20*time.Second))
-			note(m.deleteQueue(ctx, q))
+			note(waitQueueMessages(ctx, m, q, 0, 20*time.Second))
+			note(m.DeleteQueue(ctx, q))
 		}
 		for _, x := range o.srcX {
-			note(m.deleteExchange(ctx, x))
+			note(m.DeleteExchange(ctx, x))
 		}
 	} else {
 		for _, a := range o.srcQ {

@@ -172,7 +172,7 @@ func (b *bench) runFedrouter(ctx context.Context, o runObjs, s *sample) error {
 	t0 := time.Now()
 	ids := map[string]bool{}
 	for k := range o.srcQ {
-		id, err := rp.addRoute(ctx, routeSpec{Kind: "queue", Src: o.pair.Src.Name, Dest: o.pair.Dst.Name,
+		id, err := rp.addRoute(ctx, routes.Spec{Kind: routes.KindQueue, Src: o.pair.Src.Name, Dest: o.pair.Dst.Name,
 			Exchange: o.dstX[k], Queue: o.srcQ[k], Credit: b.opt.Credit})
 		if err != nil {
 			return err
@@ -217,7 +217,7 @@ func (b *bench) runFanout(ctx context.Context, o runObjs, s *sample) error {
 	defer rp.stop()
 	ids := map[string]bool{}
 	for k := range o.srcX {
-		id, err := rp.addRoute(ctx, routeSpec{Kind: "exchange", Src: o.pair.Src.Name, Dest: o.pair.Dst.Name,
+		id, err := rp.addRoute(ctx, routes.Spec{Kind: routes.KindExchange, Src: o.pair.Src.Name, Dest: o.pair.Dst.Name,
 			Exchange: o.srcX[k], Credit: b.opt.Credit})
 		if err != nil {
 			return err
@@ -275,7 +275,7 @@ func finishRouterRun(rp *routerProc, meter *cpuMeter, dir string, s *sample) err
 // definition until every shovel is gone. The shovel runs inside RabbitMQ:
 // its CPU is part of the brokers'.
 func (b *bench) runShovel(ctx context.Context, o runObjs, amqp10 bool, s *sample) error {
-	m := newMgmt(o.pair.Src.Mgmt)
+	m := o.pair.Src.mgmt
 	meter, err := startCPU(b.brokerPIDs(o.pair)...)
 	if err != nil {
 		return err
@@ -283,7 +283,7 @@ func (b *bench) runShovel(ctx context.Context, o runObjs, amqp10 bool, s *sample
 	t0 := time.Now()
 	left := map[string]bool{}
 	for k := range o.srcQ {
-		def := shovel{
+		def := map[string]any{
 			"src-uri": "amqp://guest:guest@" + o.pair.Src.hostPort(), "dest-uri": "amqp://guest:guest@" + o.pair.Dst.hostPort(),
 			"ack-mode": "on-confirm", "src-prefetch-count": b.opt.Credit, "src-delete-after": o.per,
 		}
@@ -294,7 +294,7 @@ func (b *bench) runShovel(ctx context.Context, o runObjs, amqp10 bool, s *sample
 			def["src-protocol"], def["src-queue"] = "amqp091", o.srcQ[k]
 			def["dest-protocol"], def["dest-exchange"] = "amqp091", o.dstX[k]
 		}
-		if err := m.putShovel(ctx, o.shovs[k], def); err != nil {
+		if err := m.PutShovel(ctx, o.shovs[k], def); err != nil {
 			return err
 		}
 		left[o.shovs[k]] = true
@@ -303,7 +303,7 @@ func (b *bench) runShovel(ctx context.Context, o runObjs, amqp10 bool, s *sample
 	var failingSince time.Time
 	err = poll(ctx, b.opt.Poll, b.timeout(o.per*len(o.srcQ)), func() (bool, error) {
 		for name := range left {
-			ok, err := m.shovelExists(ctx, name)
+			ok, err := m.ShovelExists(ctx, name)
 			if err != nil {
 				// Seen: a 500 while the shovel deletes its own parameter.
 				// Ask again; give up only if it persists.
@@ -321,7 +321,7 @@ func (b *bench) runShovel(ctx context.Context, o runObjs, amqp10 bool, s *sample
 			}
 		}
 		if polls++; polls%25 == 0 && len(left) > 0 { // a shovel that cannot work says so here
-			sts, err := m.shovels(ctx)
+			sts, err := m.Shovels(ctx)
 			if err != nil {
 				return false, err
 			}

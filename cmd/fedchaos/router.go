@@ -3,11 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +13,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/fedrouter/fedrouter/adminclient"
+	"github.com/fedrouter/fedrouter/routes"
 )
 
 // routerProc is one `fedrouter run` process. The suite sees the router only
@@ -22,9 +23,9 @@ import (
 type routerProc struct {
 	cmd    *exec.Cmd
 	logP   string
-	admin  string        // http://host:port of its admin API
-	exited chan struct{} // closed when the process has been reaped
-	err    error         // why it exited; read after exited is closed
+	api    *adminclient.Client // its admin API
+	exited chan struct{}       // closed when the process has been reaped
+	err    error               // why it exited; read after exited is closed
 }
 
 // adminLine is the router's start line in JSON logs; it carries the admin
@@ -57,8 +58,11 @@ func startRouter(ctx context.Context, bin, config, dir string, n int) (*routerPr
 	defer timer.Stop()
 	select {
 	case addr := <-w.found:
-		p.admin = "http://" + addr
-		return p, nil
+		// A short timeout: the suite polls the route during faults and
+		// must not stall on a router that is being killed.
+		if p.api, err = adminclient.New("http://"+addr, adminclient.Options{Timeout: 2 * time.Second}); err == nil {
+			return p, nil
+		}
 	case <-p.exited:
 		return nil, fmt.Errorf("router exited at start (%v); log %s:\n%s", p.err, logP, tail(logP, 20))
 	case <-timer.C:
@@ -73,6 +77,7 @@ func startRouter(ctx context.Context, bin, config, dir string, n int) (*routerPr
 // kill sends SIGKILL — the fault, or the last resort — and waits until the
 // process is reaped (at most 10 s: SIGKILL cannot be ignored).
 func (p *routerProc) kill() error {
+	defer p.closeAPI()
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("kill router pid %d: %w", p.cmd.Process.Pid, err)
 	}
@@ -87,6 +92,7 @@ func (p *routerProc) kill() error {
 // stop asks the router to stop (SIGTERM) and kills it if it has not exited
 // within grace.
 func (p *routerProc) stop(grace time.Duration) error {
+	defer p.closeAPI()
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.exited:
@@ -99,46 +105,21 @@ func (p *routerProc) stop(grace time.Duration) error {
 	return fmt.Errorf("router did not stop within %v of SIGTERM; killed", grace)
 }
 
-// routeStatus is the part of GET /api/v1/routes the suite reads
-// (docs/admin-api.md). Decoded here rather than with the routes package's
-// type: the suite tests the documented API, as any client would.
-type routeStatus struct {
-	ID          string `json:"id"`
-	State       string `json:"state"`
-	LastError   string `json:"last_error"`
-	Forwarded   uint64 `json:"forwarded"`
-	Redelivered uint64 `json:"redelivered"`
-	Rejected    uint64 `json:"rejected"`
-	NoOutcome   uint64 `json:"no_outcome"`
-	InFlight    int64  `json:"in_flight"`
+// closeAPI drops the client's idle connections to a router that is gone.
+func (p *routerProc) closeAPI() {
+	if p.api != nil {
+		p.api.Close()
+	}
 }
 
-var httpClient = &http.Client{Timeout: 2 * time.Second}
-
 // route returns the router's only route.
-func (p *routerProc) route(ctx context.Context) (routeStatus, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.admin+"/api/v1/routes", nil)
+func (p *routerProc) route(ctx context.Context) (routes.Status, error) {
+	rs, err := p.api.Routes(ctx)
 	if err != nil {
-		return routeStatus{}, err
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return routeStatus{}, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return routeStatus{}, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return routeStatus{}, fmt.Errorf("GET /api/v1/routes: %s: %s", resp.Status, bytes.TrimSpace(body))
-	}
-	var rs []routeStatus
-	if err := json.Unmarshal(body, &rs); err != nil {
-		return routeStatus{}, fmt.Errorf("GET /api/v1/routes: %w", err)
+		return routes.Status{}, err
 	}
 	if len(rs) != 1 {
-		return routeStatus{}, fmt.Errorf("GET /api/v1/routes: %d routes, want 1", len(rs))
+		return routes.Status{}, fmt.Errorf("GET /api/v1/routes: %d routes, want 1", len(rs))
 	}
 	return rs[0], nil
 }

@@ -17,6 +17,7 @@ import (
 
 	famqp "github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/amqp/brokertest"
+	"github.com/fedrouter/fedrouter/routes"
 )
 
 // suite is one run of the fault suite: its brokers, proxies, router
@@ -48,7 +49,7 @@ type suite struct {
 	results []faultResult
 	audit   counts // what the audit queue held at the end
 	audited bool
-	lastRt  routeStatus
+	lastRt  routes.Status
 	elapsed time.Duration
 }
 
@@ -102,7 +103,7 @@ func (s *suite) setup(ctx context.Context) error {
 		if err != nil {
 			return false, err.Error()
 		}
-		return rt.State == "Operational", fmt.Sprintf("state %s %s", rt.State, rt.LastError)
+		return rt.State == routes.StateOperational, fmt.Sprintf("state %s %s", rt.State, rt.LastError)
 	}); err != nil {
 		return err
 	}
@@ -308,7 +309,7 @@ func (s *suite) fault(ctx context.Context, res *faultResult) error {
 				return false, err.Error()
 			}
 			seen = time.Now()
-			return rt.State != "Operational", "state " + rt.State
+			return rt.State != routes.StateOperational, "state " + string(rt.State)
 		}); err != nil {
 			p.Heal()
 			return err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/fedrouter/fedrouter/adminclient"
 	"github.com/fedrouter/fedrouter/router"
 	"github.com/fedrouter/fedrouter/routes"
 )
@@ -69,7 +69,7 @@ func apiCommands() []*cli.Command {
 
 // apiCommand builds a leaf command with the client flags (and --json for
 // listings) whose action gets a ready client and checked arguments.
-func apiCommand(parent, name, usage, argsUsage string, minArgs, maxArgs int, listing bool, run func(*cli.Context, *apiClient) error) *cli.Command {
+func apiCommand(parent, name, usage, argsUsage string, minArgs, maxArgs int, listing bool, run func(*cli.Context, *adminclient.Client) error) *cli.Command {
 	path := parent + " " + name // urfave/cli v2 does not give a subcommand its full name
 	flags := clientFlags()
 	if listing {
@@ -93,8 +93,8 @@ func apiCommand(parent, name, usage, argsUsage string, minArgs, maxArgs int, lis
 			if err != nil {
 				return cli.Exit("fedrouter: "+err.Error(), 2)
 			}
-			defer client.close()
-			return run(c, client)
+			defer client.Close()
+			return cliError(c, client, run(c, client))
 		},
 	}
 }
@@ -157,7 +157,7 @@ func nArgs(kind routes.Kind) int {
 }
 
 func addCommand(kind routes.Kind) *cli.Command {
-	add := func(c *cli.Context, api *apiClient) error { return addRoute(c, api, kind) }
+	add := func(c *cli.Context, api *adminclient.Client) error { return addRoute(c, api, kind) }
 	cmd := apiCommand(parentOf(kind), "add", "add a route", "<dest> <src> <exchange>"+lastArg(kind), nArgs(kind), nArgs(kind), false, add)
 	cmd.Usage = map[routes.Kind]string{
 		routes.KindQueue:    "add a route from queue <queue> on <src> to exchange <exchange> on <dest>",
@@ -184,7 +184,7 @@ func addCommand(kind routes.Kind) *cli.Command {
 }
 
 func delCommand(kind routes.Kind) *cli.Command {
-	del := func(c *cli.Context, api *apiClient) error { return deleteRoute(c, api, kind) }
+	del := func(c *cli.Context, api *adminclient.Client) error { return deleteRoute(c, api, kind) }
 	return apiCommand(parentOf(kind), "del", "delete a route", "<dest> <src> <exchange>"+lastArg(kind), nArgs(kind), nArgs(kind), false, del)
 }
 
@@ -201,7 +201,7 @@ func specFromArgs(c *cli.Context, kind routes.Kind) routes.Spec {
 	return spec
 }
 
-func addRoute(c *cli.Context, api *apiClient, kind routes.Kind) error {
+func addRoute(c *cli.Context, api *adminclient.Client, kind routes.Kind) error {
 	spec := specFromArgs(c, kind)
 	spec.Durable = c.Bool("durable")
 	spec.Ack = c.Int("ack")
@@ -217,9 +217,8 @@ func addRoute(c *cli.Context, api *apiClient, kind routes.Kind) error {
 	case routes.KindDynamic:
 		spec.DivertBindings = c.Bool("divert-bindings")
 	}
-	var st routes.Status
-	err := api.call(c.Context, http.MethodPost, "/api/v1/routes", spec, &st)
-	var ae *apiError
+	st, err := api.AddRoute(c.Context, spec)
+	var ae *adminclient.Error
 	if errors.As(err, &ae) && ae.Status == http.StatusConflict && ae.Message == routes.ErrDuplicate.Error() {
 		// qpid-route's behaviour: a warning, and success, so scripts that
 		// add their routes on every start keep working.
@@ -237,9 +236,9 @@ func addRoute(c *cli.Context, api *apiClient, kind routes.Kind) error {
 	return nil
 }
 
-func deleteRoute(c *cli.Context, api *apiClient, kind routes.Kind) error {
+func deleteRoute(c *cli.Context, api *adminclient.Client, kind routes.Kind) error {
 	spec := specFromArgs(c, kind)
-	if err := api.call(c.Context, http.MethodPost, "/api/v1/routes/delete", spec, nil); err != nil {
+	if err := api.DeleteRoute(c.Context, spec); err != nil {
 		return err
 	}
 	if c.Bool("verbose") {
@@ -248,25 +247,21 @@ func deleteRoute(c *cli.Context, api *apiClient, kind routes.Kind) error {
 	return nil
 }
 
-func flushRoutes(c *cli.Context, api *apiClient) error {
-	path := "/api/v1/routes/flush"
-	if dest := c.Args().First(); dest != "" {
-		path += "?dest=" + url.QueryEscape(dest)
-	}
-	var d router.Deleted
-	if err := api.call(c.Context, http.MethodPost, path, nil, &d); err != nil {
+func flushRoutes(c *cli.Context, api *adminclient.Client) error {
+	n, err := api.FlushRoutes(c.Context, c.Args().First())
+	if err != nil {
 		return err
 	}
 	if !c.Bool("quiet") {
-		fmt.Fprintf(c.App.Writer, "%d route%s deleted\n", d.Deleted, plural(d.Deleted))
+		fmt.Fprintf(c.App.Writer, "%d route%s deleted\n", n, plural(n))
 	}
 	return nil
 }
 
 // fetchRoutes gets the routes, only those to dest if it is not "".
-func fetchRoutes(c *cli.Context, api *apiClient, dest string) ([]routes.Status, error) {
-	var sts []routes.Status
-	if err := api.call(c.Context, http.MethodGet, "/api/v1/routes", nil, &sts); err != nil {
+func fetchRoutes(c *cli.Context, api *adminclient.Client, dest string) ([]routes.Status, error) {
+	sts, err := api.Routes(c.Context)
+	if err != nil {
 		return nil, err
 	}
 	if dest == "" {
@@ -281,7 +276,7 @@ func fetchRoutes(c *cli.Context, api *apiClient, dest string) ([]routes.Status, 
 	return kept, nil
 }
 
-func listRoutes(c *cli.Context, api *apiClient) error {
+func listRoutes(c *cli.Context, api *adminclient.Client) error {
 	sts, err := fetchRoutes(c, api, c.Args().First())
 	if err != nil {
 		return err
@@ -351,7 +346,7 @@ type mapLine struct {
 	Routes        []string `json:"routes"`             // route IDs
 }
 
-func mapRoutes(c *cli.Context, api *apiClient) error {
+func mapRoutes(c *cli.Context, api *adminclient.Client) error {
 	sts, err := fetchRoutes(c, api, "")
 	if err != nil {
 		return err
@@ -444,9 +439,9 @@ func mirrors(a, b routes.Spec) bool {
 		a.Exchange == b.DestNode() && a.DestNode() == b.Exchange
 }
 
-func listLinks(c *cli.Context, api *apiClient) error {
-	var links []routes.LinkStatus
-	if err := api.call(c.Context, http.MethodGet, "/api/v1/links", nil, &links); err != nil {
+func listLinks(c *cli.Context, api *adminclient.Client) error {
+	links, err := api.Links(c.Context)
+	if err != nil {
 		return err
 	}
 	if c.Bool("json") {
@@ -492,9 +487,9 @@ func transitSummary(ts []routes.TransitStatus) string {
 	return out
 }
 
-func listBrokers(c *cli.Context, api *apiClient) error {
-	var bs []router.BrokerStatus
-	if err := api.call(c.Context, http.MethodGet, "/api/v1/brokers", nil, &bs); err != nil {
+func listBrokers(c *cli.Context, api *adminclient.Client) error {
+	bs, err := api.Brokers(c.Context)
+	if err != nil {
 		return err
 	}
 	if c.Bool("json") {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/fedrouter/fedrouter/adminclient"
 	"github.com/fedrouter/fedrouter/router"
 	"github.com/fedrouter/fedrouter/routes"
 	"github.com/fedrouter/fedrouter/topology"
@@ -27,14 +28,8 @@ func topologyCommand() *cli.Command {
 	return cmd
 }
 
-func fetchTopology(c *cli.Context, api *apiClient) (topology.Snapshot, error) {
-	var snap topology.Snapshot
-	err := api.call(c.Context, http.MethodGet, "/api/v1/topology", nil, &snap)
-	return snap, err
-}
-
-func showTopology(c *cli.Context, api *apiClient) error {
-	snap, err := fetchTopology(c, api)
+func showTopology(c *cli.Context, api *adminclient.Client) error {
+	snap, err := api.Topology(c.Context)
 	if err != nil {
 		return err
 	}
@@ -174,9 +169,9 @@ func printNextHops(out io.Writer, routes []topology.BrokerRoutes) {
 
 // printMapNextHops adds the shortest paths to `route map` when the router
 // floods link state; a router without it just has none to show.
-func printMapNextHops(c *cli.Context, api *apiClient) error {
-	snap, err := fetchTopology(c, api)
-	var ae *apiError
+func printMapNextHops(c *cli.Context, api *adminclient.Client) error {
+	snap, err := api.Topology(c.Context)
+	var ae *adminclient.Error
 	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
 		return nil
 	}

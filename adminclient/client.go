@@ -1,0 +1,292 @@
+// Package adminclient is the one client of a running fedrouter's admin
+// HTTP API (docs/admin-api.md, served by router.AdminServer). The CLI's
+// verbs, fedbench and fedchaos all go through it, so the paths, the bearer
+// token and the error body are handled in one place.
+//
+// Answers decode into the types the server encodes (routes.Status,
+// router.BrokerStatus, topology.Snapshot, ...) rather than copies of them:
+// a field the server adds reaches every client with nothing to update.
+package adminclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/fedrouter/fedrouter/router"
+	"github.com/fedrouter/fedrouter/routes"
+	"github.com/fedrouter/fedrouter/topology"
+)
+
+// DefaultTimeout bounds a call when Options.Timeout is zero: long enough
+// for the router's own 30 s bound on a call to be rare, short enough that
+// an operator is not left waiting on a wedged process.
+const DefaultTimeout = 10 * time.Second
+
+// maxAnswer bounds what is read of an answer: a route list of thousands of
+// routes is a few MiB, so anything near this is not the router.
+const maxAnswer = 64 << 20
+
+// Options configure a Client; the zero value is a client without a token,
+// with DefaultTimeout and no trace.
+type Options struct {
+	// Token is the router's admin.token, sent as "Authorization: Bearer
+	// TOKEN" on every call. It never appears in an error or a trace line.
+	Token string
+	// Timeout bounds each call, from connecting to the end of the answer.
+	// Zero: DefaultTimeout.
+	Timeout time.Duration
+	// Trace, when set, gets a line per request ("> GET URL") and per
+	// answer ("< 200 OK"): what the CLI's -v shows.
+	Trace io.Writer
+}
+
+// Client calls one router's admin API. It is safe for concurrent use.
+// Close it when done.
+type Client struct {
+	base  string // scheme://host[:port][/path], no trailing slash
+	token string
+	trace io.Writer
+	// tr is the client's own transport, so Close leaves no idle
+	// keep-alive connection (and its goroutines) behind: the CLI's and the
+	// tests' leak checks rely on it.
+	tr *http.Transport
+	hc *http.Client
+}
+
+// New returns a client of the admin API at baseURL (http or https, e.g.
+// http://127.0.0.1:9595). User information in the URL is dropped: the API
+// authenticates with Options.Token only.
+func New(baseURL string, o Options) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%w: %q (want http://host:port or https://host:port)", ErrBadURL, baseURL)
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	return &Client{
+		base:  strings.TrimRight(u.Scheme+"://"+u.Host+u.Path, "/"),
+		token: o.Token,
+		trace: o.Trace,
+		tr:    tr,
+		hc: &http.Client{Transport: tr, Timeout: o.Timeout,
+			// Redirects come back as answers (an *Error), not followed:
+			// see Error.Location.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+	}, nil
+}
+
+// BaseURL is the API's URL as the client uses it: no user information, no
+// trailing slash.
+func (c *Client) BaseURL() string { return c.base }
+
+// Close drops the client's idle connections. Calls made after it open
+// new ones.
+func (c *Client) Close() { c.tr.CloseIdleConnections() }
+
+// Routes lists every route, configured and runtime (GET /api/v1/routes).
+func (c *Client) Routes(ctx context.Context) ([]routes.Status, error) {
+	var sts []routes.Status
+	err := c.do(ctx, http.MethodGet, "/api/v1/routes", nil, &sts)
+	return sts, err
+}
+
+// AddRoute adds a runtime route and returns its status. A route that
+// exists already is an *Error with Status 409 and Message
+// routes.ErrDuplicate's text, which qpid-route-style callers treat as
+// success.
+func (c *Client) AddRoute(ctx context.Context, spec routes.Spec) (routes.Status, error) {
+	var st routes.Status
+	err := c.do(ctx, http.MethodPost, "/api/v1/routes", spec, &st)
+	return st, err
+}
+
+// DeleteRoute deletes the runtime route spec names (the fields that make
+// its ID; options are ignored).
+func (c *Client) DeleteRoute(ctx context.Context, spec routes.Spec) error {
+	return c.do(ctx, http.MethodPost, "/api/v1/routes/delete", spec, nil)
+}
+
+// DeleteRouteID deletes the runtime route with this ID.
+func (c *Client) DeleteRouteID(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, "/api/v1/routes/"+url.PathEscape(id), nil, nil)
+}
+
+// FlushRoutes deletes every runtime route, or only those to broker dest
+// when it is not "", and says how many went. Configured routes stay.
+func (c *Client) FlushRoutes(ctx context.Context, dest string) (int, error) {
+	path := "/api/v1/routes/flush"
+	if dest != "" {
+		path += "?dest=" + url.QueryEscape(dest)
+	}
+	var d router.Deleted
+	err := c.do(ctx, http.MethodPost, path, nil, &d)
+	return d.Deleted, err
+}
+
+// Links lists the links routes run over, with their transit queues.
+func (c *Client) Links(ctx context.Context) ([]routes.LinkStatus, error) {
+	var ls []routes.LinkStatus
+	err := c.do(ctx, http.MethodGet, "/api/v1/links", nil, &ls)
+	return ls, err
+}
+
+// Brokers lists the broker connections.
+func (c *Client) Brokers(ctx context.Context) ([]router.BrokerStatus, error) {
+	var bs []router.BrokerStatus
+	err := c.do(ctx, http.MethodGet, "/api/v1/brokers", nil, &bs)
+	return bs, err
+}
+
+// Router says which router answers and how much it holds.
+func (c *Client) Router(ctx context.Context) (router.RouterInfo, error) {
+	var ri router.RouterInfo
+	err := c.do(ctx, http.MethodGet, "/api/v1/router", nil, &ri)
+	return ri, err
+}
+
+// Topology is the router's link-state view. A router that does not flood
+// link state answers 404: an *Error with that Status.
+func (c *Client) Topology(ctx context.Context) (topology.Snapshot, error) {
+	var snap topology.Snapshot
+	err := c.do(ctx, http.MethodGet, "/api/v1/topology", nil, &snap)
+	return snap, err
+}
+
+// Healthz says whether the process serves HTTP at all; it needs no token.
+func (c *Client) Healthz(ctx context.Context) error {
+	return c.do(ctx, http.MethodGet, "/healthz", nil, nil)
+}
+
+// Ready asks /readyz whether every broker connection is Operational. Not
+// ready is an answer, not an error: false, with the brokers that are not
+// Operational, so callers can poll on it.
+func (c *Client) Ready(ctx context.Context) (bool, []router.BrokerStatus, error) {
+	resp, body, err := c.exchange(ctx, http.MethodGet, "/readyz", nil)
+	if err != nil {
+		return false, nil, err
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return true, nil, nil
+	case http.StatusServiceUnavailable:
+		var nr router.NotReady
+		if json.Unmarshal(body, &nr) == nil && nr.Error != "" {
+			return false, nr.Brokers, nil
+		}
+	}
+	return false, nil, c.answerError(resp, body)
+}
+
+// do sends in (when not nil) as JSON and decodes a 2xx answer into out
+// (when not nil). Every failure past building the request is an *Error.
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	resp, body, err := c.exchange(ctx, method, path, in)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		return c.answerError(resp, body)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return c.fail(resp.Request, resp.StatusCode, fmt.Errorf("not the JSON expected: %w", err))
+	}
+	return nil
+}
+
+// exchange sends one request and reads the whole answer, tracing both.
+func (c *Client) exchange(ctx context.Context, method, path string, in any) (*http.Response, []byte, error) {
+	req, err := c.request(ctx, method, path, in)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.tracef("> %s %s\n", method, req.URL)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // Error names the method and URL once
+		}
+		return nil, nil, c.fail(req, 0, err)
+	}
+	defer resp.Body.Close()
+	c.tracef("< %s\n", resp.Status)
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return nil, nil, c.fail(req, resp.StatusCode, fmt.Errorf("reading: %w", err))
+	}
+	return resp, body, nil
+}
+
+func (c *Client) request(ctx context.Context, method, path string, in any) (*http.Request, error) {
+	var body io.Reader
+	if in != nil {
+		js, err := json.Marshal(in)
+		if err != nil {
+			return nil, fmt.Errorf("adminclient: encoding the %s %s body: %w", method, path, err)
+		}
+		body = bytes.NewReader(js)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return nil, fmt.Errorf("adminclient: %s %s: %w", method, path, err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	return req, nil
+}
+
+// answerError is an error answer: the API's {"error": ...} when it is
+// one; otherwise what came, so a proxy's page or a redirect is plain.
+func (c *Client) answerError(resp *http.Response, body []byte) *Error {
+	e := c.fail(resp.Request, resp.StatusCode, nil)
+	var eb router.ErrorBody
+	if json.Unmarshal(body, &eb) == nil && eb.Error != "" {
+		e.Message, e.Problems = c.redact(eb.Error), eb.Problems
+		for i, p := range e.Problems {
+			e.Problems[i] = c.redact(p)
+		}
+		return e
+	}
+	if resp.StatusCode/100 == 3 {
+		e.Location = c.redact(resp.Header.Get("Location"))
+	}
+	e.Body = c.redact(snippet(body))
+	return e
+}
+
+func (c *Client) fail(req *http.Request, status int, err error) *Error {
+	return &Error{Method: req.Method, URL: req.URL.String(), Status: status, Err: err}
+}
+
+// redact blanks the token out of text taken from an answer: a proxy or a
+// debugging endpoint may echo the request's headers back.
+func (c *Client) redact(s string) string {
+	if c.token == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, c.token, "[token]")
+}
+
+func (c *Client) tracef(format string, args ...any) {
+	if c.trace != nil {
+		fmt.Fprintf(c.trace, format, args...)
+	}
+}
