@@ -15,7 +15,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/router"
 	"github.com/fedrouter/fedrouter/router/routertest"
 	"github.com/fedrouter/fedrouter/routes"
@@ -40,9 +40,9 @@ func newHarness(t *testing.T, serverToken, clientToken string) *harness {
 	h := &harness{trace: &bytes.Buffer{}, svc: routertest.New(routertest.Options{
 		RouterID: "ac-test", Known: []string{"a", "b"}, TopologyOff: router.ErrTopologyOff,
 		Added: routes.Status{State: routes.StateOperational, Counters: routes.Counters{Forwarded: 5}},
-		Brokers: []famqp.Status{
-			{Broker: "a", State: famqp.Operational, URL: "amqp://h1:5672"},
-			{Broker: "b", State: famqp.Operational, URL: "amqp://h2:5672"},
+		Brokers: []amqp.Status{
+			{Broker: "a", State: amqp.Operational, URL: "amqp://h1:5672"},
+			{Broker: "b", State: amqp.Operational, URL: "amqp://h2:5672"},
 		},
 		Links: []routes.LinkStatus{{Src: "a", Dest: "b", State: routes.StateOperational, Routes: 1}},
 	})}
@@ -65,6 +65,12 @@ func newClient(t *testing.T, url string, o Options) *Client {
 }
 
 // asError checks err is an *Error with status.
+// wantStatus checks that err is an *Error with status.
+func wantStatus(t *testing.T, err error, status int) {
+	t.Helper()
+	_ = asError(t, err, status) // only the check is wanted
+}
+
 func asError(t *testing.T, err error, status int) *Error {
 	t.Helper()
 	var e *Error
@@ -105,7 +111,7 @@ func TestRouteCalls(t *testing.T) {
 	if err := h.c.DeleteRouteID(ctx, ex.ID()); err != nil {
 		t.Fatal(err)
 	}
-	asError(t, h.c.DeleteRouteID(ctx, "no/such id"), http.StatusNotFound)
+	wantStatus(t, h.c.DeleteRouteID(ctx, "no/such id"), http.StatusNotFound)
 	for _, s := range []routes.Spec{queueRoute, ex} {
 		if _, err := h.c.AddRoute(ctx, s); err != nil {
 			t.Fatal(err)
@@ -178,13 +184,13 @@ func TestHealthAndReady(t *testing.T) {
 	if err := h.c.Healthz(ctx); err != nil {
 		t.Fatalf("Healthz without a token: %v", err)
 	}
-	asError(t, func() error { _, _, err := h.c.Ready(ctx); return err }(), http.StatusUnauthorized)
+	wantStatus(t, func() error { _, _, err := h.c.Ready(ctx); return err }(), http.StatusUnauthorized)
 	c := newClient(t, h.url, Options{Token: testToken})
 	if ok, down, err := c.Ready(ctx); !ok || down != nil || err != nil {
 		t.Fatalf("Ready: %v %+v %v", ok, down, err)
 	}
-	h.svc.UpdateBrokers(func(bs []famqp.Status) []famqp.Status {
-		bs[1].State = famqp.Waiting
+	h.svc.UpdateBrokers(func(bs []amqp.Status) []amqp.Status {
+		bs[1].State = amqp.Waiting
 		return bs
 	})
 	if ok, down, err := c.Ready(ctx); ok || len(down) != 1 || down[0].Broker != "b" || err != nil {
@@ -208,7 +214,7 @@ func TestTokenNeverShown(t *testing.T) {
 	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/json" {
 			w.WriteHeader(http.StatusForbidden)
-			w.Write([]byte(`{"error":"refused ` + r.Header.Get("Authorization") + `","problems":["` + r.Header.Get("Authorization") + `"]}`))
+			_, _ = w.Write([]byte(`{"error":"refused ` + r.Header.Get("Authorization") + `","problems":["` + r.Header.Get("Authorization") + `"]}`)) // a failed write fails the check below
 			return
 		}
 		http.Error(w, "proxy says: "+r.Header.Get("Authorization"), http.StatusBadGateway)
@@ -251,11 +257,11 @@ func TestForeignAnswers(t *testing.T) {
 		case "/api/v1/routes":
 			http.Redirect(w, r, "https://login.example/", http.StatusFound)
 		case "/api/v1/links":
-			w.Write([]byte("not json"))
+			_, _ = w.Write([]byte("not json")) // a failed write fails the checks below
 		default:
 			w.Header().Set("Content-Type", "text/html")
 			w.WriteHeader(http.StatusBadGateway)
-			w.Write([]byte("<html>bad gateway</html>"))
+			_, _ = w.Write([]byte("<html>bad gateway</html>"))
 		}
 	}))
 	defer srv.Close()
@@ -271,12 +277,12 @@ func TestForeignAnswers(t *testing.T) {
 		t.Fatalf("redirect: %v", err)
 	}
 	_, err = c.Brokers(ctx)
-	if asError(t, err, http.StatusBadGateway); err.Error() != "fedrouter admin API GET "+srv.URL+"/api/v1/brokers: 502 Bad Gateway, not the API's JSON: <html>bad gateway</html>" {
+	if wantStatus(t, err, http.StatusBadGateway); err.Error() != "fedrouter admin API GET "+srv.URL+"/api/v1/brokers: 502 Bad Gateway, not the API's JSON: <html>bad gateway</html>" {
 		t.Fatalf("proxy page: %v", err)
 	}
 	_, err = c.Links(ctx)
 	var se *json.SyntaxError
-	if asError(t, err, http.StatusOK); !errors.As(err, &se) || !strings.Contains(err.Error(), "not the JSON expected") {
+	if wantStatus(t, err, http.StatusOK); !errors.As(err, &se) || !strings.Contains(err.Error(), "not the JSON expected") {
 		t.Fatalf("2xx not JSON: %v", err)
 	}
 }
@@ -297,7 +303,9 @@ func TestNoAnswer(t *testing.T) {
 		t.Fatalf("no answer: %v is not a timeout", err)
 	}
 	silent.Close()
-	ln.Close() // nothing listens now: connection refused
+	if err := ln.Close(); err != nil { // nothing listens now: connection refused
+		t.Fatal(err)
+	}
 	c, _ := New("http://"+addr, Options{})
 	defer c.Close()
 	_, err = c.Routes(context.Background())

@@ -83,7 +83,8 @@ func (m *RabbitManagement) do(ctx context.Context, method, path string, body any
 	if err != nil {
 		return &MgmtError{Method: method, Path: path, Err: err}
 	}
-	defer resp.Body.Close()
+	// Read to the end or the limit: closing has nothing to report.
+	defer func() { _ = resp.Body.Close() }()
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode >= 300 {
 		return &MgmtError{Method: method, Path: path, Status: resp.StatusCode, Body: string(bytes.TrimSpace(data))}

@@ -114,10 +114,14 @@ func (c *Config) at(key string) string {
 	return c.file
 }
 
+// lineOf is the line number after the file name in a problem
+// ("file:12: ..."), 0 when it has none.
 func lineOf(problem string) int {
 	var n int
 	if i := strings.Index(problem, ":"); i >= 0 {
-		fmt.Sscanf(problem[i+1:], "%d", &n)
+		if _, err := fmt.Sscanf(problem[i+1:], "%d", &n); err != nil {
+			return 0 // no line number
+		}
 	}
 	return n
 }

@@ -137,11 +137,14 @@ func (b *bench) run(ctx context.Context) error {
 		rep.Topology = tp
 	}
 	rep.finish(time.Since(start))
-	rep.print(os.Stdout)
+	printErr := rep.print(os.Stdout) // the file below is written all the same
 	if err := rep.write(b.opt.Out); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "wrote %s\n", b.opt.Out)
+	if printErr != nil {
+		return fmt.Errorf("printing the summary: %w", printErr)
+	}
 	return rep.failures()
 }
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 )
 
 // broker is one line of the harness's registry (testdata/brokers.sh):
@@ -20,7 +20,7 @@ type broker struct {
 	PID                   int
 	// mgmt is the management API client of a RabbitMQ node (Mgmt set),
 	// made once by loadBrokers; nil for the Proton brokers.
-	mgmt *famqp.RabbitManagement
+	mgmt *amqp.RabbitManagement
 }
 
 func registryPath() string {
@@ -39,7 +39,7 @@ func loadBrokers(names ...string) (map[string]broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("broker registry: %w (start the brokers: bash testdata/brokers.sh start -r 2 -p 2)", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: closing has nothing to report
 	all := map[string]broker{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
@@ -67,7 +67,7 @@ func loadBrokers(names ...string) (map[string]broker, error) {
 			return nil, fmt.Errorf("broker %s (pid %d) is not running: %w", n, b.PID, err)
 		}
 		if b.Mgmt != "" {
-			if b.mgmt, err = famqp.NewRabbitManagement(brokerConfig(b)); err != nil {
+			if b.mgmt, err = amqp.NewRabbitManagement(brokerConfig(b)); err != nil {
 				return nil, fmt.Errorf("broker %s: %w", n, err)
 			}
 		}
@@ -97,7 +97,7 @@ type rabbitKind struct {
 
 // rabbitKinds lists the kinds in the order they can be deleted: a shovel
 // before the queues it moves between, a queue before its exchange.
-func rabbitKinds(m *famqp.RabbitManagement) []rabbitKind {
+func rabbitKinds(m *amqp.RabbitManagement) []rabbitKind {
 	return []rabbitKind{
 		{"parameters/shovel", m.ShovelNames, m.DeleteShovel},
 		{"queues", m.QueueNames, m.DeleteQueue},
@@ -110,7 +110,7 @@ func rabbitKinds(m *famqp.RabbitManagement) []rabbitKind {
 // exchange), or, with x-single-active-consumer, a fan-out group's shared
 // queue as fedrouter declares it (same arguments, or its own declaration
 // fails).
-func declareBound(ctx context.Context, m *famqp.RabbitManagement, x, q string, args famqp.QueueArgs) error {
+func declareBound(ctx context.Context, m *amqp.RabbitManagement, x, q string, args amqp.QueueArgs) error {
 	if err := m.DeclareExchange(ctx, x, "fanout", true); err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func declareBound(ctx context.Context, m *famqp.RabbitManagement, x, q string, a
 // waitQueueMessages polls until q holds want messages per the management
 // statistics, or the deadline passes. The statistics lag the queue by up
 // to 5 s: this verifies after the fact, it never times a run.
-func waitQueueMessages(ctx context.Context, m *famqp.RabbitManagement, q string, want int, timeout time.Duration) error {
+func waitQueueMessages(ctx context.Context, m *amqp.RabbitManagement, q string, want int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		n, known, err := m.QueueMessages(ctx, q)

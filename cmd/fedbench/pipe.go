@@ -60,12 +60,12 @@ func runPipe(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		defer src.Close()
+		defer func() { _ = src.Close() }() // the process exits next: a failed close changes no figure
 		dst, err := dial(ctx, dstB, fmt.Sprintf("fedbench-pipe-dst-%d", i))
 		if err != nil {
 			return err
 		}
-		defer dst.Close()
+		defer func() { _ = dst.Close() }() // likewise
 		srcs, dsts = append(srcs, src), append(dsts, dst)
 	}
 	fmt.Println("ready")
@@ -78,7 +78,7 @@ func runPipe(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		defer f.Close()
+		defer closeProfile(f)
 		if err := pprof.StartCPUProfile(f); err != nil {
 			return err
 		}

@@ -46,7 +46,7 @@ func memKiB(pid int) (rss, hwm int64, err error) {
 	if err != nil {
 		return 0, 0, fmt.Errorf("memory of pid %d: %w", pid, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: closing has nothing to report
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		k, v, ok := strings.Cut(sc.Text(), ":")

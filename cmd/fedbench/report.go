@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -83,7 +84,7 @@ func procField(path, key, sep string) string {
 	if err != nil {
 		return ""
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: closing has nothing to report
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		k, v, ok := strings.Cut(sc.Text(), sep)
@@ -126,18 +127,48 @@ func (r *report) failures() error {
 	return nil
 }
 
-func (r *report) print(out io.Writer) {
-	fmt.Fprintf(out, "\nfedbench %s on %d x %s, %s; loadavg %s -> %s\n", r.Date, r.Machine.CPUs, r.Machine.CPUModel,
+// print writes the summary to out in one write: the error is that write's.
+func (r *report) print(out io.Writer) error {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "\nfedbench %s on %d x %s, %s; loadavg %s -> %s\n", r.Date, r.Machine.CPUs, r.Machine.CPUModel,
 		r.Machine.MemTotal, r.Machine.LoadStart, r.Machine.LoadEnd)
 	var vs []string
 	for k, v := range r.Versions {
 		vs = append(vs, k+" "+v)
 	}
 	slices.Sort(vs)
-	fmt.Fprintf(out, "versions: %s\n", strings.Join(vs, ", "))
-	fmt.Fprintf(out, "medians of %d runs, credit %d; CPU in seconds per 100,000 messages\n\n", r.Options.Reps, r.Options.Credit)
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "pair\tsize\troutes\tvariant\tmsg/s\tvs raw\tvs shovel\tproc CPU\tbroker CPU\ttotal CPU\tpeak RSS MiB\truns\t")
+	fmt.Fprintf(&b, "versions: %s\n", strings.Join(vs, ", "))
+	fmt.Fprintf(&b, "medians of %d runs, credit %d; CPU in seconds per 100,000 messages\n\n", r.Options.Reps, r.Options.Credit)
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', tabwriter.AlignRight)
+	// Into a bytes.Buffer: neither the tabwriter nor the buffer can fail.
+	_, _ = io.WriteString(tw, r.resultRows())
+	_ = tw.Flush()
+	if bl := r.Backlog; bl != nil {
+		fmt.Fprintln(&b)
+		if bl.Error != "" {
+			fmt.Fprintf(&b, "backlog: FAILED: %s\n", bl.Error)
+		} else {
+			fmt.Fprintf(&b, "backlog: %d x %s filled in %.0f s, drained by one route in %.0f s (%.0f msg/s); router RSS while draining min %.1f / max %.1f / final %.1f MiB (peak VmHWM %.1f MiB, %d samples every 500 ms); verified: %s\n",
+				bl.Messages, sizeName(bl.Size), bl.FillSeconds, bl.DrainSeconds, bl.Rate,
+				kib(bl.RSSMinKiB), kib(bl.RSSMaxKiB), kib(bl.RSSFinalKiB), kib(bl.PeakKiB), len(bl.Samples), bl.Verified)
+		}
+	}
+	if tp := r.Topology; tp != nil {
+		if tp.Error != "" {
+			fmt.Fprintf(&b, "topology: FAILED: %s\n", tp.Error)
+		} else {
+			fmt.Fprintf(&b, "topology: %s median %.1f ms/op (%d runs: %v ns/op)\n", tp.Benchmark, tp.NsPerOp/1e6, len(tp.Runs), tp.Runs)
+		}
+	}
+	_, err := out.Write(b.Bytes())
+	return err
+}
+
+// resultRows is the results table: a row a case, every cell ending in a
+// tab, for a tabwriter.
+func (r *report) resultRows() string {
+	var b strings.Builder
+	fmt.Fprintln(&b, "pair\tsize\troutes\tvariant\tmsg/s\tvs raw\tvs shovel\tproc CPU\tbroker CPU\ttotal CPU\tpeak RSS MiB\truns\t")
 	for _, res := range r.Results {
 		ratio := func(p *float64) string {
 			if p == nil {
@@ -156,27 +187,10 @@ func (r *report) print(out io.Writer) {
 			}
 		}
 		runs := fmt.Sprintf("%d/%d", ok, len(res.Runs)+len(res.Errors))
-		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%.0f\t%s\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t\n", res.Pair, sizeName(res.Size), res.Routes, res.Variant,
+		fmt.Fprintf(&b, "%s\t%s\t%d\t%s\t%.0f\t%s\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t\n", res.Pair, sizeName(res.Size), res.Routes, res.Variant,
 			res.Rate, ratio(res.VsRaw), ratio(res.VsShovel), proc, res.BrokerCPUPer100k, res.ProcCPUPer100k+res.BrokerCPUPer100k, rss, runs)
 	}
-	w.Flush()
-	if bl := r.Backlog; bl != nil {
-		fmt.Fprintln(out)
-		if bl.Error != "" {
-			fmt.Fprintf(out, "backlog: FAILED: %s\n", bl.Error)
-		} else {
-			fmt.Fprintf(out, "backlog: %d x %s filled in %.0f s, drained by one route in %.0f s (%.0f msg/s); router RSS while draining min %.1f / max %.1f / final %.1f MiB (peak VmHWM %.1f MiB, %d samples every 500 ms); verified: %s\n",
-				bl.Messages, sizeName(bl.Size), bl.FillSeconds, bl.DrainSeconds, bl.Rate,
-				kib(bl.RSSMinKiB), kib(bl.RSSMaxKiB), kib(bl.RSSFinalKiB), kib(bl.PeakKiB), len(bl.Samples), bl.Verified)
-		}
-	}
-	if tp := r.Topology; tp != nil {
-		if tp.Error != "" {
-			fmt.Fprintf(out, "topology: FAILED: %s\n", tp.Error)
-		} else {
-			fmt.Fprintf(out, "topology: %s median %.1f ms/op (%d runs: %v ns/op)\n", tp.Benchmark, tp.NsPerOp/1e6, len(tp.Runs), tp.Runs)
-		}
-	}
+	return b.String()
 }
 
 func kib(v int64) float64 { return float64(v) / 1024 }

@@ -35,7 +35,7 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }() // only its port was wanted
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
@@ -81,7 +81,8 @@ func startRouter(ctx context.Context, bin, dir string, conns int, flooding bool,
 	if err != nil {
 		return nil, err
 	}
-	defer logf.Close() // the child holds its own descriptor
+	// The child holds its own descriptor; ours writes nothing.
+	defer func() { _ = logf.Close() }()
 	api, err := adminclient.New(fmt.Sprintf("http://127.0.0.1:%d", port), adminclient.Options{})
 	if err != nil {
 		return nil, err

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 )
 
 // Variants measured on every pair.
@@ -111,10 +111,10 @@ func (b *bench) setup(ctx context.Context, o runObjs, size int) error {
 		for k, q := range o.srcQ {
 			var err error
 			if len(o.srcX) > 0 {
-				err = declareBound(ctx, m, o.srcX[k], q, famqp.QueueArgs{Durable: true,
+				err = declareBound(ctx, m, o.srcX[k], q, amqp.QueueArgs{Durable: true,
 					Arguments: map[string]any{"x-single-active-consumer": true}})
 			} else {
-				err = m.DeclareQueue(ctx, q, famqp.QueueArgs{Durable: true})
+				err = m.DeclareQueue(ctx, q, amqp.QueueArgs{Durable: true})
 			}
 			if err != nil {
 				return err
@@ -123,7 +123,7 @@ func (b *bench) setup(ctx context.Context, o runObjs, size int) error {
 	}
 	if o.pair.Dst.Kind == "rabbitmq" {
 		for k := range o.dstX {
-			if err := declareBound(ctx, o.pair.Dst.mgmt, o.dstX[k], o.dstQ[k], famqp.QueueArgs{Durable: true}); err != nil {
+			if err := declareBound(ctx, o.pair.Dst.mgmt, o.dstX[k], o.dstQ[k], amqp.QueueArgs{Durable: true}); err != nil {
 				return err
 			}
 		}

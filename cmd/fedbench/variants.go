@@ -125,7 +125,7 @@ func (p *pipeProc) expect(ctx context.Context, word string, timeout time.Duratio
 // finish closes the pipe's stdin (it exits at EOF), kills it if it has not
 // exited after 15 s, and waits for it.
 func (p *pipeProc) finish() error {
-	p.stdin.Close()
+	_ = p.stdin.Close() // the EOF it exits at; if it does not, the kill below ends it
 	exited := make(chan struct{})
 	go func() { // owned: ends when lines closes, which the exit ensures
 		for range p.lines {

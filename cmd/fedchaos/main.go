@@ -51,7 +51,7 @@ func main() {
 // Exit statuses.
 const (
 	exitPass  = 0
-	exitFail  = 1 // loss, too many duplicates, a fault the router did not recover from
+	exitFail  = 1 // loss, too many duplicates, a fault the router did not recover from; or the report not written
 	exitSetup = 2 // bad flags, brokers or router not usable: nothing was tested
 )
 
@@ -123,8 +123,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return exitPass
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "fedchaos: %v\n", err)
-		return exitSetup
+		return setupFailed(stderr, "%v", err)
 	}
 	logger := log.New(stderr, "fedchaos ", log.Ltime|log.Lmicroseconds|log.Lmsgprefix)
 	ctx, cancel := context.WithTimeout(context.Background(), opt.Timeout)
@@ -135,12 +134,10 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	s := &suite{opt: opt, log: logger, run: newRunID()}
 	if s.dir = opt.Workdir; s.dir == "" {
 		if s.dir, err = os.MkdirTemp("", "fedchaos-"); err != nil {
-			fmt.Fprintf(stderr, "fedchaos: %v\n", err)
-			return exitSetup
+			return setupFailed(stderr, "%v", err)
 		}
 	} else if err := os.MkdirAll(s.dir, 0o755); err != nil {
-		fmt.Fprintf(stderr, "fedchaos: %v\n", err)
-		return exitSetup
+		return setupFailed(stderr, "%v", err)
 	}
 	logger.Printf("run %s: %d messages, %d rounds of %s, %s -> %s, work directory %s",
 		s.run, opt.N, opt.Rounds, joinKinds(opt.Faults), opt.Src, opt.Dst, s.dir)
@@ -148,8 +145,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	if err := s.setup(ctx); err != nil {
 		s.cleanup()
-		fmt.Fprintf(stderr, "fedchaos: setup: %v\n(work directory %s)\n", err, s.dir)
-		return exitSetup
+		return setupFailed(stderr, "setup: %v\n(work directory %s)", err, s.dir)
 	}
 	runErr := s.stream(ctx)
 	if runErr != nil {
@@ -166,13 +162,24 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	s.cleanup() // stops the router and the consumer: the counts are final
 	_, acked, retries := s.pub.progress()
 	v := judge(opt, acked, retries, s.con.snapshot(true), s.audit, s.audited, len(s.results), runErr)
-	report(stdout, s, v)
+	if err := report(stdout, s, v); err != nil {
+		logger.Printf("writing the report: %v (work directory %s kept)", err, s.dir)
+		return exitFail
+	}
 	if !v.Pass() {
-		fmt.Fprintf(stdout, "router logs, configuration and state file kept in %s\n", s.dir)
 		return exitFail
 	}
 	if opt.Workdir == "" && !opt.Keep {
-		os.RemoveAll(s.dir)
+		if err := os.RemoveAll(s.dir); err != nil {
+			logger.Printf("removing the work directory: %v", err)
+		}
 	}
 	return exitPass
+}
+
+// setupFailed prints why nothing was tested and returns exitSetup, which
+// says so even when stderr cannot be written.
+func setupFailed(stderr io.Writer, format string, args ...any) int {
+	_, _ = fmt.Fprintf(stderr, "fedchaos: "+format+"\n", args...)
+	return exitSetup
 }

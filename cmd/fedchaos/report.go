@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -68,16 +69,39 @@ func judge(opt options, sent, retries int, live, audit counts, audited bool, fau
 	return v
 }
 
-// report prints the per-fault table and the totals.
-func report(w io.Writer, s *suite, v verdict) {
+// report prints the per-fault table, the totals and the verdict, and
+// where the router's files are kept after a failure. It writes to w once:
+// the error is that write's.
+func report(w io.Writer, s *suite, v verdict) error {
+	var b bytes.Buffer
 	status := "PASS"
 	if !v.Pass() {
 		status = "FAIL"
 	}
-	fmt.Fprintf(w, "\nfedchaos %s: run %s, %d messages, %d faults, route credit %d, %v\n\n",
+	fmt.Fprintf(&b, "\nfedchaos %s: run %s, %d messages, %d faults, route credit %d, %v\n\n",
 		status, s.run, s.opt.N, len(s.results), s.opt.Credit, s.elapsed.Round(time.Second))
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tfault\tround\toutage\trecovery\tfault→flow\tdups after")
+	b.WriteString(columns(faultRows(s, v)))
+	fmt.Fprintln(&b, "\n  outage: fault injected → broker restarted / router started / proxy healed;")
+	fmt.Fprintln(&b, "  recovery: → the router's forwarded counter moved again; dups after: duplicates received until the next fault")
+	b.WriteString(faultNotes(s.results))
+	b.WriteString(columns(totalRows(s, v)))
+	fmt.Fprintln(&b)
+	for _, f := range v.Failures {
+		fmt.Fprintf(&b, "FAIL: %s\n", f)
+	}
+	if v.Pass() {
+		fmt.Fprintln(&b, "PASS: nothing lost; duplicates within the bounds")
+	} else {
+		fmt.Fprintf(&b, "router logs, configuration and state file kept in %s\n", s.dir)
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// faultRows is the per-fault table: a row a fault, cells ending in tabs.
+func faultRows(s *suite, v verdict) string {
+	var b strings.Builder
+	fmt.Fprintln(&b, "#\tfault\tround\toutage\trecovery\tfault→flow\tdups after")
 	for i, f := range s.results {
 		dups := v.Live.Duplicates - f.dupsAt
 		if i+1 < len(s.results) {
@@ -87,42 +111,45 @@ func report(w io.Writer, s *suite, v verdict) {
 		if f.Err == nil {
 			rec, tot = dur(f.recovery()), dur(f.total())
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%d\n", i+1, f.Kind, f.Round, dur(f.outage()), rec, tot, dups)
+		fmt.Fprintf(&b, "%d\t%s\t%d\t%s\t%s\t%s\t%d\n", i+1, f.Kind, f.Round, dur(f.outage()), rec, tot, dups)
 	}
-	tw.Flush()
-	fmt.Fprintln(w, "\n  outage: fault injected → broker restarted / router started / proxy healed;")
-	fmt.Fprintln(w, "  recovery: → the router's forwarded counter moved again; dups after: duplicates received until the next fault")
-	if notes := faultNotes(s.results); notes != "" {
-		fmt.Fprint(w, notes)
-	}
+	return b.String()
+}
+
+// totalRows is the table of totals: sent, received, lost, duplicated, and
+// the router's own counts.
+func totalRows(s *suite, v verdict) string {
+	var b strings.Builder
 	k := v.Live
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw)
-	fmt.Fprintf(tw, "sent\t%d\taccepted by %s (%d sends repeated after a failed receipt)\n", v.Sent, s.src.Name, v.Retries)
-	fmt.Fprintf(tw, "received\t%d\tdelivered to the consumer from %s on %s (re-attached %d times)\n", k.Total, s.dstQueue, s.dst.Name, k.Reattached)
-	fmt.Fprintf(tw, "distinct\t%d\t\n", k.Distinct)
+	fmt.Fprintln(&b)
+	fmt.Fprintf(&b, "sent\t%d\taccepted by %s (%d sends repeated after a failed receipt)\n", v.Sent, s.src.Name, v.Retries)
+	fmt.Fprintf(&b, "received\t%d\tdelivered to the consumer from %s on %s (re-attached %d times)\n", k.Total, s.dstQueue, s.dst.Name, k.Reattached)
+	fmt.Fprintf(&b, "distinct\t%d\t\n", k.Distinct)
 	if v.Audited {
-		fmt.Fprintf(tw, "lost\t%d\taccepted by %s, never accepted by %s (audit queue); never received by the consumer: %d\n", v.Lost, s.src.Name, s.dst.Name, v.LiveLost)
+		fmt.Fprintf(&b, "lost\t%d\taccepted by %s, never accepted by %s (audit queue); never received by the consumer: %d\n", v.Lost, s.src.Name, s.dst.Name, v.LiveLost)
 	} else {
-		fmt.Fprintf(tw, "lost\t%d\taccepted by %s, never received by the consumer (audit queue not read)\n", v.Lost, s.src.Name)
+		fmt.Fprintf(&b, "lost\t%d\taccepted by %s, never received by the consumer (audit queue not read)\n", v.Lost, s.src.Name)
 	}
-	fmt.Fprintf(tw, "duplicated\t%d\treceived more than once by the consumer\n", k.Duplicates)
+	fmt.Fprintf(&b, "duplicated\t%d\treceived more than once by the consumer\n", k.Duplicates)
 	if v.Audited {
-		fmt.Fprintf(tw, "  by the router\t%d\tcopies %s accepted twice (audit queue: %d copies of %d ids); bound %d = credit %d × %d faults + %d repeated sends\n",
+		fmt.Fprintf(&b, "  by the router\t%d\tcopies %s accepted twice (audit queue: %d copies of %d ids); bound %d = credit %d × %d faults + %d repeated sends\n",
 			v.RouterDups, s.dst.Name, v.Audit.Total, v.Audit.Distinct, v.Bound, s.opt.Credit, len(s.results), v.Retries)
-		fmt.Fprintf(tw, "  by %s\t%d\tdelivered to the consumer again after its restarts (accepts it lost)\n", s.dst.Name, v.BrokerRedeliv)
+		fmt.Fprintf(&b, "  by %s\t%d\tdelivered to the consumer again after its restarts (accepts it lost)\n", s.dst.Name, v.BrokerRedeliv)
 	}
 	rt := s.lastRt
-	fmt.Fprintf(tw, "router\t\tlast process: forwarded %d, redelivered %d, rejected %d, no outcome %d; %d processes\n",
+	fmt.Fprintf(&b, "router\t\tlast process: forwarded %d, redelivered %d, rejected %d, no outcome %d; %d processes\n",
 		rt.Forwarded, rt.Redelivered, rt.Rejected, rt.NoOutcome, s.incarnation)
-	tw.Flush()
-	fmt.Fprintln(w)
-	for _, f := range v.Failures {
-		fmt.Fprintf(w, "FAIL: %s\n", f)
-	}
-	if v.Pass() {
-		fmt.Fprintln(w, "PASS: nothing lost; duplicates within the bounds")
-	}
+	return b.String()
+}
+
+// columns lays rows of tab-ended cells out in aligned columns.
+func columns(rows string) string {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	// Into a strings.Builder: neither the tabwriter nor the Builder can fail.
+	_, _ = io.WriteString(tw, rows)
+	_ = tw.Flush()
+	return b.String()
 }
 
 func faultNotes(rs []faultResult) string {

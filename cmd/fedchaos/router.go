@@ -25,7 +25,7 @@ type routerProc struct {
 	logP   string
 	api    *adminclient.Client // its admin API
 	exited chan struct{}       // closed when the process has been reaped
-	err    error               // why it exited; read after exited is closed
+	err    error               // why it exited (and closing its log); read after exited is closed
 }
 
 // adminLine is the router's start line in JSON logs; it carries the admin
@@ -45,13 +45,12 @@ func startRouter(ctx context.Context, bin, config, dir string, n int) (*routerPr
 	cmd.Stdout, cmd.Stderr = w, w
 	cmd.SysProcAttr = routerProcAttr()
 	if err := cmd.Start(); err != nil {
-		f.Close()
+		_ = f.Close() // empty: nothing was started to write to it
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
 	p := &routerProc{cmd: cmd, logP: logP, exited: make(chan struct{})}
 	go func() { // the reaper: exactly one per process, ends with it
-		p.err = cmd.Wait()
-		f.Close()
+		p.err = errors.Join(cmd.Wait(), f.Close())
 		close(p.exited)
 	}()
 	timer := time.NewTimer(30 * time.Second)
@@ -70,8 +69,7 @@ func startRouter(ctx context.Context, bin, config, dir string, n int) (*routerPr
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
-	p.kill()
-	return nil, err
+	return nil, errors.Join(err, p.kill())
 }
 
 // kill sends SIGKILL — the fault, or the last resort — and waits until the

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/amqp/brokertest"
 	"github.com/fedrouter/fedrouter/routes"
 )
@@ -30,12 +30,12 @@ type suite struct {
 	script string // testdata/brokers.sh
 
 	src, dst                 brokertest.Broker
-	srcMgmt, dstMgmt         *famqp.RabbitManagement
+	srcMgmt, dstMgmt         *amqp.RabbitManagement
 	srcProxy, dstProxy       *brokertest.FaultProxy
 	srcQueue, dstQueue       string
 	auditQueue               string
 	dstExchange, config      string
-	pubConn, conConn         *famqp.Conn
+	pubConn, conConn         *amqp.Conn
 	pub                      *publisher
 	con                      *consumer
 	workers                  sync.WaitGroup // publisher and consumer
@@ -115,7 +115,7 @@ func listening(addr string) bool {
 	if err != nil {
 		return false
 	}
-	c.Close()
+	_ = c.Close() // a probe: nothing was written
 	return true
 }
 
@@ -134,14 +134,14 @@ func listening(addr string) bool {
 // before the faults are over).
 func (s *suite) declare(ctx context.Context) error {
 	var err error
-	if s.srcMgmt, err = famqp.NewRabbitManagement(s.src.Config()); err != nil {
+	if s.srcMgmt, err = amqp.NewRabbitManagement(s.src.Config()); err != nil {
 		return err
 	}
-	if s.dstMgmt, err = famqp.NewRabbitManagement(s.dst.Config()); err != nil {
+	if s.dstMgmt, err = amqp.NewRabbitManagement(s.dst.Config()); err != nil {
 		return err
 	}
 	s.srcQueue, s.dstExchange, s.dstQueue, s.auditQueue = s.run+".src", s.run+".ex", s.run+".dst", s.run+".audit"
-	if err := s.srcMgmt.DeclareQueue(ctx, s.srcQueue, famqp.QueueArgs{Durable: true}); err != nil {
+	if err := s.srcMgmt.DeclareQueue(ctx, s.srcQueue, amqp.QueueArgs{Durable: true}); err != nil {
 		return fmt.Errorf("declare %s on %s: %w", s.srcQueue, s.src.Name, err)
 	}
 	s.declaredSrc = true
@@ -150,7 +150,7 @@ func (s *suite) declare(ctx context.Context) error {
 		return fmt.Errorf("declare exchange %s on %s: %w", s.dstExchange, s.dst.Name, err)
 	}
 	for _, q := range []string{s.dstQueue, s.auditQueue} {
-		if err := s.dstMgmt.DeclareQueue(ctx, q, famqp.QueueArgs{Durable: true}); err != nil {
+		if err := s.dstMgmt.DeclareQueue(ctx, q, amqp.QueueArgs{Durable: true}); err != nil {
 			return fmt.Errorf("declare %s on %s: %w", q, s.dst.Name, err)
 		}
 		if err := s.dstMgmt.Bind(ctx, s.dstExchange, q, ""); err != nil {
@@ -200,14 +200,14 @@ func (s *suite) startRouter(ctx context.Context) error {
 // startWorkers connects the publisher to src and the consumer to dst,
 // directly: the proxies stand only between the router and the brokers.
 func (s *suite) startWorkers() error {
-	opts := famqp.ConnOptions{Backoff: famqp.Backoff{Min: 100 * time.Millisecond, Max: time.Second}, ConnectTimeout: 5 * time.Second}
+	opts := amqp.ConnOptions{Backoff: amqp.Backoff{Min: 100 * time.Millisecond, Max: time.Second}, ConnectTimeout: 5 * time.Second}
 	var err error
 	opts.ContainerID = s.run + "-publisher"
-	if s.pubConn, err = famqp.Dial(s.src.Config(), opts); err != nil {
+	if s.pubConn, err = amqp.Dial(s.src.Config(), opts); err != nil {
 		return err
 	}
 	opts.ContainerID = s.run + "-consumer"
-	if s.conConn, err = famqp.Dial(s.dst.Config(), opts); err != nil {
+	if s.conConn, err = amqp.Dial(s.dst.Config(), opts); err != nil {
 		return err
 	}
 	s.pub = newPublisher(s.pubConn, "/amq/queue/"+s.srcQueue, s.run, s.opt.N, s.opt.PublishWindow)
@@ -499,14 +499,16 @@ func (s *suite) cleanup() {
 		s.stopWorkers()
 		s.workers.Wait()
 	}
-	for _, c := range []*famqp.Conn{s.pubConn, s.conConn} {
+	for _, c := range []*amqp.Conn{s.pubConn, s.conConn} {
 		if c != nil {
-			c.Close()
+			_ = c.Close() // always nil
 		}
 	}
 	for _, p := range []*brokertest.FaultProxy{s.srcProxy, s.dstProxy} {
 		if p != nil {
-			p.Close()
+			if err := p.Close(); err != nil {
+				s.log.Printf("cleanup: fault proxy: %v", err)
+			}
 		}
 	}
 	if s.declaredSrc {
@@ -520,7 +522,7 @@ func (s *suite) cleanup() {
 			s.log.Printf("cleanup: delete %s, %s and %s on %s: %v", s.dstQueue, s.auditQueue, s.dstExchange, s.dst.Name, err)
 		}
 	}
-	for _, m := range []*famqp.RabbitManagement{s.srcMgmt, s.dstMgmt} {
+	for _, m := range []*amqp.RabbitManagement{s.srcMgmt, s.dstMgmt} {
 		if m != nil {
 			m.Close()
 		}

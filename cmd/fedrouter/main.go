@@ -10,14 +10,13 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/config"
 	"github.com/fedrouter/fedrouter/router"
 )
@@ -74,22 +73,24 @@ func checkConfig(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.App.Writer, "%s: ok (router %s, %d brokers)\n", c.Args().First(), cfg.RouterID, len(cfg.Brokers))
-	return nil
+	p := newPrinter(c.App.Writer)
+	p.printf("%s: ok (router %s, %d brokers)\n", c.Args().First(), cfg.RouterID, len(cfg.Brokers))
+	return p.done()
 }
 
 func listProfiles(c *cli.Context) error {
-	w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "Profile\tTested")
-	for _, n := range famqp.ProfileNames() {
-		tested, _ := famqp.LookupProfile(n)
+	p := newPrinter(c.App.Writer)
+	p.table()
+	p.println("Profile\tTested")
+	for _, n := range amqp.ProfileNames() {
+		tested, _ := amqp.LookupProfile(n)
 		note := "yes"
 		if !tested {
 			note = "no (from the broker's documentation)"
 		}
-		fmt.Fprintf(w, "%s\t%s\n", n, note)
+		p.printf("%s\t%s\n", n, note)
 	}
-	return w.Flush()
+	return p.done()
 }
 
 func newLogger(spec config.LogSpec, w io.Writer) zerolog.Logger {
@@ -119,7 +120,7 @@ func runDaemon(c *cli.Context) error {
 	if err := r.Start(c.Context); err != nil {
 		return err
 	}
-	admin, err := startAdmin(cfg, r, log)
+	admin, err := startAdmin(c.Context, cfg, r, log)
 	if err != nil {
 		r.Stop()
 		return err
@@ -135,23 +136,27 @@ func runDaemon(c *cli.Context) error {
 	for {
 		select {
 		case <-tick:
-			printStatus(c.App.Writer, r.Status())
+			if err := printStatus(c.App.Writer, r.Status()); err != nil {
+				log.Warn().Err(err).Msg("status table") // the router carries on
+			}
 		case <-ctx.Done():
 			log.Info().Msg("stopping")
 			if admin != nil {
-				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				// Without the app's cancel: the server gets its 5 s even
+				// when the app's context has ended.
+				sctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context), 5*time.Second)
 				_ = admin.Close(sctx)
 				cancel()
 			}
 			r.Stop()
-			printStatus(c.App.Writer, r.Status())
-			return nil
+			return printStatus(c.App.Writer, r.Status())
 		}
 	}
 }
 
 // startAdmin starts the admin API unless admin.listen is "" or "off".
-func startAdmin(cfg *config.Config, r *router.Router, log zerolog.Logger) (*router.AdminServer, error) {
+// Its requests' contexts derive from ctx.
+func startAdmin(ctx context.Context, cfg *config.Config, r *router.Router, log zerolog.Logger) (*router.AdminServer, error) {
 	if cfg.Admin.Listen == "" || cfg.Admin.Listen == "off" {
 		return nil, nil
 	}
@@ -159,7 +164,7 @@ func startAdmin(cfg *config.Config, r *router.Router, log zerolog.Logger) (*rout
 	if err != nil {
 		return nil, err
 	}
-	srv := router.NewAdminServer(r, router.AdminOptions{Listen: cfg.Admin.Listen, Token: token, Log: log})
+	srv := router.NewAdminServer(r, router.AdminOptions{Listen: cfg.Admin.Listen, Token: token, Log: log, Context: ctx})
 	if err := srv.Start(); err != nil {
 		return nil, err
 	}
@@ -175,16 +180,17 @@ func adminAddr(s *router.AdminServer) string {
 
 // printStatus prints the connection table the way qpid-route's link list
 // does: one row a broker, state, since when, last error.
-func printStatus(out io.Writer, sts []famqp.Status) {
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "Broker\tURL\tState\tSince\tLast Error")
+func printStatus(out io.Writer, sts []amqp.Status) error {
+	p := newPrinter(out)
+	p.table()
+	p.println("Broker\tURL\tState\tSince\tLast Error")
 	now := time.Now()
 	for _, st := range sts {
 		last := "-"
 		if st.LastError != nil {
 			last = st.LastError.Error()
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", st.Broker, st.URL, st.State, now.Sub(st.Since).Round(time.Second), last)
+		p.printf("%s\t%s\t%s\t%s\t%s\n", st.Broker, st.URL, st.State, now.Sub(st.Since).Round(time.Second), last)
 	}
-	w.Flush()
+	return p.done()
 }

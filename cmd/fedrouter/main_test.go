@@ -46,7 +46,9 @@ func binary(t *testing.T) string {
 
 func TestCheckConfigReportsFileAndLine(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
-	os.WriteFile(bad, []byte("router_id: r\nbrokers:\n  - {name: a, url: 'amqp://h', profile: rabit}\ncolour: red\n"), 0o600)
+	if err := os.WriteFile(bad, []byte("router_id: r\nbrokers:\n  - {name: a, url: 'amqp://h', profile: rabit}\ncolour: red\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	out, err := exec.Command(binary(t), "check-config", bad).CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
 		t.Fatalf("exit %v, want status 2\n%s", err, out)

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/amqp/brokertest"
 	"github.com/fedrouter/fedrouter/routes"
 )
@@ -127,7 +127,7 @@ log: {level: info, format: json}
 		return nil
 	})
 
-	brokertest.SendAll(t, brokertest.Session(t, brokertest.Dial(t, bs[0].Config(), famqp.ConnOptions{})), "/amq/queue/"+src, 500, n, brokertest.Numbered)
+	brokertest.SendAll(t, brokertest.Session(t, brokertest.Dial(t, bs[0].Config(), amqp.ConnOptions{})), "/amq/queue/"+src, 500, n, brokertest.Numbered)
 	waitRoute(t, p, func(st routes.Status) error {
 		if st.Forwarded < n/4 {
 			return fmt.Errorf("forwarded %d", st.Forwarded)
@@ -146,7 +146,7 @@ log: {level: info, format: json}
 		}
 		return nil
 	})
-	got := brokertest.Collect(t, brokertest.Dial(t, bs[1].Config(), famqp.ConnOptions{}), "/amq/queue/"+dq, n, 60*time.Second)
+	got := brokertest.Collect(t, brokertest.Dial(t, bs[1].Config(), amqp.ConnOptions{}), "/amq/queue/"+dq, n, 60*time.Second)
 	dups := brokertest.CheckNoLoss(t, got, n)
 	t.Logf("router kill -9 mid-stream: %d messages, %d duplicates (credit %d)", n, dups, credit)
 	if dups > credit {

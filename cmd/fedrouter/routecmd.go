@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -223,17 +222,20 @@ func addRoute(c *cli.Context, api *adminclient.Client, kind routes.Kind) error {
 		// qpid-route's behaviour: a warning, and success, so scripts that
 		// add their routes on every start keep working.
 		if !c.Bool("quiet") {
-			fmt.Fprintf(c.App.ErrWriter, "%s: %s\n", routes.ErrDuplicate, spec)
+			// A warning only: the add succeeded, and stderr is where
+			// any error about it would go.
+			_, _ = fmt.Fprintf(c.App.ErrWriter, "%s: %s\n", routes.ErrDuplicate, spec)
 		}
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	p := newPrinter(c.App.Writer)
 	if c.Bool("verbose") {
-		fmt.Fprintf(c.App.Writer, "added route %s: %s (%s)\n", st.ID, st.Spec, st.State)
+		p.printf("added route %s: %s (%s)\n", st.ID, st.Spec, st.State)
 	}
-	return nil
+	return p.done()
 }
 
 func deleteRoute(c *cli.Context, api *adminclient.Client, kind routes.Kind) error {
@@ -241,10 +243,11 @@ func deleteRoute(c *cli.Context, api *adminclient.Client, kind routes.Kind) erro
 	if err := api.DeleteRoute(c.Context, spec); err != nil {
 		return err
 	}
+	p := newPrinter(c.App.Writer)
 	if c.Bool("verbose") {
-		fmt.Fprintf(c.App.Writer, "deleted route %s: %s\n", spec.ID(), spec)
+		p.printf("deleted route %s: %s\n", spec.ID(), spec)
 	}
-	return nil
+	return p.done()
 }
 
 func flushRoutes(c *cli.Context, api *adminclient.Client) error {
@@ -252,10 +255,11 @@ func flushRoutes(c *cli.Context, api *adminclient.Client) error {
 	if err != nil {
 		return err
 	}
+	p := newPrinter(c.App.Writer)
 	if !c.Bool("quiet") {
-		fmt.Fprintf(c.App.Writer, "%d route%s deleted\n", n, plural(n))
+		p.printf("%d route%s deleted\n", n, plural(n))
 	}
-	return nil
+	return p.done()
 }
 
 // fetchRoutes gets the routes, only those to dest if it is not "".
@@ -284,15 +288,15 @@ func listRoutes(c *cli.Context, api *adminclient.Client) error {
 	if c.Bool("json") {
 		return printJSON(c.App.Writer, sts)
 	}
-	printRoutes(c.App.Writer, sts)
-	return nil
+	return printRoutes(c.App.Writer, sts)
 }
 
 // printRoutes prints qpid-route's route list columns plus the state and
 // counters a route has here.
-func printRoutes(out io.Writer, sts []routes.Status) {
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tDest\tSrc\tExchange\tQueue/Key\tDurable\tState\tForwarded\tIn flight\tDetail\tLast Error")
+func printRoutes(out io.Writer, sts []routes.Status) error {
+	p := newPrinter(out)
+	p.table()
+	p.println("ID\tDest\tSrc\tExchange\tQueue/Key\tDurable\tState\tForwarded\tIn flight\tDetail\tLast Error")
 	for _, st := range sts {
 		s := st.Spec
 		ex, last := s.Exchange, s.Queue
@@ -305,10 +309,10 @@ func printRoutes(out io.Writer, sts []routes.Status) {
 		case routes.KindDynamic:
 			last = "(dynamic)"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n",
+		p.printf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n",
 			st.ID, s.Dest, s.Src, ex, last, yesNo(s.Durable), st.State, st.Forwarded, st.InFlight, orDash(routeDetail(st)), orDash(st.LastError))
 	}
-	w.Flush()
+	return p.done()
 }
 
 // routeDetail is what a route is doing beyond its state: its path when it
@@ -355,19 +359,23 @@ func mapRoutes(c *cli.Context, api *adminclient.Client) error {
 	if c.Bool("json") {
 		return printJSON(c.App.Writer, lines)
 	}
-	printDynamicMap(c.App.Writer, lines)
-	fmt.Fprintln(c.App.Writer, "Static Routes:")
+	p := newPrinter(c.App.Writer)
+	printDynamicMap(p, lines)
+	p.println("Static Routes:")
 	static := 0
 	for _, l := range lines {
 		if !l.Dynamic {
-			fmt.Fprintln(c.App.Writer, "  "+l.Line)
+			p.println("  " + l.Line)
 			static++
 		}
 	}
 	if static == 0 {
-		fmt.Fprintln(c.App.Writer, "  none found")
+		p.println("  none found")
 	}
-	return printMapNextHops(c, api)
+	if err := printMapNextHops(c, api, p); err != nil {
+		return err
+	}
+	return p.done()
 }
 
 // routeMap renders the routes as qpid-route's map does, merging each pair
@@ -402,7 +410,7 @@ func routeMap(sts []routes.Status) []mapLine {
 
 // printDynamicMap prints the dynamic routes grouped per exchange, as
 // qpid-route's route map does.
-func printDynamicMap(out io.Writer, lines []mapLine) {
+func printDynamicMap(p *printer, lines []mapLine) {
 	byExchange := map[string][]string{}
 	var exchanges []string
 	for _, l := range lines {
@@ -418,14 +426,14 @@ func printDynamicMap(out io.Writer, lines []mapLine) {
 		return
 	}
 	sort.Strings(exchanges)
-	fmt.Fprintln(out, "Dynamic Routes:")
+	p.println("Dynamic Routes:")
 	for _, ex := range exchanges {
-		fmt.Fprintf(out, "\n  Exchange %s:\n", ex)
+		p.printf("\n  Exchange %s:\n", ex)
 		for _, l := range byExchange[ex] {
-			fmt.Fprintln(out, "    "+l)
+			p.println("    " + l)
 		}
 	}
-	fmt.Fprintln(out)
+	p.println("")
 }
 
 // mirrors reports whether b carries the same exchange and key as a in the
@@ -447,8 +455,9 @@ func listLinks(c *cli.Context, api *adminclient.Client) error {
 	if c.Bool("json") {
 		return printJSON(c.App.Writer, links)
 	}
-	w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "Src\tDest\tState\tRoutes\tTransit\tLast Error")
+	p := newPrinter(c.App.Writer)
+	p.table()
+	p.println("Src\tDest\tState\tRoutes\tTransit\tLast Error")
 	for _, l := range links {
 		dest := l.Dest
 		switch {
@@ -457,9 +466,9 @@ func listLinks(c *cli.Context, api *adminclient.Client) error {
 		case len(l.Via) > 0:
 			dest += " via " + strings.Join(l.Via, ",")
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\n", l.Src, dest, l.State, l.Routes, transitSummary(l.Transit), orDash(l.LastError))
+		p.printf("%s\t%s\t%s\t%d\t%s\t%s\n", l.Src, dest, l.State, l.Routes, transitSummary(l.Transit), orDash(l.LastError))
 	}
-	return w.Flush()
+	return p.done()
 }
 
 // transitSummary says which transit queues a link carries and how much
@@ -495,15 +504,15 @@ func listBrokers(c *cli.Context, api *adminclient.Client) error {
 	if c.Bool("json") {
 		return printJSON(c.App.Writer, bs)
 	}
-	printBrokers(c.App.Writer, bs, time.Now())
-	return nil
+	return printBrokers(c.App.Writer, bs, time.Now())
 }
 
 // printBrokers prints the connection table as printStatus does for the
 // daemon, with the retry schedule of a Waiting connection.
-func printBrokers(out io.Writer, bs []router.BrokerStatus, now time.Time) {
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "Broker\tURL\tState\tSince\tLast Error")
+func printBrokers(out io.Writer, bs []router.BrokerStatus, now time.Time) error {
+	p := newPrinter(out)
+	p.table()
+	p.println("Broker\tURL\tState\tSince\tLast Error")
 	for _, b := range bs {
 		state := b.State
 		if b.RetryIn != "" {
@@ -513,9 +522,9 @@ func printBrokers(out io.Writer, bs []router.BrokerStatus, now time.Time) {
 		if !b.Since.IsZero() {
 			since = now.Sub(b.Since).Round(time.Second).String()
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", b.Broker, orDash(b.URL), state, since, orDash(b.LastError))
+		p.printf("%s\t%s\t%s\t%s\t%s\n", b.Broker, orDash(b.URL), state, since, orDash(b.LastError))
 	}
-	w.Flush()
+	return p.done()
 }
 
 func printJSON(out io.Writer, v any) error {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"reflect"
 	"regexp"
@@ -17,7 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"go.uber.org/goleak"
 
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/router"
 	"github.com/fedrouter/fedrouter/router/routertest"
 	"github.com/fedrouter/fedrouter/routes"
@@ -30,9 +31,9 @@ func newFakeRouter() *routertest.Service {
 	return routertest.New(routertest.Options{RouterID: "cli-test", Known: []string{"a", "b", "c"},
 		Added:       routes.Status{State: routes.StateOperational, Counters: routes.Counters{Forwarded: 42, InFlight: 3}},
 		TopologyOff: router.ErrTopologyOff,
-		Brokers: []famqp.Status{
-			{Broker: "a", State: famqp.Operational, URL: "amqp://h1:5672", Since: time.Now().Add(-time.Minute)},
-			{Broker: "c", State: famqp.Waiting, URL: "amqp://h3:5672", Since: time.Now(), Attempt: 3, RetryIn: 4 * time.Second,
+		Brokers: []amqp.Status{
+			{Broker: "a", State: amqp.Operational, URL: "amqp://h1:5672", Since: time.Now().Add(-time.Minute)},
+			{Broker: "c", State: amqp.Waiting, URL: "amqp://h3:5672", Since: time.Now(), Attempt: 3, RetryIn: 4 * time.Second,
 				LastError: errors.New("dial tcp h3:5672: connection refused")},
 		},
 		Links: []routes.LinkStatus{{Src: "a", Dest: "b", State: routes.StateOperational, Routes: 2},
@@ -269,7 +270,9 @@ func TestCLIUnreachableRouter(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now: connection refused
+	if err := ln.Close(); err != nil { // nothing listens there now: connection refused
+		t.Fatal(err)
+	}
 	_, errOut, code := runCLI("route", "list", "--router", "http://"+addr)
 	want := "fedrouter: cannot reach router at http://" + addr + ": dial tcp " + addr + ": connect: connection refused (is `fedrouter run` running? --router)\n"
 	if code != 1 || errOut != want {
@@ -284,7 +287,7 @@ func TestCLITimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }() // the test is over: nothing to report
 	_, errOut, code := runCLI("broker", "list", "--timeout", "100ms", "--router", "http://"+ln.Addr().String())
 	if code != 1 || !strings.Contains(errOut, "did not answer within 100ms (--timeout)") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
@@ -304,8 +307,10 @@ func TestCLITopology(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	n.SetLocal([]topology.BrokerState{{Name: "a", State: "Operational"}, {Name: "b", State: "Operational"}},
-		[]topology.Link{{From: "a", To: "b", Cost: 3, Up: true}}, now)
+	if _, err := n.SetLocal([]topology.BrokerState{{Name: "a", State: "Operational"}, {Name: "b", State: "Operational"}},
+		[]topology.Link{{From: "a", To: "b", Cost: 3, Up: true}}, now); err != nil {
+		t.Fatal(err)
+	}
 	snap := n.Snapshot(now)
 	h.svc.SetTopology(&snap)
 	out, _, code := runCLI("topology", "--router", h.url)
@@ -341,5 +346,27 @@ func TestCLIDynamicRoutes(t *testing.T) {
 	out, _ = h.run(0, "route", "list")
 	if strings.Count(out, "(dynamic)") != 2 {
 		t.Fatalf("route list after del:\n%s", out)
+	}
+}
+
+// errFull is what a full disk or a closed pipe would answer.
+var errFull = errors.New("no space left on device")
+
+type fullWriter struct{}
+
+func (fullWriter) Write([]byte) (int, error) { return 0, errFull }
+
+// A command whose output cannot be written fails, saying so.
+func TestCLIOutputWriteFails(t *testing.T) {
+	h := startRouterAPI(t, "")
+	h.run(0, "queue", "add", "b", "a", "amq.direct", "orders")
+	for _, args := range [][]string{{"profiles"}, {"route", "list", "--router", h.url}, {"route", "map", "--router", h.url},
+		{"broker", "list", "--router", h.url}, {"route", "flush", "--router", h.url}} {
+		app := newApp()
+		app.Writer, app.ErrWriter = fullWriter{}, io.Discard
+		err := app.Run(append([]string{"fedrouter"}, args...))
+		if !errors.Is(err, errFull) || !strings.HasPrefix(err.Error(), "writing the output: ") {
+			t.Errorf("fedrouter %s: %v, want the write's error", strings.Join(args, " "), err)
+		}
 	}
 }

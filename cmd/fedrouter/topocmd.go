@@ -4,11 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -34,38 +32,45 @@ func showTopology(c *cli.Context, api *adminclient.Client) error {
 		return err
 	}
 	out := c.App.Writer
-	switch {
-	case c.Bool("json"):
+	if c.Bool("json") {
 		return printJSON(out, snap)
-	case c.Bool("dot"):
-		_, err := io.WriteString(out, snap.DOT())
-		return err
 	}
-	fmt.Fprintf(out, "Router %s: %d routers, %d brokers, %d links, radius %d\n\n", snap.Router, len(snap.Routers), len(snap.Brokers), len(snap.Links), snap.Radius)
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "Router\tInstance\tSeq\tAge\tFrom")
-	for _, r := range snap.Routers {
+	p := newPrinter(out)
+	if c.Bool("dot") {
+		p.printf("%s", snap.DOT())
+		return p.done()
+	}
+	p.printf("Router %s: %d routers, %d brokers, %d links, radius %d\n\n", snap.Router, len(snap.Routers), len(snap.Brokers), len(snap.Links), snap.Radius)
+	printRouters(p, snap.Routers)
+	p.println("")
+	printTopoLinks(p, snap.Links)
+	p.println("")
+	printNextHops(p, snap.Routes)
+	printDemand(p, snap.Routers)
+	printDestinations(p, snap.Routers)
+	printExchangeRoutes(p, snap.Routers)
+	return p.done()
+}
+
+// printRouters lists the routers heard: their instance, sequence number,
+// age and the router they were heard from.
+func printRouters(p *printer, routers []topology.RouterView) {
+	p.table()
+	p.println("Router\tInstance\tSeq\tAge\tFrom")
+	for _, r := range routers {
 		from := orDash(r.From)
 		if r.Self {
 			from = "(self)"
 		}
-		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\n", r.Router, r.Instance, r.Seq, age(r.Age), from)
+		p.printf("%s\t%d\t%d\t%s\t%s\n", r.Router, r.Instance, r.Seq, age(r.Age), from)
 	}
-	w.Flush()
-	fmt.Fprintln(out)
-	printTopoLinks(out, snap.Links)
-	fmt.Fprintln(out)
-	printNextHops(out, snap.Routes)
-	printDemand(out, snap.Routers)
-	printDestinations(out, snap.Routers)
-	printExchangeRoutes(out, snap.Routers)
-	return nil
+	p.endTable()
 }
 
 // printExchangeRoutes lists the exchange routes each router advertises for
 // fan-out (docs/multihop.md), grouped as the groups fan out: by exchange
 // and key.
-func printExchangeRoutes(out io.Writer, routers []topology.RouterView) {
+func printExchangeRoutes(p *printer, routers []topology.RouterView) {
 	type row struct{ group, line string }
 	var rows []row
 	for _, rv := range routers {
@@ -81,19 +86,18 @@ func printExchangeRoutes(out io.Writer, routers []topology.RouterView) {
 		return
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].group+rows[i].line < rows[j].group+rows[j].line })
-	fmt.Fprintln(out, "\nExchange routes (advertised for fan-out):")
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "Exchange\tKey\tGroup\tRoute\tRouter")
+	p.println("\nExchange routes (advertised for fan-out):")
+	p.table()
+	p.println("Exchange\tKey\tGroup\tRoute\tRouter")
 	for _, r := range rows {
-		fmt.Fprint(w, r.line)
+		p.printf("%s", r.line)
 	}
-	w.Flush()
+	p.endTable()
 }
 
 // printDestinations lists the destinations each router advertises at its
 // brokers (Open MQ's rules: docs/dynamic-routes.md).
-func printDestinations(out io.Writer, routers []topology.RouterView) {
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+func printDestinations(p *printer, routers []topology.RouterView) {
 	rows := 0
 	for _, rv := range routers {
 		var d map[string][]string
@@ -102,20 +106,20 @@ func printDestinations(out io.Writer, routers []topology.RouterView) {
 		}
 		for _, b := range sortedKeys(d) {
 			if rows == 0 {
-				fmt.Fprintln(out, "\nDestinations (advertised):")
-				fmt.Fprintln(w, "Router\tBroker\tDestinations")
+				p.println("\nDestinations (advertised):")
+				p.table()
+				p.println("Router\tBroker\tDestinations")
 			}
 			rows++
-			fmt.Fprintf(w, "%s\t%s\t%s\n", rv.Router, b, strings.Join(d[b], " "))
+			p.printf("%s\t%s\t%s\n", rv.Router, b, strings.Join(d[b], " "))
 		}
 	}
-	w.Flush()
+	p.endTable()
 }
 
 // printDemand lists the demand each router advertises: the binding keys
 // of consumers at its dynamic routes' destinations.
-func printDemand(out io.Writer, routers []topology.RouterView) {
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+func printDemand(p *printer, routers []topology.RouterView) {
 	rows := 0
 	for _, rv := range routers {
 		var d map[string]map[string][]string
@@ -125,15 +129,16 @@ func printDemand(out io.Writer, routers []topology.RouterView) {
 		for _, b := range sortedKeys(d) {
 			for _, ex := range sortedKeys(d[b]) {
 				if rows == 0 {
-					fmt.Fprintln(out, "\nDemand (advertised):")
-					fmt.Fprintln(w, "Router\tBroker\tExchange\tKeys")
+					p.println("\nDemand (advertised):")
+					p.table()
+					p.println("Router\tBroker\tExchange\tKeys")
 				}
 				rows++
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", rv.Router, b, ex, strings.Join(d[b][ex], " "))
+				p.printf("%s\t%s\t%s\t%s\n", rv.Router, b, ex, strings.Join(d[b][ex], " "))
 			}
 		}
 	}
-	w.Flush()
+	p.endTable()
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -145,31 +150,31 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-func printTopoLinks(out io.Writer, links []topology.LinkView) {
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "From\tTo\tCost\tState\tRouter\tAge")
+func printTopoLinks(p *printer, links []topology.LinkView) {
+	p.table()
+	p.println("From\tTo\tCost\tState\tRouter\tAge")
 	for _, l := range links {
-		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", l.From, l.To, l.Cost, l.State, l.Router, age(l.Age))
+		p.printf("%s\t%s\t%d\t%s\t%s\t%s\n", l.From, l.To, l.Cost, l.State, l.Router, age(l.Age))
 	}
-	w.Flush()
+	p.endTable()
 }
 
 // printNextHops prints the table like qdstat -n: from each broker, each
 // reachable destination, its next hop, cost and hops.
-func printNextHops(out io.Writer, routes []topology.BrokerRoutes) {
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "From\tDest\tNext Hop\tCost\tHops\tEqual-cost Next Hops")
+func printNextHops(p *printer, routes []topology.BrokerRoutes) {
+	p.table()
+	p.println("From\tDest\tNext Hop\tCost\tHops\tEqual-cost Next Hops")
 	for _, br := range routes {
 		for _, r := range br.Routes {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%v\n", br.Broker, r.Dest, r.NextHop, r.Cost, r.Hops, r.NextHops)
+			p.printf("%s\t%s\t%s\t%d\t%d\t%v\n", br.Broker, r.Dest, r.NextHop, r.Cost, r.Hops, r.NextHops)
 		}
 	}
-	w.Flush()
+	p.endTable()
 }
 
 // printMapNextHops adds the shortest paths to `route map` when the router
 // floods link state; a router without it just has none to show.
-func printMapNextHops(c *cli.Context, api *adminclient.Client) error {
+func printMapNextHops(c *cli.Context, api *adminclient.Client, p *printer) error {
 	snap, err := api.Topology(c.Context)
 	var ae *adminclient.Error
 	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
@@ -178,8 +183,8 @@ func printMapNextHops(c *cli.Context, api *adminclient.Client) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(c.App.Writer, "\nNext hops (link state):")
-	printNextHops(c.App.Writer, snap.Routes)
+	p.println("\nNext hops (link state):")
+	printNextHops(p, snap.Routes)
 	return nil
 }
 

@@ -27,7 +27,14 @@ func TestPrintExchangeRoutes(t *testing.T) {
 		{Router: "mD", Ext: map[string]json.RawMessage{router.ExchangeRoutesExt: json.RawMessage(`{"bad":1}`)}},
 	}
 	var out bytes.Buffer
-	printExchangeRoutes(&out, rvs)
+	list := func(rvs []topology.RouterView) {
+		p := newPrinter(&out)
+		printExchangeRoutes(p, rvs)
+		if err := p.done(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list(rvs)
 	text := out.String()
 	for _, want := range []string{"Exchange routes (advertised for fan-out):", "rabbit1 > rabbit2", "rabbit2 > rabbit1", e.Group(), "mA", "mB"} {
 		if !strings.Contains(text, want) {
@@ -38,7 +45,7 @@ func TestPrintExchangeRoutes(t *testing.T) {
 		t.Errorf("a router without exchange routes is listed:\n%s", text)
 	}
 	out.Reset()
-	printExchangeRoutes(&out, rvs[2:3])
+	list(rvs[2:3])
 	if out.Len() != 0 {
 		t.Errorf("no exchange routes: printed %q", out.String())
 	}
