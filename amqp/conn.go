@@ -219,7 +219,7 @@ func (c *Conn) WaitOperational(ctx context.Context) (*goamqp.Conn, uint64, error
 // NewSession waits for the connection and opens a session on it. Give each
 // route its own session: a refused attach ends the session on RabbitMQ.
 // A failure that kills the connection makes it reconnect.
-func (c *Conn) NewSession(ctx context.Context) (*goamqp.Session, uint64, error) {
+func (c *Conn) NewSession(ctx context.Context) (*Session, uint64, error) {
 	conn, gen, err := c.WaitOperational(ctx)
 	if err != nil {
 		return nil, 0, err
@@ -230,7 +230,7 @@ func (c *Conn) NewSession(ctx context.Context) (*goamqp.Session, uint64, error) 
 		c.ReportBroken(gen, err)
 		return nil, 0, err
 	}
-	return s, gen, nil
+	return &Session{s: s}, gen, nil
 }
 
 // ReportBroken tells the connection that a user saw err on generation gen.
@@ -420,18 +420,18 @@ const sessionCloseWait = 2 * time.Second
 // ctx is the owner's. Its values are kept but not its cancellation: this is
 // the cleanup on the way out, usually after the owner's context has ended,
 // and the session must still be ended (at most sessionCloseWait).
-func CloseSessionContext(ctx context.Context, s *goamqp.Session) {
+func CloseSessionContext(ctx context.Context, s *Session) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sessionCloseWait)
 	defer cancel()
 	// The session is ended either way: an error (timeout, connection
 	// already gone) leaves nothing to undo, and the broker reclaims its
 	// links when the connection goes.
-	_ = s.Close(ctx)
+	_ = s.s.Close(ctx)
 }
 
 // CloseSession is CloseSessionContext for callers with no context at
 // hand (deferred cleanups in routes/ and the commands): the close needs
 // none of a context but its own deadline.
-func CloseSession(s *goamqp.Session) {
+func CloseSession(s *Session) {
 	CloseSessionContext(context.Background(), s)
 }

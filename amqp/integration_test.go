@@ -150,7 +150,7 @@ func checkRich(t *testing.T, where string, m *goamqp.Message) {
 func TestIntegrationForwardCopyKeepsSections(t *testing.T) {
 	bs := brokertest.Require(t, "proton1", "rabbit1", "rabbit2")
 	q := brokertest.UniqueName(t, "fwd")
-	conns := make([]*goamqp.Session, 3)
+	conns := make([]*famqp.Session, 3)
 	for i, b := range bs {
 		brokertest.DeclareQueue(t, b.Config(), q)
 		conns[i] = brokertest.Session(t, brokertest.Dial(t, b.Config(), famqp.ConnOptions{}))
@@ -168,9 +168,9 @@ func TestIntegrationForwardCopyKeepsSections(t *testing.T) {
 			cancel()
 			t.Fatal(err)
 		}
-		checkRich(t, prev.Name, m)
+		checkRich(t, prev.Name, m.GoAMQP())
 		tgt, _ := brokertest.Profile(t, bs[hop].Config()).Target(famqp.Node{Kind: famqp.Queue, Name: q})
-		brokertest.SendAll(t, conns[hop], tgt.Address, 1, 1, func(int) *goamqp.Message { return famqp.ForwardCopy(m) })
+		brokertest.SendAll(t, conns[hop], tgt.Address, 1, 1, func(int) *goamqp.Message { return m.ForwardCopy().GoAMQP() })
 		if err := r.Accept(ctx, m); err != nil {
 			t.Fatal(err)
 		}
@@ -185,9 +185,9 @@ func TestIntegrationForwardCopyKeepsSections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkRich(t, last.Name, m)
-	if m.DeliveryAnnotations != nil {
-		t.Errorf("delivery annotations crossed a hop: %v", m.DeliveryAnnotations)
+	checkRich(t, last.Name, m.GoAMQP())
+	if m.GoAMQP().DeliveryAnnotations != nil {
+		t.Errorf("delivery annotations crossed a hop: %v", m.GoAMQP().DeliveryAnnotations)
 	}
 	_ = r.Accept(ctx, m)
 }

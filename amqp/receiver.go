@@ -47,14 +47,14 @@ type ReceiverConfig struct {
 }
 
 // NewReceiver attaches a receiver for spec on sess.
-func NewReceiver(ctx context.Context, sess *goamqp.Session, spec LinkSpec, cfg ReceiverConfig) (*Receiver, error) {
+func NewReceiver(ctx context.Context, sess *Session, spec LinkSpec, cfg ReceiverConfig) (*Receiver, error) {
 	if cfg.Window <= 0 {
 		cfg.Window = 500
 	}
 	if cfg.MaxUnsettled < cfg.Window {
 		cfg.MaxUnsettled = 2 * cfg.Window
 	}
-	r, err := sess.NewReceiver(ctx, spec.Address, spec.ReceiverOptions())
+	r, err := sess.s.NewReceiver(ctx, spec.Address, spec.ReceiverOptions())
 	if err != nil {
 		return nil, wrap("attach receiver "+spec.Address, "", err)
 	}
@@ -64,13 +64,13 @@ func NewReceiver(ctx context.Context, sess *goamqp.Session, spec LinkSpec, cfg R
 
 // Receive returns the next message, granting credit as described on
 // Receiver. It blocks until a message arrives, the link fails, or ctx ends.
-func (r *Receiver) Receive(ctx context.Context) (*goamqp.Message, error) {
+func (r *Receiver) Receive(ctx context.Context) (Message, error) {
 	if err := r.maybeGrant(ctx); err != nil {
-		return nil, err
+		return Message{}, err
 	}
 	msg, err := r.r.Receive(ctx, nil)
 	if err != nil {
-		return nil, wrap("receive", "", err)
+		return Message{}, wrap("receive", "", err)
 	}
 	r.mu.Lock()
 	if r.credit <= 0 {
@@ -82,7 +82,7 @@ func (r *Receiver) Receive(ctx context.Context) (*goamqp.Message, error) {
 	// makes settling those a no-op, so callers settle every message.
 	r.unsettled++
 	r.mu.Unlock()
-	return msg, nil
+	return Message{msg}, nil
 }
 
 // maybeGrant issues the next window once the last is consumed and the
@@ -124,27 +124,27 @@ func (r *Receiver) onSettled() {
 }
 
 // Accept settles msg as accepted.
-func (r *Receiver) Accept(ctx context.Context, msg *goamqp.Message) error {
-	err := r.r.AcceptMessage(ctx, msg)
+func (r *Receiver) Accept(ctx context.Context, msg Message) error {
+	err := r.r.AcceptMessage(ctx, msg.m)
 	r.onSettled()
 	return wrap("accept", "", err)
 }
 
 // Release settles msg as released: the broker redelivers it.
-func (r *Receiver) Release(ctx context.Context, msg *goamqp.Message) error {
-	err := r.r.ReleaseMessage(ctx, msg)
+func (r *Receiver) Release(ctx context.Context, msg Message) error {
+	err := r.r.ReleaseMessage(ctx, msg.m)
 	r.onSettled()
 	return wrap("release", "", err)
 }
 
 // Reject settles msg as rejected with condition and description, so the
 // broker's own dead-lettering applies.
-func (r *Receiver) Reject(ctx context.Context, msg *goamqp.Message, condition, description string) error {
+func (r *Receiver) Reject(ctx context.Context, msg Message, condition, description string) error {
 	var e *goamqp.Error
 	if condition != "" {
 		e = &goamqp.Error{Condition: goamqp.ErrCond(condition), Description: description}
 	}
-	err := r.r.RejectMessage(ctx, msg, e)
+	err := r.r.RejectMessage(ctx, msg.m, e)
 	r.onSettled()
 	return wrap("reject", "", err)
 }

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/amqp/brokertest"
 )
 
@@ -99,7 +99,7 @@ func TestIntegrationTLS(t *testing.T) {
 	cfg := b.Config()
 	cfg.URLs = []string{"amqps://" + addr}
 	cfg.TLS.CAFile = ca
-	c := brokertest.Dial(t, cfg, famqp.ConnOptions{})
+	c := brokertest.Dial(t, cfg, amqp.ConnOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if _, _, err := c.WaitOperational(ctx); err != nil {
@@ -109,22 +109,22 @@ func TestIntegrationTLS(t *testing.T) {
 	brokertest.DeclareQueue(t, b.Config(), q)
 	s := brokertest.Session(t, c)
 	brokertest.SendAll(t, s, "/amq/queue/"+q, 10, 10, brokertest.Body)
-	brokertest.ReceiveN(t, brokertest.OpenReceiver(t, s, famqp.LinkSpec{Address: "/amq/queue/" + q}, 10), 10, 20*time.Second)
+	brokertest.ReceiveN(t, brokertest.OpenReceiver(t, s, amqp.LinkSpec{Address: "/amq/queue/" + q}, 10), 10, 20*time.Second)
 
 	// Without the CA the certificate is not trusted: the connection keeps
 	// retrying (Waiting) with the verification error, it does not fail for good.
 	cfg.TLS.CAFile = ""
-	bad := brokertest.Dial(t, cfg, famqp.ConnOptions{Backoff: famqp.Backoff{Min: time.Second, Max: time.Second}})
+	bad := brokertest.Dial(t, cfg, amqp.ConnOptions{Backoff: amqp.Backoff{Min: time.Second, Max: time.Second}})
 	brokertest.Eventually(t, 20*time.Second, 20*time.Millisecond, func() error {
 		st, _ := bad.Status()
-		if st.State == famqp.Waiting && st.LastError != nil && strings.Contains(st.LastError.Error(), "certificate") {
+		if st.State == amqp.Waiting && st.LastError != nil && strings.Contains(st.LastError.Error(), "certificate") {
 			return nil
 		}
 		return &stateErr{st}
 	})
 }
 
-type stateErr struct{ st famqp.Status }
+type stateErr struct{ st amqp.Status }
 
 func (e *stateErr) Error() string { return e.st.State.String() + ": " + errString(e.st.LastError) }
 

@@ -12,7 +12,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/links"
 	"github.com/fedrouter/fedrouter/routes"
 )
 
@@ -188,12 +189,12 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 
 // DefaultConfig returns the defaults every field falls back to.
 func DefaultConfig() Config {
-	b := famqp.DefaultBackoff()
+	b := amqp.DefaultBackoff()
 	return Config{
 		Reconnect: ReconnectSpec{Min: Duration(b.Min), Max: Duration(b.Max), ConnectTimeout: Duration(10 * time.Second)},
 		Log:       LogSpec{Level: "info", Format: "text"},
 		Admin:     AdminSpec{Listen: DefaultAdminListen},
 		Topology: TopologySpec{Refresh: Duration(30 * time.Second), MaxAge: Duration(90 * time.Second),
-			ControlAddress: DefaultControlAddress, DestinationIdle: Duration(2 * time.Minute), MaxHops: routes.DefaultMaxHops},
+			ControlAddress: DefaultControlAddress, DestinationIdle: Duration(2 * time.Minute), MaxHops: links.DefaultMaxHops},
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/routes"
 )
 
@@ -92,17 +92,17 @@ func (c *Config) AdminToken() (string, error) {
 // brokerConfig converts the file's form into the amqp layer's. readFiles
 // loads password_file: the daemon needs it, check-config does not (it may
 // run where the secrets are not readable).
-func (b BrokerSpec) brokerConfig(readFiles bool) (famqp.BrokerConfig, error) {
+func (b BrokerSpec) brokerConfig(readFiles bool) (amqp.BrokerConfig, error) {
 	urls := b.URLs
 	if b.URL != "" {
 		urls = []string{b.URL}
 	}
-	bc := famqp.BrokerConfig{
+	bc := amqp.BrokerConfig{
 		Name: b.Name, URLs: urls, Profile: b.Profile, Username: b.Username, Password: b.Password,
 		SASL: b.SASL, VHost: b.VHost,
-		TLS: famqp.TLSConfig{CAFile: b.TLS.CAFile, CertFile: b.TLS.CertFile, KeyFile: b.TLS.KeyFile,
+		TLS: amqp.TLSConfig{CAFile: b.TLS.CAFile, CertFile: b.TLS.CertFile, KeyFile: b.TLS.KeyFile,
 			ServerName: b.TLS.ServerName, InsecureSkipVerify: b.TLS.InsecureSkipVerify},
-		Management: famqp.ManagementConfig{URL: b.Management.URL, Username: b.Management.Username, Password: b.Management.Password},
+		Management: amqp.ManagementConfig{URL: b.Management.URL, Username: b.Management.Username, Password: b.Management.Password},
 	}
 	if readFiles && b.PasswordFile != "" {
 		pw, err := os.ReadFile(b.PasswordFile)
@@ -115,8 +115,8 @@ func (b BrokerSpec) brokerConfig(readFiles bool) (famqp.BrokerConfig, error) {
 }
 
 // BrokerConfigs returns the amqp-layer configuration of every broker.
-func (c *Config) BrokerConfigs() ([]famqp.BrokerConfig, error) {
-	out := make([]famqp.BrokerConfig, 0, len(c.Brokers))
+func (c *Config) BrokerConfigs() ([]amqp.BrokerConfig, error) {
+	out := make([]amqp.BrokerConfig, 0, len(c.Brokers))
 	for i, b := range c.Brokers {
 		bc, err := b.brokerConfig(true)
 		if err != nil {
@@ -143,8 +143,8 @@ func (c *Config) StaticDemand() map[string]map[string][]string {
 }
 
 // Backoff returns the configured reconnect backoff.
-func (c *Config) Backoff() famqp.Backoff {
-	b := famqp.DefaultBackoff()
+func (c *Config) Backoff() amqp.Backoff {
+	b := amqp.DefaultBackoff()
 	b.Min, b.Max = time.Duration(c.Reconnect.Min), time.Duration(c.Reconnect.Max)
 	return b
 }

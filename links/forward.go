@@ -12,40 +12,48 @@ import (
 	"sync/atomic"
 	"time"
 
-	goamqp "github.com/Azure/go-amqp"
-
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 )
 
 // Source is where a forwarder takes messages from: *amqp.Receiver.
 type Source interface {
-	Receive(ctx context.Context) (*goamqp.Message, error)
-	Accept(ctx context.Context, msg *goamqp.Message) error
-	Release(ctx context.Context, msg *goamqp.Message) error
-	Reject(ctx context.Context, msg *goamqp.Message, condition, description string) error
+	Receive(ctx context.Context) (amqp.Message, error)
+	Accept(ctx context.Context, msg amqp.Message) error
+	Release(ctx context.Context, msg amqp.Message) error
+	Reject(ctx context.Context, msg amqp.Message, condition, description string) error
 }
 
-// Receipt is the pending outcome of one send.
+// Receipt is the pending outcome of one send: *amqp.Receipt, or one the
+// router decides itself (Refusal).
 type Receipt interface {
-	Wait(ctx context.Context) (goamqp.DeliveryState, error)
+	Wait(ctx context.Context) (amqp.Outcome, error)
 }
 
-// Sink is where a forwarder sends to. SenderSink adapts a go-amqp sender.
+// Sink is where a forwarder sends to. SenderSink adapts an amqp.Sender.
 type Sink interface {
-	Send(ctx context.Context, msg *goamqp.Message) (Receipt, error)
+	Send(ctx context.Context, msg amqp.Message) (Receipt, error)
 }
 
-// SenderSink adapts *goamqp.Sender to Sink.
-type SenderSink struct{ S *goamqp.Sender }
+// SenderSink adapts *amqp.Sender to Sink.
+type SenderSink struct{ S *amqp.Sender }
 
 // Send sends msg unsettled and returns its receipt.
-func (s SenderSink) Send(ctx context.Context, msg *goamqp.Message) (Receipt, error) {
-	r, err := s.S.SendWithReceipt(ctx, msg, nil)
+func (s SenderSink) Send(ctx context.Context, msg amqp.Message) (Receipt, error) {
+	r, err := s.S.Send(ctx, msg)
 	if err != nil {
 		return nil, err
 	}
-	return &r, nil
+	return r, nil
 }
+
+// Refusal is a receipt that refuses the message at once with a condition
+// (fed:...) and a reason: Forward dead-letters or rejects it at the source
+// as the route says.
+func Refusal(condition, reason string) Receipt { return refusal{amqp.Refused(condition, reason)} }
+
+type refusal struct{ o amqp.Outcome }
+
+func (r refusal) Wait(context.Context) (amqp.Outcome, error) { return r.o, nil }
 
 // Config tunes one forwarder run.
 type Config struct {
@@ -69,7 +77,7 @@ type Config struct {
 	// sent and may change it (a dynamic route adds its trace); returning
 	// false drops it: it is accepted at the source, not sent, and counted
 	// as Looped (it has already been where it would go).
-	Prepare func(out *goamqp.Message) bool
+	Prepare func(out amqp.Message) bool
 	// Limit, when > 0, ends the run cleanly (nil) once this many messages
 	// have been received and settled: a route probing past a suspected
 	// poison message runs in such short steps.
@@ -109,10 +117,10 @@ var ErrTooManyAbandoned = errors.New("links: too many sends without an outcome; 
 
 // pending is a message sent to the destination, outcome not yet known.
 type pending struct {
-	msg      *goamqp.Message // as received: settled through the source
-	receipt  Receipt         // nil when the send itself refused the message
-	sendErr  error           // why the send refused it (e.g. message too large)
-	looped   bool            // not sent: Prepare dropped it
+	msg      amqp.Message // as received: settled through the source
+	receipt  Receipt      // nil when the send itself refused the message
+	sendErr  error        // why the send refused it (e.g. message too large)
+	looped   bool         // not sent: Prepare dropped it
 	deadline time.Time
 }
 
@@ -185,27 +193,14 @@ func Forward(ctx context.Context, src Source, dst Sink, cfg Config, c *Counters)
 	return first.get()
 }
 
-// Undecodable reports whether err is go-amqp closing the receiver because
-// a message could not be decoded (decimal or char values, which go-amqp
-// v1.7.0 does not implement), and returns the decoder's words. The broker
-// redelivers such a message forever: a poison message.
-func Undecodable(err error) (string, bool) {
-	var le *goamqp.LinkError
-	if !errors.As(err, &le) || le.RemoteErr != nil {
-		return "", false
-	}
-	msg := le.Error()
-	prefix := string(goamqp.ErrCondInternalError) + ": "
-	if !strings.HasPrefix(msg, prefix) {
-		return "", false
-	}
-	return strings.TrimPrefix(msg, prefix), true
-}
+// Undecodable reports whether err is the source link failing on a
+// message that cannot be decoded (amqp.Undecodable): a poison message.
+func Undecodable(err error) (string, bool) { return amqp.Undecodable(err) }
 
 // receivedMsg is what the receive loop hands on: a message, or the error
 // that ended receiving (after every message received before it).
 type receivedMsg struct {
-	msg *goamqp.Message
+	msg amqp.Message
 	err error
 }
 
@@ -247,7 +242,7 @@ func sendLoop(ctx context.Context, in <-chan receivedMsg, queue chan<- pending, 
 			return fmt.Errorf("links: receive: %w", r.err)
 		}
 		p := pending{msg: r.msg}
-		out := famqp.ForwardCopy(r.msg)
+		out := r.msg.ForwardCopy()
 		if cfg.Prepare != nil && !cfg.Prepare(out) {
 			p.looped = true
 			p.deadline = time.Now()
@@ -262,7 +257,7 @@ func sendLoop(ctx context.Context, in <-chan receivedMsg, queue chan<- pending, 
 		var err error
 		p.receipt, err = dst.Send(ctx, out)
 		if err != nil {
-			if !perMessage(err) {
+			if !amqp.PerMessage(err) {
 				return fmt.Errorf("links: send: %w", err)
 			}
 			p.sendErr = err
@@ -277,17 +272,6 @@ func sendLoop(ctx context.Context, in <-chan receivedMsg, queue chan<- pending, 
 			return ctx.Err()
 		}
 	}
-}
-
-// perMessage says whether a send error concerns only that message (the
-// link is fine): it was too large for the destination, or could not be
-// encoded.
-func perMessage(err error) bool {
-	var amqpErr *goamqp.Error
-	if errors.As(err, &amqpErr) {
-		return amqpErr.Condition == goamqp.ErrCondMessageSizeExceeded
-	}
-	return false
 }
 
 func settleLoop(ctx context.Context, queue <-chan pending, src Source, cfg Config, c *Counters) error {
@@ -342,9 +326,9 @@ type outcomeWaiter struct {
 
 // outcome waits for p's outcome until p's deadline: context.DeadlineExceeded
 // past it, the parent's error once the run ends.
-func (w *outcomeWaiter) outcome(p pending) (goamqp.DeliveryState, error) {
+func (w *outcomeWaiter) outcome(p pending) (amqp.Outcome, error) {
 	if p.receipt == nil {
-		return &goamqp.StateRejected{Error: &goamqp.Error{Condition: "amqp:not-allowed", Description: p.sendErr.Error()}}, nil
+		return amqp.Refused("amqp:not-allowed", p.sendErr.Error()), nil
 	}
 	for {
 		if w.ctx == nil || w.ctx.Err() != nil {
@@ -356,7 +340,7 @@ func (w *outcomeWaiter) outcome(p pending) (goamqp.DeliveryState, error) {
 			return state, err // an outcome, the run's end, or a link failure
 		}
 		if !time.Now().Before(p.deadline) {
-			return nil, context.DeadlineExceeded
+			return amqp.Outcome{}, context.DeadlineExceeded
 		}
 		// The deadline that passed was an earlier message's: wait on.
 	}
@@ -368,25 +352,25 @@ func (w *outcomeWaiter) stop() {
 	}
 }
 
-// settle settles msg at the source according to the destination's state;
-// noRoute is set when there was no outcome in time.
-func settle(ctx context.Context, msg *goamqp.Message, state goamqp.DeliveryState, noRoute error, src Source, cfg Config, c *Counters) error {
+// settle settles msg at the source according to the destination's
+// outcome; noRoute is set when there was none in time.
+func settle(ctx context.Context, msg amqp.Message, o amqp.Outcome, noRoute error, src Source, cfg Config, c *Counters) error {
 	reason, condition := "", "amqp:not-allowed"
-	switch s := state.(type) {
-	case *goamqp.StateAccepted:
+	switch o.Kind {
+	case amqp.Accepted:
 		c.Forwarded.Add(1)
 		return wrapSettle("accept", src.Accept(ctx, msg))
-	case *goamqp.StateRejected:
+	case amqp.Rejected:
 		reason = "rejected by the destination"
 		switch {
-		case s.Error != nil && strings.HasPrefix(string(s.Error.Condition), "fed:"):
+		case strings.HasPrefix(o.Condition, "fed:"):
 			// The router's own refusal (a route without a path): its
 			// condition and reason are what the source should see.
-			condition, reason = string(s.Error.Condition), s.Error.Description
-		case s.Error != nil:
-			reason += ": " + s.Error.Error()
+			condition, reason = o.Condition, o.Description
+		case o.Condition != "" || o.Description != "":
+			reason += ": " + o.Reason()
 		}
-	case nil:
+	case amqp.NoState:
 		if noRoute == nil {
 			// A settlement without a state: treat as released, nothing lost.
 			c.Redelivered.Add(1)
@@ -403,19 +387,16 @@ func settle(ctx context.Context, msg *goamqp.Message, state goamqp.DeliveryState
 
 // refuse applies the reject policy to a message the destination did not
 // take.
-func refuse(ctx context.Context, msg *goamqp.Message, condition, reason string, src Source, cfg Config, c *Counters) error {
+func refuse(ctx context.Context, msg amqp.Message, condition, reason string, src Source, cfg Config, c *Counters) error {
 	if cfg.DeadLetter == nil {
 		c.Rejected.Add(1)
 		return wrapSettle("reject", src.Reject(ctx, msg, condition, "fedrouter: "+reason))
 	}
-	dl := famqp.ForwardCopy(msg)
-	if dl.Annotations == nil {
-		dl.Annotations = goamqp.Annotations{}
-	}
-	dl.Annotations[AnnotationReason] = reason
-	dl.Annotations[AnnotationTime] = time.Now().UTC()
+	dl := msg.ForwardCopy()
+	dl.SetAnnotation(AnnotationReason, reason)
+	dl.SetAnnotation(AnnotationTime, time.Now().UTC())
 	for k, v := range cfg.DeadLetterAnnotations {
-		dl.Annotations[k] = v
+		dl.SetAnnotation(k, v)
 	}
 	r, err := cfg.DeadLetter.Send(ctx, dl)
 	if err != nil {
@@ -423,14 +404,14 @@ func refuse(ctx context.Context, msg *goamqp.Message, condition, reason string, 
 	}
 	wctx, cancel := context.WithTimeout(ctx, cfg.OutcomeTimeout)
 	defer cancel()
-	state, err := r.Wait(wctx)
+	o, err := r.Wait(wctx)
 	if err != nil {
 		return fmt.Errorf("links: dead-letter outcome: %w", err)
 	}
-	if _, ok := state.(*goamqp.StateAccepted); !ok {
+	if o.Kind != amqp.Accepted {
 		// The dead-letter queue refused it: keep the message at the source.
-		_ = src.Release(ctx, msg)
-		return fmt.Errorf("links: dead-letter queue did not accept the message (%T)", state)
+		_ = src.Release(ctx, msg) // the error that matters is the one returned: the run ends and the session's close hands it back anyway
+		return fmt.Errorf("links: dead-letter queue did not accept the message (%s %s)", o.Kind, o.Reason())
 	}
 	c.DeadLettered.Add(1)
 	return wrapSettle("accept dead-lettered", src.Accept(ctx, msg))

@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
-	goamqp "github.com/Azure/go-amqp"
 	"go.uber.org/goleak"
+
+	"github.com/fedrouter/fedrouter/amqp"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -18,24 +19,24 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // fakeSource hands out msgs, then blocks (or fails with endErr), and
 // records how each message was settled.
 type fakeSource struct {
-	msgs   []*goamqp.Message
+	msgs   []amqp.Message
 	endErr error
 
 	mu      sync.Mutex
-	settled map[*goamqp.Message]string
+	settled map[amqp.Message]string
 	order   []string
 	conds   []string // the conditions of rejects, in order
 }
 
 func newSource(n int) *fakeSource {
-	s := &fakeSource{settled: map[*goamqp.Message]string{}}
+	s := &fakeSource{settled: map[amqp.Message]string{}}
 	for i := 0; i < n; i++ {
-		s.msgs = append(s.msgs, goamqp.NewMessage([]byte(fmt.Sprint(i))))
+		s.msgs = append(s.msgs, amqp.NewMessage([]byte(fmt.Sprint(i))))
 	}
 	return s
 }
 
-func (s *fakeSource) Receive(ctx context.Context) (*goamqp.Message, error) {
+func (s *fakeSource) Receive(ctx context.Context) (amqp.Message, error) {
 	s.mu.Lock()
 	if len(s.msgs) > 0 {
 		m := s.msgs[0]
@@ -45,27 +46,27 @@ func (s *fakeSource) Receive(ctx context.Context) (*goamqp.Message, error) {
 	}
 	s.mu.Unlock()
 	if s.endErr != nil {
-		return nil, s.endErr
+		return amqp.Message{}, s.endErr
 	}
 	<-ctx.Done()
-	return nil, ctx.Err()
+	return amqp.Message{}, ctx.Err()
 }
 
-func (s *fakeSource) record(m *goamqp.Message, how string) error {
+func (s *fakeSource) record(m amqp.Message, how string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, twice := s.settled[m]; twice {
 		return errors.New("settled twice")
 	}
 	s.settled[m] = how
-	s.order = append(s.order, string(m.GetData())+"="+how)
+	s.order = append(s.order, string(m.Data())+"="+how)
 	return nil
 }
-func (s *fakeSource) Accept(_ context.Context, m *goamqp.Message) error { return s.record(m, "accept") }
-func (s *fakeSource) Release(_ context.Context, m *goamqp.Message) error {
+func (s *fakeSource) Accept(_ context.Context, m amqp.Message) error { return s.record(m, "accept") }
+func (s *fakeSource) Release(_ context.Context, m amqp.Message) error {
 	return s.record(m, "release")
 }
-func (s *fakeSource) Reject(_ context.Context, m *goamqp.Message, cond, desc string) error {
+func (s *fakeSource) Reject(_ context.Context, m amqp.Message, cond, desc string) error {
 	s.mu.Lock()
 	s.conds = append(s.conds, cond)
 	s.mu.Unlock()
@@ -81,38 +82,43 @@ func (s *fakeSource) count() int {
 // fakeSink answers each message with outcome(body); a nil state means no
 // outcome ever (the receipt waits until its context ends).
 type fakeSink struct {
-	outcome func(body string) (goamqp.DeliveryState, error)
+	outcome func(body string) (*amqp.Outcome, error)
 	mu      sync.Mutex
-	sent    []*goamqp.Message
+	sent    []amqp.Message
 }
 
 type fakeReceipt struct {
-	state goamqp.DeliveryState
+	state *amqp.Outcome // nil: no outcome ever
 	err   error
 }
 
-func (r fakeReceipt) Wait(ctx context.Context) (goamqp.DeliveryState, error) {
+func (r fakeReceipt) Wait(ctx context.Context) (amqp.Outcome, error) {
 	if r.state == nil && r.err == nil {
 		<-ctx.Done()
-		return nil, ctx.Err()
+		return amqp.Outcome{}, ctx.Err()
 	}
-	return r.state, r.err
+	if r.err != nil {
+		return amqp.Outcome{}, r.err
+	}
+	return *r.state, nil
 }
 
-func (k *fakeSink) Send(_ context.Context, m *goamqp.Message) (Receipt, error) {
+func (k *fakeSink) Send(_ context.Context, m amqp.Message) (Receipt, error) {
 	k.mu.Lock()
 	k.sent = append(k.sent, m)
 	k.mu.Unlock()
-	st, err := k.outcome(string(m.GetData()))
+	st, err := k.outcome(string(m.Data()))
 	if err != nil && st == nil {
-		if perMessage(err) {
+		if amqp.PerMessage(err) {
 			return nil, err
 		}
 	}
 	return fakeReceipt{st, err}, nil
 }
 
-func accepted(string) (goamqp.DeliveryState, error) { return &goamqp.StateAccepted{}, nil }
+func outcome(k amqp.OutcomeKind) *amqp.Outcome { return &amqp.Outcome{Kind: k} }
+
+func accepted(string) (*amqp.Outcome, error) { return outcome(amqp.Accepted), nil }
 
 // run forwards until every message of src is settled, then stops.
 func run(t *testing.T, src *fakeSource, dst Sink, cfg Config) (*Counters, error) {
@@ -143,8 +149,8 @@ func TestForwardAcceptsInOrder(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 	for i, m := range dst.sent {
-		if string(m.GetData()) != fmt.Sprint(i) {
-			t.Fatalf("sent %d as %q: out of order", i, m.GetData())
+		if string(m.Data()) != fmt.Sprint(i) {
+			t.Fatalf("sent %d as %q: out of order", i, m.Data())
 		}
 	}
 	if c.Forwarded.Load() != 100 || c.InFlight.Load() != 0 {
@@ -153,20 +159,21 @@ func TestForwardAcceptsInOrder(t *testing.T) {
 }
 
 func TestForwardOutcomes(t *testing.T) {
-	outcomes := func(body string) (goamqp.DeliveryState, error) {
+	outcomes := func(body string) (*amqp.Outcome, error) {
 		switch body {
 		case "1":
-			return &goamqp.StateReleased{}, nil
+			return outcome(amqp.Released), nil
 		case "2":
-			return &goamqp.StateRejected{Error: &goamqp.Error{Condition: "amqp:not-allowed", Description: "nope"}}, nil
+			o := amqp.Refused("amqp:not-allowed", "nope")
+			return &o, nil
 		case "3":
 			return nil, nil // no outcome
 		case "4":
-			return &goamqp.StateModified{DeliveryFailed: true}, nil
+			return outcome(amqp.Modified), nil
 		case "5":
-			return nil, &goamqp.Error{Condition: goamqp.ErrCondMessageSizeExceeded, Description: "too big"}
+			return nil, fmt.Errorf("send: %w", amqp.ErrMessageTooLarge)
 		}
-		return &goamqp.StateAccepted{}, nil
+		return outcome(amqp.Accepted), nil
 	}
 	t.Run("reject at source", func(t *testing.T) {
 		src := newSource(7)
@@ -193,18 +200,18 @@ func TestForwardOutcomes(t *testing.T) {
 			t.Fatalf("dead-lettered %d rejected %d", c.DeadLettered.Load(), c.Rejected.Load())
 		}
 		for _, m := range dl.sent {
-			if m.Annotations[AnnotationRoute] != "r1" || m.Annotations[AnnotationReason] == "" || m.Annotations[AnnotationReason] == nil {
-				t.Fatalf("annotations %v", m.Annotations)
+			if m.Annotation(AnnotationRoute) != "r1" || m.AnnotationString(AnnotationReason) == "" {
+				t.Fatalf("annotations %v", m.GoAMQP().Annotations)
 			}
 		}
-		if got := fmt.Sprint(dl.sent[1].Annotations[AnnotationReason]); !strings.Contains(got, "no outcome") {
+		if got := dl.sent[1].AnnotationString(AnnotationReason); !strings.Contains(got, "no outcome") {
 			t.Fatalf("reason %q", got)
 		}
 	})
 	t.Run("dead-letter queue refuses", func(t *testing.T) {
 		src := newSource(3)
 		src.msgs = src.msgs[2:3] // only the rejected one
-		dl := &fakeSink{outcome: func(string) (goamqp.DeliveryState, error) { return &goamqp.StateReleased{}, nil }}
+		dl := &fakeSink{outcome: func(string) (*amqp.Outcome, error) { return outcome(amqp.Released), nil }}
 		var c Counters
 		err := Forward(context.Background(), src, &fakeSink{outcome: outcomes}, Config{Window: 1, OutcomeTimeout: time.Second, DeadLetter: dl}, &c)
 		if err == nil || !strings.Contains(err.Error(), "did not accept") || src.order[0] != "2=release" {
@@ -215,16 +222,16 @@ func TestForwardOutcomes(t *testing.T) {
 
 func TestForwardLinkErrorEndsRun(t *testing.T) {
 	src := newSource(5)
-	linkErr := &goamqp.LinkError{}
-	dst := &fakeSink{outcome: func(b string) (goamqp.DeliveryState, error) {
+	linkErr := errors.New("link detached")
+	dst := &fakeSink{outcome: func(b string) (*amqp.Outcome, error) {
 		if b == "3" {
 			return nil, linkErr
 		}
-		return &goamqp.StateAccepted{}, nil
+		return outcome(amqp.Accepted), nil
 	}}
 	var c Counters
 	err := Forward(context.Background(), src, dst, Config{Window: 10, OutcomeTimeout: time.Second}, &c)
-	if !errors.As(err, &linkErr) {
+	if !errors.Is(err, linkErr) {
 		t.Fatalf("err %v, want the link error", err)
 	}
 	if c.InFlight.Load() != 0 {
@@ -238,9 +245,6 @@ func TestForwardLinkErrorEndsRun(t *testing.T) {
 func TestUndecodable(t *testing.T) {
 	if _, ok := Undecodable(errors.New("x")); ok {
 		t.Fatal("plain error taken for undecodable")
-	}
-	if _, ok := Undecodable(&goamqp.LinkError{RemoteErr: &goamqp.Error{Condition: goamqp.ErrCondInternalError}}); ok {
-		t.Fatal("remote detach taken for undecodable")
 	}
 }
 
@@ -259,20 +263,17 @@ func TestForwardLimitEndsCleanly(t *testing.T) {
 func TestForwardPrepareDropsLoopedMessages(t *testing.T) {
 	src := newSource(6)
 	dst := &fakeSink{outcome: accepted}
-	cfg := Config{Window: 2, OutcomeTimeout: time.Second, Prepare: func(m *goamqp.Message) bool {
-		if m.Annotations == nil {
-			m.Annotations = goamqp.Annotations{}
-		}
-		m.Annotations["x-trace"] = "seen"
-		return string(m.GetData()) != "2" && string(m.GetData()) != "4"
+	cfg := Config{Window: 2, OutcomeTimeout: time.Second, Prepare: func(m amqp.Message) bool {
+		m.SetAnnotation("x-trace", "seen")
+		return string(m.Data()) != "2" && string(m.Data()) != "4"
 	}}
 	c, _ := run(t, src, dst, cfg)
 	if c.Looped.Load() != 2 || c.Forwarded.Load() != 4 || len(dst.sent) != 4 {
 		t.Fatalf("looped %d forwarded %d sent %d", c.Looped.Load(), c.Forwarded.Load(), len(dst.sent))
 	}
 	for _, m := range dst.sent {
-		if m.Annotations["x-trace"] != "seen" {
-			t.Fatalf("Prepare's change not sent: %v", m.Annotations)
+		if m.AnnotationString("x-trace") != "seen" {
+			t.Fatalf("Prepare's change not sent: %v", m.GoAMQP().Annotations)
 		}
 	}
 	if got := strings.Join(src.order, " "); got != "0=accept 1=accept 2=accept 3=accept 4=accept 5=accept" {
@@ -283,8 +284,9 @@ func TestForwardPrepareDropsLoopedMessages(t *testing.T) {
 // A refusal made by the router itself (condition fed:...) reaches the
 // source with its own condition and reason; a dead-letter carries the time.
 func TestForwardRouterRefusalKeepsItsCondition(t *testing.T) {
-	noPath := func(string) (goamqp.DeliveryState, error) {
-		return &goamqp.StateRejected{Error: &goamqp.Error{Condition: "fed:no-path", Description: "no-path: no path to broker b"}}, nil
+	noPath := func(string) (*amqp.Outcome, error) {
+		o := amqp.Refused("fed:no-path", "no-path: no path to broker b")
+		return &o, nil
 	}
 	src := newSource(2)
 	if _, err := run(t, src, &fakeSink{outcome: noPath}, Config{Window: 2, OutcomeTimeout: time.Second}); !errors.Is(err, context.Canceled) {
@@ -297,8 +299,8 @@ func TestForwardRouterRefusalKeepsItsCondition(t *testing.T) {
 	if _, err := run(t, newSource(1), &fakeSink{outcome: noPath}, Config{Window: 1, OutcomeTimeout: time.Second, DeadLetter: dl}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("dead-letter run: %v", err)
 	}
-	if _, ok := dl.sent[0].Annotations[AnnotationTime].(time.Time); !ok || dl.sent[0].Annotations[AnnotationReason] != "no-path: no path to broker b" {
-		t.Fatalf("dead-letter annotations %v", dl.sent[0].Annotations)
+	if _, ok := dl.sent[0].Annotation(AnnotationTime).(time.Time); !ok || dl.sent[0].AnnotationString(AnnotationReason) != "no-path: no path to broker b" {
+		t.Fatalf("dead-letter annotations %v", dl.sent[0].GoAMQP().Annotations)
 	}
 }
 
@@ -306,12 +308,12 @@ func TestForwardRouterRefusalKeepsItsCondition(t *testing.T) {
 // when the run is told to drain.
 type slowReceipt struct{ d time.Duration }
 
-func (r slowReceipt) Wait(ctx context.Context) (goamqp.DeliveryState, error) {
+func (r slowReceipt) Wait(ctx context.Context) (amqp.Outcome, error) {
 	select {
 	case <-time.After(r.d):
-		return &goamqp.StateAccepted{}, nil
+		return amqp.Outcome{Kind: amqp.Accepted}, nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return amqp.Outcome{}, ctx.Err()
 	}
 }
 
@@ -320,7 +322,7 @@ type slowSink struct {
 	sent int
 }
 
-func (k *slowSink) Send(context.Context, *goamqp.Message) (Receipt, error) {
+func (k *slowSink) Send(context.Context, amqp.Message) (Receipt, error) {
 	k.mu.Lock()
 	k.sent++
 	k.mu.Unlock()

@@ -1,49 +1,55 @@
-package routes
+package links
 
 import (
 	"context"
 	"strings"
 	"testing"
 
-	goamqp "github.com/Azure/go-amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 )
 
 // refusedWith runs one message through a dispatch sink that must refuse
 // it before any I/O, and returns the condition and reason.
-func refusedWith(t *testing.T, s *dispatchSink, msg *goamqp.Message) (string, string) {
+func refusedWith(t *testing.T, s *DispatchSink, msg amqp.Message) (string, string) {
 	t.Helper()
-	r, err := s.Send(context.Background(), msg)
+	r, err := s.Send(t.Context(), msg)
 	if err != nil {
 		t.Fatalf("Send: %v", err)
 	}
-	st, err := r.Wait(context.Background())
-	rej, ok := st.(*goamqp.StateRejected)
-	if err != nil || !ok || rej.Error == nil {
-		t.Fatalf("outcome %#v, %v: want rejected", st, err)
+	o, err := r.Wait(context.Background())
+	if err != nil || o.Kind != amqp.Rejected {
+		t.Fatalf("outcome %+v, %v: want rejected", o, err)
 	}
-	return string(rej.Error.Condition), rej.Error.Description
+	return o.Condition, o.Description
+}
+
+// message is a message with these annotations and application properties.
+func message(ann, props map[string]any) amqp.Message {
+	m := amqp.NewMessage([]byte("m"))
+	for k, v := range ann {
+		m.SetAnnotation(k, v)
+	}
+	m.GoAMQP().ApplicationProperties = props
+	return m
 }
 
 func TestDispatchRefusesBadRequests(t *testing.T) {
-	hop := &dispatchSink{at: "b", from: "a", only: "d", maxHops: 3}
+	hop := &DispatchSink{At: "b", From: "a", Only: "d", MaxHops: 3}
 	cases := []struct {
-		name      string
-		ann       goamqp.Annotations
-		props     map[string]any
-		cond, why string
+		name       string
+		ann, props map[string]any
+		cond, why  string
 	}{
 		{"no destination", nil, map[string]any{PropDestAddress: "queue:q"}, CondBadRequest, "no destination broker: set application property fedrouter-dest-broker"},
 		{"no address", nil, map[string]any{PropDestBroker: "d"}, CondBadRequest, "no destination address"},
 		{"bad address", nil, map[string]any{PropDestBroker: "d", PropDestAddress: "topic:x"}, CondBadRequest, `address "topic:x": kind "topic"`},
-		{"wrong transit queue", goamqp.Annotations{AnnotationDestBroker: "e", AnnotationDestAddress: "queue:q"}, nil, CondBadRequest, "in the transit queue for d but addressed to e"},
-		{"too many hops", goamqp.Annotations{AnnotationDestBroker: "d", AnnotationDestAddress: "queue:q", AnnotationHops: int64(3), TraceAnnotation: "x,y,a"}, nil,
+		{"wrong transit queue", map[string]any{AnnotationDestBroker: "e", AnnotationDestAddress: "queue:q"}, nil, CondBadRequest, "in the transit queue for d but addressed to e"},
+		{"too many hops", map[string]any{AnnotationDestBroker: "d", AnnotationDestAddress: "queue:q", AnnotationHops: int64(3), AnnotationTrace: "x,y,a"}, nil,
 			CondMaxHops, "made 3 hops (trace x,y,a) without reaching d"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			msg := goamqp.NewMessage([]byte("m"))
-			msg.Annotations, msg.ApplicationProperties = c.ann, c.props
-			cond, why := refusedWith(t, hop, msg)
+			cond, why := refusedWith(t, hop, message(c.ann, c.props))
 			if cond != c.cond || !strings.Contains(why, c.why) {
 				t.Errorf("refused with %s %q, want %s containing %q", cond, why, c.cond, c.why)
 			}
@@ -53,21 +59,22 @@ func TestDispatchRefusesBadRequests(t *testing.T) {
 
 // An application's request through the ingress is addressed from its
 // application properties; annotations, when a message has them, win.
-func TestReadHeader(t *testing.T) {
-	msg := goamqp.NewMessage(nil)
-	msg.ApplicationProperties = map[string]any{PropDestBroker: "d", PropDestAddress: "exchange:orders:eu.de"}
-	h, err := readHeader(msg)
-	if err != nil || h.dest != "d" || h.address.Name != "orders" || h.address.Key != "eu.de" || h.hops != 0 {
+func TestReadTransit(t *testing.T) {
+	msg := message(nil, map[string]any{PropDestBroker: "d", PropDestAddress: "exchange:orders:eu.de"})
+	h, err := ReadTransit(msg)
+	if err != nil || h.Dest != "d" || h.Address.Name != "orders" || h.Address.Key != "eu.de" || h.Hops != 0 {
 		t.Fatalf("from properties: %+v, %v", h, err)
 	}
-	msg.Annotations = goamqp.Annotations{AnnotationDestBroker: "e", AnnotationDestAddress: "queue:q", AnnotationHops: int64(2), TraceAnnotation: "a,b"}
-	h, err = readHeader(msg)
-	if err != nil || h.dest != "e" || h.address.Name != "q" || h.hops != 2 || strings.Join(h.trace, ",") != "a,b" {
+	for k, v := range map[string]any{AnnotationDestBroker: "e", AnnotationDestAddress: "queue:q", AnnotationHops: int64(2), AnnotationTrace: "a,b"} {
+		msg.SetAnnotation(k, v)
+	}
+	h, err = ReadTransit(msg)
+	if err != nil || h.Dest != "e" || h.Address.Name != "q" || h.Hops != 2 || strings.Join(h.Trace, ",") != "a,b" {
 		t.Fatalf("from annotations: %+v, %v", h, err)
 	}
-	setEntry(msg, "s", "z", h.address)
-	if msg.Annotations[AnnotationDestBroker] != "z" || msg.Annotations[AnnotationHops] != int64(0) || msg.Annotations[TraceAnnotation] != nil ||
-		msg.Annotations[AnnotationOrigin] != "s" {
-		t.Fatalf("setEntry: %v", msg.Annotations)
+	EnterTransit(msg, "s", "z", h.Address)
+	if msg.Annotation(AnnotationDestBroker) != "z" || msg.Annotation(AnnotationHops) != int64(0) || msg.Annotation(AnnotationTrace) != nil ||
+		msg.Annotation(AnnotationOrigin) != "s" {
+		t.Fatalf("EnterTransit: %v", msg.GoAMQP().Annotations)
 	}
 }

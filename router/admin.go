@@ -19,7 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/config"
 	"github.com/fedrouter/fedrouter/internal/group"
 	"github.com/fedrouter/fedrouter/routes"
@@ -391,7 +391,7 @@ func (a *AdminServer) readyz(w http.ResponseWriter, r *http.Request) {
 	var down []BrokerStatus
 	var names []string
 	for _, st := range a.svc.Brokers() {
-		if st.State != famqp.Operational {
+		if st.State != amqp.Operational {
 			down = append(down, brokerStatus(st))
 			names = append(names, fmt.Sprintf("%s (%s)", st.Broker, st.State))
 		}
@@ -535,7 +535,7 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-// BrokerStatus is famqp.Status as JSON: the state and the error as text
+// BrokerStatus is amqp.Status as JSON: the state and the error as text
 // (an error value would marshal as {}), the retry delay as a duration.
 type BrokerStatus struct {
 	Broker      string    `json:"broker"`
@@ -549,7 +549,7 @@ type BrokerStatus struct {
 	Generation  uint64    `json:"generation"`
 }
 
-func brokerStatus(st famqp.Status) BrokerStatus {
+func brokerStatus(st amqp.Status) BrokerStatus {
 	b := BrokerStatus{
 		Broker:      st.Broker,
 		State:       st.State.String(),
@@ -568,7 +568,7 @@ func brokerStatus(st famqp.Status) BrokerStatus {
 	return b
 }
 
-func brokerStatuses(sts []famqp.Status) []BrokerStatus {
+func brokerStatuses(sts []amqp.Status) []BrokerStatus {
 	out := make([]BrokerStatus, 0, len(sts))
 	for _, st := range sts {
 		out = append(out, brokerStatus(st))

@@ -16,7 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/config"
 	"github.com/fedrouter/fedrouter/router/routertest"
 	"github.com/fedrouter/fedrouter/routes"
@@ -29,9 +29,9 @@ func newFakeService() *routertest.Service {
 	since := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	return routertest.New(routertest.Options{RouterID: "test-router", Known: []string{"a", "b"},
 		Added: routes.Status{State: routes.StateWaiting}, TopologyOff: ErrTopologyOff,
-		Brokers: []famqp.Status{
-			{Broker: "a", State: famqp.Operational, Since: since, URL: "amqp://h1:5672", Generation: 1},
-			{Broker: "b", State: famqp.Operational, Since: since, URL: "amqp://h2:5672", Generation: 3},
+		Brokers: []amqp.Status{
+			{Broker: "a", State: amqp.Operational, Since: since, URL: "amqp://h1:5672", Generation: 1},
+			{Broker: "b", State: amqp.Operational, Since: since, URL: "amqp://h2:5672", Generation: 3},
 		},
 		Links: []routes.LinkStatus{{Src: "a", Dest: "b", State: routes.StateOperational, Routes: 1}},
 	})
@@ -252,8 +252,8 @@ func TestAdminUnknownPathAndMethod(t *testing.T) {
 
 func TestAdminLinksBrokersRouter(t *testing.T) {
 	h := startAdmin(t, "")
-	h.svc.UpdateBrokers(func(bs []famqp.Status) []famqp.Status {
-		return append(bs, famqp.Status{Broker: "c", State: famqp.Waiting, URL: "amqp://h3:5672",
+	h.svc.UpdateBrokers(func(bs []amqp.Status) []amqp.Status {
+		return append(bs, amqp.Status{Broker: "c", State: amqp.Waiting, URL: "amqp://h3:5672",
 			LastError: errors.New("dial tcp: connection refused"), LastErrorAt: time.Unix(100, 0).UTC(), Attempt: 4, RetryIn: 8 * time.Second})
 	})
 	h.expect("GET", "/api/v1/links", nil, http.StatusOK, `"src": "a"`, `"routes": 1`, `"state": "Operational"`)
@@ -278,7 +278,7 @@ func TestAdminHealthAndReady(t *testing.T) {
 	h := startAdmin(t, "")
 	h.expect("GET", "/healthz", nil, http.StatusOK, "ok")
 	h.expect("GET", "/readyz", nil, http.StatusOK, "ok")
-	h.svc.UpdateBrokers(func(bs []famqp.Status) []famqp.Status { bs[1].State = famqp.Connecting; return bs })
+	h.svc.UpdateBrokers(func(bs []amqp.Status) []amqp.Status { bs[1].State = amqp.Connecting; return bs })
 	h.expect("GET", "/readyz", nil, http.StatusServiceUnavailable, "not ready: 1 broker(s) not Operational: b (Connecting)", `"broker": "b"`)
 	h.expect("GET", "/healthz", nil, http.StatusOK, "ok")
 }

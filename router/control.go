@@ -8,13 +8,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	goamqp "github.com/Azure/go-amqp"
 	"github.com/rs/zerolog"
 
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/config"
 	"github.com/fedrouter/fedrouter/internal/group"
-	"github.com/fedrouter/fedrouter/routes"
 )
 
 // The control plane's transport: routers talk to each other through the
@@ -36,10 +34,10 @@ type Inbound struct {
 // ControlOptions configure a Control; zero values take the defaults.
 type ControlOptions struct {
 	RouterID string
-	Address  string        // default DefaultControlAddress
-	Inbox    int           // bound of the inbound queue; default 256
-	Outbox   int           // bound of each broker's outbound queue; default 16
-	Backoff  famqp.Backoff // re-attach delays; default famqp.DefaultBackoff()
+	Address  string       // default DefaultControlAddress
+	Inbox    int          // bound of the inbound queue; default 256
+	Outbox   int          // bound of each broker's outbound queue; default 16
+	Backoff  amqp.Backoff // re-attach delays; default amqp.DefaultBackoff()
 	Log      zerolog.Logger
 }
 
@@ -74,13 +72,13 @@ type outbound struct {
 type controlLink struct {
 	c      *Control
 	broker string
-	b      routes.Broker
+	b      amqp.Broker
 	out    chan outbound
 	log    zerolog.Logger
 }
 
 // NewControl prepares the control links; Start runs them.
-func NewControl(brokers map[string]routes.Broker, opts ControlOptions) *Control {
+func NewControl(brokers map[string]amqp.Broker, opts ControlOptions) *Control {
 	if opts.Address == "" {
 		opts.Address = DefaultControlAddress
 	}
@@ -91,7 +89,7 @@ func NewControl(brokers map[string]routes.Broker, opts ControlOptions) *Control 
 		opts.Outbox = 16
 	}
 	if opts.Backoff.Min == 0 {
-		opts.Backoff = famqp.DefaultBackoff()
+		opts.Backoff = amqp.DefaultBackoff()
 	}
 	c := &Control{opts: opts, inbound: make(chan Inbound, opts.Inbox), links: map[string]*controlLink{}}
 	for name, b := range brokers {
@@ -171,7 +169,7 @@ func (l *controlLink) run(ctx context.Context) {
 	attempt := 0
 	for {
 		if _, _, err := l.b.Conn.WaitOperational(ctx); err != nil {
-			if ctx.Err() != nil || famqp.Classify(err) == famqp.ScopeAuth {
+			if ctx.Err() != nil || amqp.Classify(err) == amqp.ScopeAuth {
 				return
 			}
 		}
@@ -206,13 +204,13 @@ func (l *controlLink) runOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer famqp.CloseSessionContext(ctx, sess)
-	node := famqp.Node{Kind: famqp.Control, Name: l.c.opts.Address}
-	spec, err := l.b.Profile.Source(setup, node, famqp.Subscription{Name: l.c.opts.RouterID})
+	defer amqp.CloseSessionContext(ctx, sess)
+	node := amqp.Node{Kind: amqp.Control, Name: l.c.opts.Address}
+	spec, err := l.b.Profile.Source(setup, node, amqp.Subscription{Name: l.c.opts.RouterID})
 	if err != nil {
 		return fmt.Errorf("control source: %w", err)
 	}
-	rcv, err := famqp.NewReceiver(setup, sess, spec, famqp.ReceiverConfig{Window: 50})
+	rcv, err := amqp.NewReceiver(setup, sess, spec, amqp.ReceiverConfig{Window: 50})
 	if err != nil {
 		return fmt.Errorf("control receiver %s: %w", spec.Address, err)
 	}
@@ -223,7 +221,7 @@ func (l *controlLink) runOnce(ctx context.Context) error {
 	defer recv.Stop()
 	recvErr := make(chan error, 1)
 	recv.Go(func(ctx context.Context) { recvErr <- l.receive(ctx, rcv) })
-	senders := map[string]*goamqp.Sender{}
+	senders := map[string]*amqp.Sender{}
 	for {
 		select {
 		case o := <-l.out:
@@ -241,13 +239,13 @@ func (l *controlLink) runOnce(ctx context.Context) error {
 
 // receive hands every control message to the inbound queue, dropping (and
 // counting) when it is full: a newer advertisement follows anyway.
-func (l *controlLink) receive(ctx context.Context, rcv *famqp.Receiver) error {
+func (l *controlLink) receive(ctx context.Context, rcv *amqp.Receiver) error {
 	for {
 		msg, err := rcv.Receive(ctx)
 		if err != nil {
 			return err
 		}
-		data := msg.GetData()
+		data := msg.Data()
 		if err := rcv.Accept(ctx, msg); err != nil {
 			return err
 		}
@@ -262,7 +260,7 @@ func (l *controlLink) receive(ctx context.Context, rcv *famqp.Receiver) error {
 
 // publish sends o on the broker, to the broadcast target or to each peer's
 // inbox, creating senders on first use, and waits for the outcomes.
-func (l *controlLink) publish(ctx context.Context, sess *goamqp.Session, senders map[string]*goamqp.Sender, o outbound) error {
+func (l *controlLink) publish(ctx context.Context, sess *amqp.Session, senders map[string]*amqp.Sender, o outbound) error {
 	keys := []string{""}
 	if !l.b.Profile.Multicast() {
 		keys = o.peers
@@ -273,9 +271,9 @@ func (l *controlLink) publish(ctx context.Context, sess *goamqp.Session, senders
 			return err
 		}
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		msg := goamqp.NewMessage(o.data)
-		msg.Properties = &goamqp.MessageProperties{Subject: ptr("fedrouter.lsa")}
-		r, err := snd.SendWithReceipt(wctx, msg, nil)
+		msg := amqp.NewMessage(o.data)
+		msg.SetSubject("fedrouter.lsa")
+		r, err := snd.Send(wctx, msg)
 		if err == nil {
 			_, err = r.Wait(wctx)
 		}
@@ -288,20 +286,18 @@ func (l *controlLink) publish(ctx context.Context, sess *goamqp.Session, senders
 	return nil
 }
 
-func (l *controlLink) sender(ctx context.Context, sess *goamqp.Session, senders map[string]*goamqp.Sender, peer string) (*goamqp.Sender, error) {
+func (l *controlLink) sender(ctx context.Context, sess *amqp.Session, senders map[string]*amqp.Sender, peer string) (*amqp.Sender, error) {
 	if s, ok := senders[peer]; ok {
 		return s, nil
 	}
-	spec, err := l.b.Profile.Target(famqp.Node{Kind: famqp.Control, Name: l.c.opts.Address, Key: peer})
+	spec, err := l.b.Profile.Target(amqp.Node{Kind: amqp.Control, Name: l.c.opts.Address, Key: peer})
 	if err != nil {
 		return nil, err
 	}
-	s, err := sess.NewSender(ctx, spec.Address, spec.SenderOptions())
+	s, err := sess.NewSender(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("control sender %s: %w", spec.Address, err)
 	}
 	senders[peer] = s
 	return s, nil
 }
-
-func ptr[T any](v T) *T { return &v }

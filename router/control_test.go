@@ -8,19 +8,18 @@ import (
 
 	"github.com/rs/zerolog"
 
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/amqp/brokertest"
-	"github.com/fedrouter/fedrouter/routes"
 )
 
 func controlFor(t *testing.T, id, addr string, bs []brokertest.Broker) *Control {
 	t.Helper()
-	brokers := map[string]routes.Broker{}
+	brokers := map[string]amqp.Broker{}
 	for _, b := range bs {
-		brokers[b.Name] = routes.Broker{Conn: brokertest.Dial(t, b.Config(), famqp.ConnOptions{}), Profile: brokertest.Profile(t, b.Config())}
+		brokers[b.Name] = amqp.Broker{Conn: brokertest.Dial(t, b.Config(), amqp.ConnOptions{}), Profile: brokertest.Profile(t, b.Config())}
 	}
 	c := NewControl(brokers, ControlOptions{RouterID: id, Address: addr,
-		Backoff: famqp.Backoff{Min: 100 * time.Millisecond, Max: time.Second}, Log: zerolog.New(zerolog.NewTestWriter(t))})
+		Backoff: amqp.Backoff{Min: 100 * time.Millisecond, Max: time.Second}, Log: zerolog.New(zerolog.NewTestWriter(t))})
 	c.Start(t.Context())
 	t.Cleanup(c.Stop)
 	return c
@@ -33,7 +32,7 @@ func TestIntegrationControlTransport(t *testing.T) {
 	bs := brokertest.Require(t, "rabbit1", "proton1")
 	addr := brokertest.UniqueName(t, "ctl")
 	t.Cleanup(func() { // the fanout exchange and both routers' queues
-		m, err := famqp.NewRabbitManagement(bs[0].Config())
+		m, err := amqp.NewRabbitManagement(bs[0].Config())
 		if err != nil {
 			return
 		}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/internal/group"
 	"github.com/fedrouter/fedrouter/topology"
 )
@@ -28,7 +28,7 @@ const destPoll = 5 * time.Second
 // stopped and waited for by stop. The topology driver reads the result
 // through current.
 type destWatcher struct {
-	listers map[string]famqp.DestinationLister
+	listers map[string]amqp.DestinationLister
 	table   *topology.Destinations // owned by run
 	seen    map[string]map[string]topology.DestKind
 	log     zerolog.Logger
@@ -39,7 +39,7 @@ type destWatcher struct {
 	g *group.Group // run's; set by start
 }
 
-func newDestWatcher(listers map[string]famqp.DestinationLister, idle time.Duration, log zerolog.Logger) *destWatcher {
+func newDestWatcher(listers map[string]amqp.DestinationLister, idle time.Duration, log zerolog.Logger) *destWatcher {
 	return &destWatcher{listers: listers, table: topology.NewDestinations(idle), seen: map[string]map[string]topology.DestKind{},
 		log: log.With().Str("subsystem", "destinations").Logger()}
 }
@@ -100,7 +100,7 @@ func (w *destWatcher) poll(ctx context.Context, now time.Time) {
 }
 
 // observe feeds one broker's listing, and deletions of what is gone.
-func (w *destWatcher) observe(broker string, dests []famqp.DestinationInfo, now time.Time) bool {
+func (w *destWatcher) observe(broker string, dests []amqp.DestinationInfo, now time.Time) bool {
 	changed := false
 	present := map[string]topology.DestKind{}
 	for _, d := range dests {

@@ -15,6 +15,7 @@ import (
 	famqp "github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/amqp/brokertest"
 	"github.com/fedrouter/fedrouter/config"
+	"github.com/fedrouter/fedrouter/links"
 	"github.com/fedrouter/fedrouter/routes"
 )
 
@@ -210,8 +211,8 @@ func (m *mesh) collect(broker, queue string) *collector {
 				col.done <- err
 				return
 			}
-			seq, _ := msg.ApplicationProperties["seq"].(int64)
-			trace, _ := msg.Annotations[routes.TraceAnnotation].(string)
+			seq, _ := msg.GoAMQP().ApplicationProperties["seq"].(int64)
+			trace, _ := msg.GoAMQP().Annotations[links.AnnotationTrace].(string)
 			col.mu.Lock()
 			col.got = append(col.got, arrival{seq: seq, trace: trace, at: time.Now()})
 			col.seen[seq] = true
@@ -255,7 +256,7 @@ func seqs(as []arrival) []int64 {
 	return out
 }
 
-func (m *mesh) session(broker string) *goamqp.Session {
+func (m *mesh) session(broker string) *famqp.Session {
 	c := brokertest.Dial(m.t, m.brokers[broker].Config(), famqp.ConnOptions{})
 	return brokertest.Session(m.t, c)
 }
@@ -434,7 +435,7 @@ func (m *mesh) receiveN(broker, queue string, n int, stall time.Duration) []*goa
 		if err != nil {
 			m.t.Fatalf("%s on %s: after %d of %d: %v", queue, broker, len(out), n, err)
 		}
-		out = append(out, msg)
+		out = append(out, msg.GoAMQP())
 	}
 	return out
 }
@@ -472,10 +473,10 @@ func TestIntegrationMeshCorrectiveAction(t *testing.T) {
 
 	// An application's request through rabbit1's ingress; a request
 	// without a destination is dead-lettered on rabbit1 with the reason.
-	brokertest.SendAll(t, s1, "/amq/queue/"+routes.IngressQueue, 10, 10, func(i int) *goamqp.Message {
+	brokertest.SendAll(t, s1, "/amq/queue/"+links.IngressQueue, 10, 10, func(i int) *goamqp.Message {
 		msg := brokertest.Numbered(5000 + i)
-		msg.ApplicationProperties[routes.PropDestBroker] = "rabbit4"
-		msg.ApplicationProperties[routes.PropDestAddress] = "exchange:" + ex
+		msg.ApplicationProperties[links.PropDestBroker] = "rabbit4"
+		msg.ApplicationProperties[links.PropDestAddress] = "exchange:" + ex
 		return msg
 	})
 	col.wait(t, 10, 60*time.Second)
@@ -484,8 +485,8 @@ func TestIntegrationMeshCorrectiveAction(t *testing.T) {
 			t.Errorf("ingress message %d came by %q", a.seq, a.trace)
 		}
 	}
-	brokertest.SendAll(t, s1, "/amq/queue/"+routes.IngressQueue, 1, 1, brokertest.Numbered)
-	bad := m.receiveN("rabbit1", routes.RouterDeadLetterQueue, 1, 30*time.Second)[0]
+	brokertest.SendAll(t, s1, "/amq/queue/"+links.IngressQueue, 1, 1, brokertest.Numbered)
+	bad := m.receiveN("rabbit1", links.RouterDeadLetterQueue, 1, 30*time.Second)[0]
 	if reason, _ := bad.Annotations["x-fedrouter-reason"].(string); !strings.Contains(reason, "no destination broker") {
 		t.Errorf("bad ingress request dead-lettered with %v", bad.Annotations)
 	}

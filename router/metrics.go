@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/routes"
 )
 
@@ -70,7 +70,7 @@ func (c serviceCollector) Collect(ch chan<- prometheus.Metric) {
 		collectRoute(ch, st)
 	}
 	for _, st := range c.svc.Brokers() {
-		ch <- constMetric(descBrokerUp, prometheus.GaugeValue, boolValue(st.State == famqp.Operational), st.Broker)
+		ch <- constMetric(descBrokerUp, prometheus.GaugeValue, boolValue(st.State == amqp.Operational), st.Broker)
 		ch <- constMetric(descBrokerAttempts, prometheus.GaugeValue, float64(st.Attempt), st.Broker)
 	}
 	for _, l := range c.svc.Links() {

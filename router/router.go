@@ -13,7 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/config"
 	"github.com/fedrouter/fedrouter/routes"
 	"github.com/fedrouter/fedrouter/topology"
@@ -34,13 +34,13 @@ type Router struct {
 	ctx context.Context
 
 	mu       sync.Mutex
-	pools    map[string][]*famqp.Conn // every connection per broker (brokers[].connections); the first is the broker's main one; guarded by mu
-	profiles map[string]famqp.Profile // by broker name; guarded by mu
-	routes   *routes.Manager          // set by Start
-	control  *Control                 // set by Start when flooding is on
-	topo     *topoDriver              // set by Start when flooding is on
-	dests    *destWatcher             // set by Start when flooding is on
-	table    *table                   // the topology's latest shortest paths
+	pools    map[string][]*amqp.Conn // every connection per broker (brokers[].connections); the first is the broker's main one; guarded by mu
+	profiles map[string]amqp.Profile // by broker name; guarded by mu
+	routes   *routes.Manager         // set by Start
+	control  *Control                // set by Start when flooding is on
+	topo     *topoDriver             // set by Start when flooding is on
+	dests    *destWatcher            // set by Start when flooding is on
+	table    *table                  // the topology's latest shortest paths
 }
 
 // ErrTopologyOff: the router floods no link state (no topology secret).
@@ -48,7 +48,7 @@ var ErrTopologyOff = errors.New("router: link-state flooding is off (no topology
 
 // New builds a router from a validated configuration. It does not connect.
 func New(cfg *config.Config, log zerolog.Logger) *Router {
-	return &Router{cfg: cfg, log: log.With().Str("router", cfg.RouterID).Logger(), pools: map[string][]*famqp.Conn{}, profiles: map[string]famqp.Profile{},
+	return &Router{cfg: cfg, log: log.With().Str("router", cfg.RouterID).Logger(), pools: map[string][]*amqp.Conn{}, profiles: map[string]amqp.Profile{},
 		table: newTable()}
 }
 
@@ -61,11 +61,11 @@ func (r *Router) Start(ctx context.Context) error {
 	if err := r.dialAll(); err != nil {
 		return err
 	}
-	brokers := map[string]routes.Broker{}
+	brokers := map[string]amqp.Broker{}
 	r.mu.Lock()
 	static := r.cfg.StaticDemand()
 	for name, pool := range r.pools {
-		brokers[name] = routes.Broker{Conn: pool[0], Pool: pool, Profile: r.profiles[name], StaticDemand: static[name]}
+		brokers[name] = amqp.Broker{Conn: pool[0], Pool: pool, Profile: r.profiles[name], StaticDemand: static[name]}
 	}
 	r.mu.Unlock()
 	opts := routes.Options{
@@ -94,7 +94,7 @@ func (r *Router) Start(ctx context.Context) error {
 
 // startTopology starts link-state flooding over every broker, unless the
 // configuration has no secret (then the router runs alone, and says so).
-func (r *Router) startTopology(brokers map[string]routes.Broker) error {
+func (r *Router) startTopology(brokers map[string]amqp.Broker) error {
 	secret, err := r.cfg.TopologySecret()
 	if err != nil {
 		return err
@@ -105,9 +105,9 @@ func (r *Router) startTopology(brokers map[string]routes.Broker) error {
 	}
 	r.control = NewControl(brokers, ControlOptions{RouterID: r.cfg.RouterID, Address: r.cfg.Topology.ControlAddress,
 		Backoff: r.cfg.Backoff(), Log: r.log})
-	listers := map[string]famqp.DestinationLister{}
+	listers := map[string]amqp.DestinationLister{}
 	for name, b := range brokers {
-		if l, ok := b.Profile.(famqp.DestinationLister); ok {
+		if l, ok := b.Profile.(amqp.DestinationLister); ok {
 			listers[name] = l
 		}
 	}
@@ -152,10 +152,10 @@ func (r *Router) dialAll() error {
 		if bc.TLS.InsecureSkipVerify {
 			r.log.Warn().Str("broker", bc.Name).Msg("TLS certificate verification is OFF for this broker")
 		}
-		if tested, _ := famqp.LookupProfile(bc.Profile); !tested {
+		if tested, _ := amqp.LookupProfile(bc.Profile); !tested {
 			r.log.Warn().Str("broker", bc.Name).Str("profile", bc.Profile).Msg("this broker profile follows the broker's documentation and is not tested against a real broker")
 		}
-		prof, err := famqp.NewProfile(bc)
+		prof, err := amqp.NewProfile(bc)
 		if err != nil {
 			r.Stop()
 			return fmt.Errorf("router: broker %s: %w", bc.Name, err)
@@ -168,7 +168,7 @@ func (r *Router) dialAll() error {
 			if i > 0 {
 				id, log = fmt.Sprintf("%s-%d", id, i+1), log.With().Int("connection", i+1).Logger()
 			}
-			c, err := famqp.DialContext(r.ctx, bc, famqp.ConnOptions{
+			c, err := amqp.DialContext(r.ctx, bc, amqp.ConnOptions{
 				ContainerID:    id,
 				Backoff:        r.cfg.Backoff(),
 				ConnectTimeout: time.Duration(r.cfg.Reconnect.ConnectTimeout),
@@ -188,24 +188,24 @@ func (r *Router) dialAll() error {
 
 // stateLogger logs each change of state once; retries while Waiting are
 // logged at debug after the first, so an outage does not flood the log.
-func stateLogger(log zerolog.Logger) func(famqp.Status) {
-	var last famqp.State = -1
-	return func(st famqp.Status) {
-		if st.State == last && st.State != famqp.Waiting {
+func stateLogger(log zerolog.Logger) func(amqp.Status) {
+	var last amqp.State = -1
+	return func(st amqp.Status) {
+		if st.State == last && st.State != amqp.Waiting {
 			return
 		}
 		ev := log.Info()
 		switch {
-		case st.State == famqp.Failed:
+		case st.State == amqp.Failed:
 			ev = log.Error()
-		case st.State == famqp.Waiting && last == famqp.Operational:
+		case st.State == amqp.Waiting && last == amqp.Operational:
 			ev = log.Warn()
-		case st.State == last || (st.State == famqp.Connecting && st.Attempt > 0) || (st.State == famqp.Waiting && st.Attempt > 1):
+		case st.State == last || (st.State == amqp.Connecting && st.Attempt > 0) || (st.State == amqp.Waiting && st.Attempt > 1):
 			ev = log.Debug()
 		}
 		last = st.State
 		ev = ev.Str("state", st.State.String()).Str("url", st.URL)
-		if st.LastError != nil && st.State != famqp.Operational {
+		if st.LastError != nil && st.State != amqp.Operational {
 			ev = ev.AnErr("last_error", st.LastError)
 		}
 		if st.RetryIn > 0 {
@@ -216,9 +216,9 @@ func stateLogger(log zerolog.Logger) func(famqp.Status) {
 }
 
 // Status returns every broker connection's status, sorted by broker name.
-func (r *Router) Status() []famqp.Status {
+func (r *Router) Status() []amqp.Status {
 	conns := r.snapshot()
-	out := make([]famqp.Status, 0, len(conns))
+	out := make([]amqp.Status, 0, len(conns))
 	for _, c := range conns {
 		st, _ := c.Status()
 		out = append(out, st)
@@ -259,7 +259,7 @@ func (r *Router) Stop() {
 	for _, p := range r.profiles {
 		p.Close()
 	}
-	var all []*famqp.Conn
+	var all []*amqp.Conn
 	for _, pool := range r.pools {
 		all = append(all, pool...)
 	}
@@ -274,10 +274,10 @@ const routesStopTimeout = 30 * time.Second
 
 // snapshot copies the brokers' main connections so callers can do I/O
 // without mu.
-func (r *Router) snapshot() []*famqp.Conn {
+func (r *Router) snapshot() []*amqp.Conn {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	conns := make([]*famqp.Conn, 0, len(r.pools))
+	conns := make([]*amqp.Conn, 0, len(r.pools))
 	for _, pool := range r.pools {
 		conns = append(conns, pool[0])
 	}
@@ -316,6 +316,6 @@ func (r *Router) Routes() []routes.Status { return r.routes.List() }
 func (r *Router) Links() []routes.LinkStatus { return r.routes.Links() }
 
 // Brokers lists the broker connections.
-func (r *Router) Brokers() []famqp.Status { return r.Status() }
+func (r *Router) Brokers() []amqp.Status { return r.Status() }
 
 var _ Service = (*Router)(nil)

@@ -3,7 +3,7 @@ package router
 import (
 	"context"
 
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/routes"
 	"github.com/fedrouter/fedrouter/topology"
 )
@@ -33,7 +33,7 @@ type Service interface {
 	// Links lists the links (broker pairs that routes run over).
 	Links() []routes.LinkStatus
 	// Brokers lists the broker connections.
-	Brokers() []famqp.Status
+	Brokers() []amqp.Status
 	// RouterID names this router.
 	RouterID() string
 	// Topology returns the link-state view; ErrTopologyOff when the

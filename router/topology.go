@@ -9,7 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/config"
 	"github.com/fedrouter/fedrouter/internal/group"
 	"github.com/fedrouter/fedrouter/routes"
@@ -235,7 +235,7 @@ func extValue(v any, entries int) json.RawMessage {
 // lowest cost among them; each up while both ends are Operational.
 func (r *Router) localTopology() ([]topology.BrokerState, []topology.Link) {
 	sts := r.Status()
-	state := map[string]famqp.State{}
+	state := map[string]amqp.State{}
 	brokers := make([]topology.BrokerState, 0, len(sts))
 	for _, st := range sts {
 		state[st.Broker] = st.State
@@ -253,7 +253,7 @@ func (r *Router) localTopology() ([]topology.BrokerState, []topology.Link) {
 	}
 	links := make([]topology.Link, 0, len(cost))
 	for k, c := range cost {
-		up := state[k[0]] == famqp.Operational && state[k[1]] == famqp.Operational
+		up := state[k[0]] == amqp.Operational && state[k[1]] == amqp.Operational
 		links = append(links, topology.Link{From: k[0], To: k[1], Cost: c, Up: up})
 	}
 	return brokers, links

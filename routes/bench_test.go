@@ -41,7 +41,7 @@ func benchForward(b *testing.B, variant string) {
 	case "raw":
 		rawForward(b, brokertest.Session(b, c1), brokertest.Session(b, c2), src, ex, b.N)
 	case "route":
-		routeForward(b, map[string]routes.Broker{
+		routeForward(b, map[string]famqp.Broker{
 			"rabbit1": {Conn: c1, Profile: brokertest.Profile(b, bs[0].Config())},
 			"rabbit2": {Conn: c2, Profile: brokertest.Profile(b, bs[1].Config())},
 		}, src, ex, b.N)
@@ -53,19 +53,19 @@ func benchForward(b *testing.B, variant string) {
 // rawForward is the baseline: the simplest correct at-least-once pipeline
 // with go-amqp alone (manual credit through amqp.Receiver, which go-amqp
 // needs on RabbitMQ; receipts waited in order by a second goroutine).
-func rawForward(b *testing.B, s1, s2 *goamqp.Session, src, ex string, n int) {
+func rawForward(b *testing.B, s1, s2 *famqp.Session, src, ex string, n int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	r, err := famqp.NewReceiver(ctx, s1, famqp.LinkSpec{Address: "/amq/queue/" + src}, famqp.ReceiverConfig{Window: 250, MaxUnsettled: 500})
 	if err != nil {
 		b.Fatal(err)
 	}
-	snd, err := s2.NewSender(ctx, "/exchange/"+ex, nil)
+	snd, err := s2.GoAMQP().NewSender(ctx, "/exchange/"+ex, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	type sent struct {
-		msg *goamqp.Message
+		msg famqp.Message
 		rc  goamqp.SendReceipt
 	}
 	q := make(chan sent, 500)
@@ -94,7 +94,7 @@ func rawForward(b *testing.B, s1, s2 *goamqp.Session, src, ex string, n int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		rc, err := snd.SendWithReceipt(ctx, famqp.ForwardCopy(msg), nil)
+		rc, err := snd.SendWithReceipt(ctx, msg.ForwardCopy().GoAMQP(), nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -105,7 +105,7 @@ func rawForward(b *testing.B, s1, s2 *goamqp.Session, src, ex string, n int) {
 	}
 }
 
-func routeForward(b *testing.B, brokers map[string]routes.Broker, src, ex string, n int) {
+func routeForward(b *testing.B, brokers map[string]famqp.Broker, src, ex string, n int) {
 	m := routes.NewManager(routes.Options{RouterID: "bench", Brokers: brokers})
 	defer m.Stop(context.Background())
 	st, err := m.Add(routes.Spec{Kind: routes.KindQueue, Dest: "rabbit2", Src: "rabbit1", Exchange: ex, Queue: src})

@@ -9,9 +9,8 @@ import (
 	"sync"
 	"time"
 
-	goamqp "github.com/Azure/go-amqp"
-
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/links"
 )
 
 // Dynamic routes: the route's subscription at the source carries one
@@ -21,10 +20,6 @@ import (
 // messages carry a trace of the brokers they visited: a message is never
 // sent to a broker it has been at. Together they keep A<->B pairs, rings
 // and meshes of dynamic routes from looping.
-
-// TraceAnnotation lists, comma-separated, the brokers a message crossed
-// on dynamic routes.
-const TraceAnnotation = "x-fedrouter-trace"
 
 // errNoDemandSupport: a broker whose profile cannot tell its bindings.
 var errNoDemandSupport = errors.New("dynamic routes need brokers whose profile can read and manage bindings (rabbitmq)")
@@ -42,13 +37,13 @@ type dynamicMode struct {
 	localDemand  []string   // keys of consumers at the destination
 }
 
-func (d *dynamicMode) source(ctx context.Context) (famqp.LinkSpec, error) {
+func (d *dynamicMode) source(ctx context.Context) (amqp.LinkSpec, error) {
 	return d.subscribeDynamic(ctx)
 }
 
 // wire sends straight to the destination exchange, recording the trace
 // (messages route there by subject), and follows demand during the run.
-func (d *dynamicMode) wire(_, setup context.Context, _ pathKind, _ *goamqp.Session) (wiring, error) {
+func (d *dynamicMode) wire(_, setup context.Context, _ pathKind, _ *amqp.Session) (wiring, error) {
 	w, err := d.directSink(setup)
 	if err != nil {
 		return w, err
@@ -65,7 +60,7 @@ func (d *dynamicMode) unsubscribe(ctx context.Context) {
 	d.unsubscribeAt(ctx, d.subscription())
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	events := famqp.Node{Kind: famqp.Exchange, Name: "binding events"}
+	events := amqp.Node{Kind: amqp.Exchange, Name: "binding events"}
 	if err := d.dst.Profile.Unsubscribe(ctx, events, d.eventsSubscription()); err != nil {
 		d.log.Warn().Err(err).Msg("could not remove the route's binding-event queue at the destination; it expires by itself")
 	}
@@ -78,19 +73,19 @@ func (d *dynamicMode) addStatus(st *Status) {
 }
 
 // demandReader is what a dynamic route reads the destination's demand
-// from: the broker itself (famqp.Demand) or the bindings the configuration
+// from: the broker itself (amqp.Demand) or the bindings the configuration
 // declares for a broker that cannot be asked (staticDemand).
 type demandReader interface {
-	ExchangeDemand(ctx context.Context, exchange string, divert bool) ([]famqp.DemandBinding, error)
+	ExchangeDemand(ctx context.Context, exchange string, divert bool) ([]amqp.DemandBinding, error)
 }
 
 // staticDemand is a broker's configured bindings: exchange → keys.
 type staticDemand map[string][]string
 
-func (s staticDemand) ExchangeDemand(_ context.Context, exchange string, _ bool) ([]famqp.DemandBinding, error) {
-	out := make([]famqp.DemandBinding, 0, len(s[exchange]))
+func (s staticDemand) ExchangeDemand(_ context.Context, exchange string, _ bool) ([]amqp.DemandBinding, error) {
+	out := make([]amqp.DemandBinding, 0, len(s[exchange]))
 	for _, k := range s[exchange] {
-		out = append(out, famqp.DemandBinding{Key: k})
+		out = append(out, amqp.DemandBinding{Key: k})
 	}
 	return out, nil
 }
@@ -98,11 +93,11 @@ func (s staticDemand) ExchangeDemand(_ context.Context, exchange string, _ bool)
 // demandProfiles returns the source's subscription manager and where to
 // read the destination's demand: the configured bindings when the
 // destination broker has any, else the broker itself.
-func (d *dynamicMode) demandProfiles() (src famqp.Demand, dst demandReader, err error) {
-	src, okSrc := d.src.Profile.(famqp.Demand)
+func (d *dynamicMode) demandProfiles() (src amqp.Demand, dst demandReader, err error) {
+	src, okSrc := d.src.Profile.(amqp.Demand)
 	dst, okDst := demandReader(staticDemand(d.dst.StaticDemand)), len(d.dst.StaticDemand) > 0
 	if !okDst {
-		dst, okDst = d.dst.Profile.(famqp.Demand)
+		dst, okDst = d.dst.Profile.(amqp.Demand)
 	}
 	if !okSrc || !okDst {
 		return nil, nil, fmt.Errorf("%w: %s is %s, %s is %s (declare its bindings in the configuration if it cannot be asked)", errNoDemandSupport,
@@ -113,17 +108,17 @@ func (d *dynamicMode) demandProfiles() (src famqp.Demand, dst demandReader, err 
 
 // subscribeDynamic declares the route's subscription, brings its bindings
 // in step with the destination's demand and returns where to receive.
-func (d *dynamicMode) subscribeDynamic(ctx context.Context) (famqp.LinkSpec, error) {
+func (d *dynamicMode) subscribeDynamic(ctx context.Context) (amqp.LinkSpec, error) {
 	src, dst, err := d.demandProfiles()
 	if err != nil {
-		return famqp.LinkSpec{}, err
+		return amqp.LinkSpec{}, err
 	}
 	spec, err := src.Subscribe(ctx, d.spec.Exchange, d.subscription())
 	if err != nil {
-		return famqp.LinkSpec{}, fmt.Errorf("subscription on %s: %w", d.spec.Src, err)
+		return amqp.LinkSpec{}, fmt.Errorf("subscription on %s: %w", d.spec.Src, err)
 	}
 	if err := d.reconcile(ctx, src, dst); err != nil {
-		return famqp.LinkSpec{}, err
+		return amqp.LinkSpec{}, err
 	}
 	return spec, nil
 }
@@ -173,8 +168,8 @@ func (d *dynamicMode) followDemand(ctx context.Context) {
 }
 
 // eventsSubscription names the queue of the destination's binding events.
-func (d *dynamicMode) eventsSubscription() famqp.Subscription {
-	return famqp.Subscription{Name: d.subscription().Name + ".events"}
+func (d *dynamicMode) eventsSubscription() amqp.Subscription {
+	return amqp.Subscription{Name: d.subscription().Name + ".events"}
 }
 
 // watchBindings receives the destination's binding events in a goroutine
@@ -182,7 +177,7 @@ func (d *dynamicMode) eventsSubscription() famqp.Subscription {
 // with divert_bindings: downstream exchanges count). It returns a channel
 // closed when that goroutine ends, or nil when there are no events.
 func (d *dynamicMode) watchBindings(ctx context.Context, dst demandReader, kick chan<- struct{}) <-chan struct{} {
-	ev, ok := dst.(famqp.DemandEvents)
+	ev, ok := dst.(amqp.DemandEvents)
 	if !ok {
 		return nil
 	}
@@ -197,22 +192,22 @@ func (d *dynamicMode) watchBindings(ctx context.Context, dst demandReader, kick 
 	if err != nil {
 		return nil
 	}
-	rcv, err := famqp.NewReceiver(setup, sess, spec, famqp.ReceiverConfig{Window: 50})
+	rcv, err := amqp.NewReceiver(setup, sess, spec, amqp.ReceiverConfig{Window: 50})
 	if err != nil {
-		famqp.CloseSession(sess)
+		amqp.CloseSession(sess)
 		return nil
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		defer famqp.CloseSession(sess)
+		defer amqp.CloseSession(sess)
 		for {
 			msg, err := rcv.Receive(ctx)
 			if err != nil {
 				return
 			}
 			_ = rcv.Accept(ctx, msg)
-			if src, ok := msg.ApplicationProperties["source_name"].(string); ok && src != d.spec.Exchange && !d.spec.DivertBindings {
+			if src := msg.PropertyString("source_name"); src != "" && src != d.spec.Exchange && !d.spec.DivertBindings {
 				continue
 			}
 			select {
@@ -237,14 +232,14 @@ func (d *dynamicMode) setDemandSource(events bool, every time.Duration) {
 // reconcile makes the subscription's bindings equal the demand at the
 // destination that did not come through the source, each recorded with
 // its origins plus the destination.
-func (d *dynamicMode) reconcile(ctx context.Context, src famqp.Demand, dst demandReader) error {
+func (d *dynamicMode) reconcile(ctx context.Context, src amqp.Demand, dst demandReader) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	want, err := dst.ExchangeDemand(ctx, d.spec.Exchange, d.spec.DivertBindings)
 	if err != nil {
 		return fmt.Errorf("demand at %s: %w", d.spec.Dest, err)
 	}
-	desired := map[string]famqp.DemandBinding{}
+	desired := map[string]amqp.DemandBinding{}
 	var local []string // keys of consumers at the destination itself
 	for _, b := range want {
 		if len(b.Origins) == 0 {
@@ -256,7 +251,7 @@ func (d *dynamicMode) reconcile(ctx context.Context, src famqp.Demand, dst deman
 		if !d.onShortestPath(b.Origins) {
 			continue // another way from the source to that consumer is shorter
 		}
-		o := famqp.DemandBinding{Key: b.Key, Origins: withBroker(b.Origins, d.spec.Dest)}
+		o := amqp.DemandBinding{Key: b.Key, Origins: withBroker(b.Origins, d.spec.Dest)}
 		desired[o.ID()] = o
 	}
 	sub := d.subscription()
@@ -288,7 +283,7 @@ func (d *dynamicMode) reconcile(ctx context.Context, src famqp.Demand, dst deman
 	return nil
 }
 
-func (d *dynamicMode) setDemand(desired map[string]famqp.DemandBinding, local []string) {
+func (d *dynamicMode) setDemand(desired map[string]amqp.DemandBinding, local []string) {
 	keys := make([]string, 0, len(desired))
 	for _, b := range desired {
 		keys = append(keys, b.String())
@@ -358,20 +353,14 @@ func (d *dynamicMode) onShortestPath(origins []string) bool {
 // traceHop is a dynamic route's links.Config.Prepare: it records the
 // source broker in the message's trace and drops the message if the
 // destination is already in it.
-func (b *routeBase) traceHop(out *goamqp.Message) bool {
-	var trace []string
-	if s, ok := out.Annotations[TraceAnnotation].(string); ok && s != "" {
-		trace = strings.Split(s, ",")
-	}
+func (b *routeBase) traceHop(out amqp.Message) bool {
+	trace := links.Trace(out)
 	if slices.Contains(trace, b.spec.Dest) {
 		return false
 	}
 	if !slices.Contains(trace, b.spec.Src) {
 		trace = append(trace, b.spec.Src)
 	}
-	if out.Annotations == nil {
-		out.Annotations = goamqp.Annotations{}
-	}
-	out.Annotations[TraceAnnotation] = strings.Join(trace, ",")
+	out.SetAnnotation(links.AnnotationTrace, strings.Join(trace, ","))
 	return true
 }

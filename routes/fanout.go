@@ -9,9 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 
-	goamqp "github.com/Azure/go-amqp"
-
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/links"
 )
 
@@ -52,10 +50,6 @@ import (
 // broker: FanoutPrefix + exchange + "." + group id.
 const FanoutPrefix = "fedrouter.fanout."
 
-// AnnotationFanned lists, comma-separated, the fan-out groups that have
-// copied a message: a copy is not copied again by the same group.
-const AnnotationFanned = "x-fedrouter-fanned"
-
 // ExchangeEdge is an exchange route that takes part in fan-out, as routers
 // advertise it to each other (router.ExchangeRoutesExt).
 type ExchangeEdge struct {
@@ -91,7 +85,7 @@ func (s Spec) fanoutEdge() (ExchangeEdge, bool) {
 // one queue that consumers on several connections (several routers) share.
 type sharedSubscriptions interface{ SharedSubscriptions() bool }
 
-func sharesSubscriptions(p famqp.Profile) bool {
+func sharesSubscriptions(p amqp.Profile) bool {
 	s, ok := p.(sharedSubscriptions)
 	return ok && s.SharedSubscriptions()
 }
@@ -100,12 +94,12 @@ func sharesSubscriptions(p famqp.Profile) bool {
 // what a broker holds for the group outlives restarts of routers and of
 // the broker; one consumer at a time, so the copies keep the order of
 // publication and another route takes over when the active one goes.
-func fanoutSubscription(e ExchangeEdge) famqp.Subscription {
+func fanoutSubscription(e ExchangeEdge) amqp.Subscription {
 	name := FanoutPrefix + e.Exchange + "." + e.Group()
 	if len(name) > maxQueueName { // the group id alone still tells it apart
 		name = FanoutPrefix + e.Group()
 	}
-	return famqp.Subscription{Name: name, Durable: true, Single: true}
+	return amqp.Subscription{Name: name, Durable: true, Single: true}
 }
 
 // maxQueueName is the longest queue name brokers take (RabbitMQ, AMQP
@@ -206,24 +200,23 @@ func reach(origin string, edges []ExchangeEdge, skip []string) []string {
 // copied to: those the group reaches from there, less those it has been
 // at (trace; a message delivered into the exchange by another route).
 // Called for every message, from the send loop only.
-func (f *fanoutMode) fanoutTargets(msg *goamqp.Message) []string {
+func (f *fanoutMode) fanoutTargets(msg amqp.Message) []string {
 	c := &f.reach
 	own, adv := f.m.ExchangeEdges(), f.m.advertised()
 	if c.targets == nil || !sameSlice(own, c.own) || !sameSlice(adv, c.adv) {
 		c.own, c.adv = own, adv
 		c.targets = reach(f.spec.Src, groupOf(f.edge, own, adv), nil)
 	}
-	s, _ := msg.Annotations[TraceAnnotation].(string)
-	if s == "" {
+	trace := links.Trace(msg)
+	if len(trace) == 0 {
 		return c.targets
 	}
-	trace := strings.Split(s, ",")
 	return slices.DeleteFunc(slices.Clone(c.targets), func(b string) bool { return slices.Contains(trace, b) })
 }
 
 // fanned says whether the group has copied msg already.
-func fanned(msg *goamqp.Message, group string) bool {
-	s, _ := msg.Annotations[AnnotationFanned].(string)
+func fanned(msg amqp.Message, group string) bool {
+	s := msg.AnnotationString(links.AnnotationFanned)
 	return s != "" && slices.Contains(strings.Split(s, ","), group)
 }
 
@@ -240,11 +233,11 @@ type fanoutMode struct {
 }
 
 // source is the group's shared queue at the source broker.
-func (f *fanoutMode) source(ctx context.Context) (famqp.LinkSpec, error) {
+func (f *fanoutMode) source(ctx context.Context) (amqp.LinkSpec, error) {
 	return f.sourceAt(ctx, fanoutSubscription(f.edge))
 }
 
-func (f *fanoutMode) wire(_, _ context.Context, _ pathKind, srcSess *goamqp.Session) (wiring, error) {
+func (f *fanoutMode) wire(_, _ context.Context, _ pathKind, srcSess *amqp.Session) (wiring, error) {
 	_, _, dstNode := f.nodes()
 	fs := &fanoutSink{f: f, dispatch: f.transitSink(srcSess), node: dstNode}
 	return wiring{sink: fs, prepare: f.fanoutPrepare, close: fs.close}, nil
@@ -271,7 +264,7 @@ func (f *fanoutMode) addStatus(st *Status) {
 
 // fanoutPrepare drops what the group need not copy (counted looped): a
 // copy it made elsewhere, and a message nobody else wants.
-func (f *fanoutMode) fanoutPrepare(out *goamqp.Message) bool {
+func (f *fanoutMode) fanoutPrepare(out amqp.Message) bool {
 	return !fanned(out, f.edge.Group()) && len(f.fanoutTargets(out)) > 0
 }
 
@@ -288,19 +281,19 @@ func (f *fanoutMode) fanoutDetail() string {
 // every copy is.
 type fanoutSink struct {
 	f        *fanoutMode
-	dispatch *dispatchSink // at the source broker
-	node     famqp.Node    // the exchange at each destination
+	dispatch *links.DispatchSink // at the source broker
+	node     amqp.Node           // the exchange at each destination
 	// direct holds, per destination broker, the sender of the copies
 	// written straight there on this run; a nil entry: through transit
 	// this run (the exchange is missing there, or the attach failed).
 	direct   map[string]links.Sink
-	sessions []*goamqp.Session // of the direct senders; closed by close
+	sessions []*amqp.Session // of the direct senders; closed by close
 }
 
-func (s *fanoutSink) Send(ctx context.Context, msg *goamqp.Message) (links.Receipt, error) {
+func (s *fanoutSink) Send(ctx context.Context, msg amqp.Message) (links.Receipt, error) {
 	targets := s.f.fanoutTargets(msg)
 	group := s.f.edge.Group()
-	marks, _ := msg.Annotations[AnnotationFanned].(string)
+	marks := msg.AnnotationString(links.AnnotationFanned)
 	if marks != "" {
 		marks += ","
 	}
@@ -308,25 +301,22 @@ func (s *fanoutSink) Send(ctx context.Context, msg *goamqp.Message) (links.Recei
 	receipts := make(allReceipt, 0, len(targets))
 	viaTransit := 0
 	for _, d := range targets {
-		c := famqp.ForwardCopy(msg)
+		c := msg.ForwardCopy()
 		var sink links.Sink = s.dispatch
 		if direct := s.directSink(ctx, d); direct != nil {
 			// Delivered as transit would deliver it: the trace shows
 			// where it came from.
-			if c.Annotations == nil {
-				c.Annotations = goamqp.Annotations{}
-			}
-			trace, _ := c.Annotations[TraceAnnotation].(string)
+			trace := c.AnnotationString(links.AnnotationTrace)
 			if trace != "" {
 				trace += ","
 			}
-			c.Annotations[TraceAnnotation] = trace + s.f.spec.Src
+			c.SetAnnotation(links.AnnotationTrace, trace+s.f.spec.Src)
 			sink = direct
 		} else {
-			setEntry(c, s.f.spec.Src, d, s.node)
+			links.EnterTransit(c, s.f.spec.Src, d, s.node)
 			viaTransit++
 		}
-		c.Annotations[AnnotationFanned] = marks
+		c.SetAnnotation(links.AnnotationFanned, marks)
 		rc, err := sink.Send(ctx, c)
 		if err != nil {
 			// The copies sent so far are not waited for: the message is
@@ -356,7 +346,7 @@ func (s *fanoutSink) directSink(ctx context.Context, d string) links.Sink {
 	if d == s.f.spec.Dest && s.f.dst.Conn != nil {
 		conn = s.f.dst.Conn // the route's own connection there
 	}
-	if st, _ := conn.Status(); st.State != famqp.Operational {
+	if st, _ := conn.Status(); st.State != amqp.Operational {
 		return nil // not remembered: direct again once it is up
 	}
 	setup, cancel := context.WithTimeout(ctx, s.f.m.opts.SetupTimeout)
@@ -372,7 +362,7 @@ func (s *fanoutSink) directSink(ctx context.Context, d string) links.Sink {
 			s.direct[d] = snd
 			return snd
 		}
-		famqp.CloseSession(sess)
+		amqp.CloseSession(sess)
 	}
 	s.f.log.Debug().Err(err).Str("broker", d).Msg("fan-out copies for this broker go through transit on this run")
 	s.direct[d] = nil
@@ -382,7 +372,7 @@ func (s *fanoutSink) directSink(ctx context.Context, d string) links.Sink {
 // close ends the direct senders' sessions.
 func (s *fanoutSink) close() {
 	for _, sess := range s.sessions {
-		famqp.CloseSession(sess)
+		amqp.CloseSession(sess)
 	}
 }
 
@@ -391,19 +381,16 @@ func (s *fanoutSink) close() {
 // rejected as the route says; the copies accepted stay delivered).
 type allReceipt []links.Receipt
 
-func (a allReceipt) Wait(ctx context.Context) (goamqp.DeliveryState, error) {
-	var first goamqp.DeliveryState
+func (a allReceipt) Wait(ctx context.Context) (amqp.Outcome, error) {
+	first := amqp.Outcome{Kind: amqp.Accepted}
 	for _, rc := range a {
-		st, err := rc.Wait(ctx)
+		o, err := rc.Wait(ctx)
 		if err != nil {
-			return nil, err
+			return amqp.Outcome{}, err
 		}
-		if _, ok := st.(*goamqp.StateAccepted); !ok && first == nil {
-			first = st
+		if o.Kind != amqp.Accepted && first.Kind == amqp.Accepted {
+			first = o
 		}
 	}
-	if first != nil {
-		return first, nil
-	}
-	return &goamqp.StateAccepted{}, nil
+	return first, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	famqp "github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/amqp/brokertest"
+	"github.com/fedrouter/fedrouter/links"
 	"github.com/fedrouter/fedrouter/routes"
 	"github.com/fedrouter/fedrouter/topology"
 )
@@ -49,7 +50,7 @@ func TestIntegrationFanoutSharedQueue(t *testing.T) {
 	h.start()
 	mg := h.mgmt("rabbit1")
 	shared := routes.FanoutPrefix + ex + "." + routes.ExchangeEdge{Exchange: ex, Key: key}.Group()
-	transit4 := routes.TransitPrefix + "rabbit4"
+	transit4 := links.TransitPrefix + "rabbit4"
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -134,6 +135,6 @@ func TestIntegrationFanoutSharedQueue(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	if msg, err := r.Receive(ctx); err == nil {
-		t.Fatalf("rabbit2 got a message after its route was deleted: %v", msg.ApplicationProperties)
+		t.Fatalf("rabbit2 got a message after its route was deleted: %v", msg.GoAMQP().ApplicationProperties)
 	}
 }

@@ -7,8 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	goamqp "github.com/Azure/go-amqp"
-
+	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/links"
 )
 
@@ -83,26 +82,27 @@ func TestFanoutGroupsAndEligibility(t *testing.T) {
 }
 
 func TestFanned(t *testing.T) {
-	msg := &goamqp.Message{Annotations: goamqp.Annotations{AnnotationFanned: "aaa,bbb"}}
+	msg := amqp.NewMessage(nil)
+	msg.SetAnnotation(links.AnnotationFanned, "aaa,bbb")
 	if !fanned(msg, "bbb") || fanned(msg, "bb") || fanned(msg, "ccc") {
 		t.Error("fanned misreads the list")
 	}
-	if fanned(&goamqp.Message{}, "aaa") {
+	if fanned(amqp.NewMessage(nil), "aaa") {
 		t.Error("a message without the annotation counts as fanned")
 	}
 }
 
 type stateReceipt struct {
-	st  goamqp.DeliveryState
+	st  amqp.Outcome
 	err error
 }
 
-func (r stateReceipt) Wait(context.Context) (goamqp.DeliveryState, error) { return r.st, r.err }
+func (r stateReceipt) Wait(context.Context) (amqp.Outcome, error) { return r.st, r.err }
 
 func TestAllReceipt(t *testing.T) {
-	ok := stateReceipt{st: &goamqp.StateAccepted{}}
-	rej := stateReceipt{st: &goamqp.StateRejected{Error: &goamqp.Error{Condition: "fed:x"}}}
-	rel := stateReceipt{st: &goamqp.StateReleased{}}
+	ok := stateReceipt{st: amqp.Outcome{Kind: amqp.Accepted}}
+	rej := stateReceipt{st: amqp.Refused("fed:x", "")}
+	rel := stateReceipt{st: amqp.Outcome{Kind: amqp.Released}}
 	boom := stateReceipt{err: errors.New("link detached")}
 	ctx := context.Background()
 	if st, err := (allReceipt{}).Wait(ctx); err != nil || !isAccepted(st) {
@@ -120,7 +120,4 @@ func TestAllReceipt(t *testing.T) {
 	var _ links.Receipt = allReceipt{}
 }
 
-func isAccepted(st goamqp.DeliveryState) bool {
-	_, ok := st.(*goamqp.StateAccepted)
-	return ok
-}
+func isAccepted(st amqp.Outcome) bool { return st.Kind == amqp.Accepted }

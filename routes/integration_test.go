@@ -29,7 +29,7 @@ func newHarness(t *testing.T, names ...string) *harness {
 	t.Helper()
 	h := &harness{t: t, brokers: map[string]brokertest.Broker{}, conns: map[string]*famqp.Conn{}}
 	h.opts = routes.Options{
-		RouterID: "test", Brokers: map[string]routes.Broker{},
+		RouterID: "test", Brokers: map[string]famqp.Broker{},
 		Log:     zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel),
 		Backoff: famqp.Backoff{Min: 200 * time.Millisecond, Max: time.Second},
 	}
@@ -37,7 +37,7 @@ func newHarness(t *testing.T, names ...string) *harness {
 		h.brokers[b.Name] = b
 		c := brokertest.Dial(t, b.Config(), famqp.ConnOptions{Backoff: famqp.Backoff{Min: 200 * time.Millisecond, Max: time.Second}})
 		h.conns[b.Name] = c
-		h.opts.Brokers[b.Name] = routes.Broker{Conn: c, Profile: brokertest.Profile(t, b.Config())}
+		h.opts.Brokers[b.Name] = famqp.Broker{Conn: c, Profile: brokertest.Profile(t, b.Config())}
 	}
 	h.start()
 	return h
@@ -59,7 +59,7 @@ func (h *harness) add(spec routes.Spec) routes.Status {
 	return st
 }
 
-func (h *harness) session(name string) *goamqp.Session {
+func (h *harness) session(name string) *famqp.Session {
 	return brokertest.Session(h.t, h.conns[name])
 }
 

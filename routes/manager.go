@@ -13,33 +13,19 @@ import (
 
 	"github.com/rs/zerolog"
 
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/links"
 )
-
-// Broker is what the manager needs of one configured broker.
-type Broker struct {
-	Conn *famqp.Conn
-	// Pool, when it holds more than Conn, are further connections to the
-	// same broker: routes are spread over Conn and Pool (each route's
-	// links on one of them), so that many routes do not share one
-	// connection's reader and writer (docs/performance.md). Conn is
-	// Pool[0] then.
-	Pool    []*famqp.Conn
-	Profile famqp.Profile
-	// StaticDemand declares the broker's bindings (exchange → keys) for
-	// dynamic routes to it, when its profile cannot tell them.
-	StaticDemand map[string][]string
-}
 
 // Options configure a Manager; zero values take the defaults.
 type Options struct {
 	RouterID string
-	Brokers  map[string]Broker // by configured name
+	Brokers  map[string]amqp.Broker // by configured name
 	// StatePath is the state file of durable runtime routes; "" keeps
 	// them in memory only (tests).
 	StatePath string
 	Log       zerolog.Logger
-	Backoff   famqp.Backoff // retry delays of a route; default DefaultBackoff
+	Backoff   amqp.Backoff // retry delays of a route; default DefaultBackoff
 	// PoisonRuns: consecutive runs ended by an undecodable message before
 	// the route is set Failed. Default 3.
 	PoisonRuns int
@@ -79,7 +65,7 @@ type Options struct {
 	// routers' advertisements are still coming in): routes hold instead of
 	// starting their no-path chain. Default 10s.
 	TableGrace time.Duration
-	// MaxHops bounds a message's transit hops. Default DefaultMaxHops.
+	// MaxHops bounds a message's transit hops. Default links.DefaultMaxHops.
 	MaxHops int
 	// TransitWindow is each transit forwarder's window. Default
 	// DefaultCredit.
@@ -118,7 +104,7 @@ type Manager struct {
 // NewManager builds a manager; it runs nothing until routes are added.
 func NewManager(opts Options) *Manager {
 	if opts.Backoff.Min == 0 {
-		opts.Backoff = famqp.DefaultBackoff()
+		opts.Backoff = amqp.DefaultBackoff()
 	}
 	if opts.PoisonRuns <= 0 {
 		opts.PoisonRuns = 3
@@ -136,7 +122,7 @@ func NewManager(opts Options) *Manager {
 		opts.DemandReconcile = 10 * time.Second
 	}
 	if opts.MaxHops <= 0 {
-		opts.MaxHops = DefaultMaxHops
+		opts.MaxHops = links.DefaultMaxHops
 	}
 	if opts.TableGrace <= 0 {
 		opts.TableGrace = 10 * time.Second
@@ -224,7 +210,7 @@ func (m *Manager) add(spec Spec, origin Origin) (*route, error) {
 
 // nextConn picks the pool connection for a new route on a broker, round
 // robin; the caller holds mu.
-func (m *Manager) nextConn(b Broker, name string) *famqp.Conn {
+func (m *Manager) nextConn(b amqp.Broker, name string) *amqp.Conn {
 	if len(b.Pool) < 2 {
 		return b.Conn
 	}
@@ -469,7 +455,7 @@ func (m *Manager) Links() []LinkStatus {
 func (m *Manager) linkState(ls *LinkStatus, brokers ...string) {
 	for _, name := range brokers {
 		st, _ := m.opts.Brokers[name].Conn.Status()
-		if st.State != famqp.Operational {
+		if st.State != amqp.Operational {
 			ls.State = State(st.State.String())
 			if st.LastError != nil {
 				ls.LastError = name + ": " + st.LastError.Error()
@@ -482,7 +468,7 @@ func (m *Manager) linkState(ls *LinkStatus, brokers ...string) {
 // remoteLink fills in the state of a link to a broker this router is not
 // attached to: Operational while the source is and the table has a path.
 func (m *Manager) remoteLink(ls *LinkStatus) {
-	if st, _ := m.opts.Brokers[ls.Src].Conn.Status(); st.State != famqp.Operational {
+	if st, _ := m.opts.Brokers[ls.Src].Conn.Status(); st.State != amqp.Operational {
 		ls.State = State(st.State.String())
 		if st.LastError != nil {
 			ls.LastError = ls.Src + ": " + st.LastError.Error()

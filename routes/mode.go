@@ -6,10 +6,9 @@ import (
 	"strings"
 	"time"
 
-	goamqp "github.com/Azure/go-amqp"
 	"github.com/rs/zerolog"
 
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/links"
 )
 
@@ -27,11 +26,11 @@ import (
 type mode interface {
 	// source resolves (and for exchange and dynamic routes, creates)
 	// what the run's receiver attaches to at the source broker.
-	source(ctx context.Context) (famqp.LinkSpec, error)
+	source(ctx context.Context) (amqp.LinkSpec, error)
 	// wire attaches the destination side of a run on path: where the
 	// messages go and the hook each forward copy passes first. Attaching
 	// is bounded by setup; what runs with the run, by ctx.
-	wire(ctx, setup context.Context, path pathKind, srcSess *goamqp.Session) (wiring, error)
+	wire(ctx, setup context.Context, path pathKind, srcSess *amqp.Session) (wiring, error)
 	// detail says, for route list, how an Operational run on path goes;
 	// "" for nothing to say.
 	detail(path pathKind) string
@@ -46,7 +45,7 @@ type mode interface {
 type wiring struct {
 	sink links.Sink
 	// prepare sees each forward copy before it is sent (links.Config.Prepare).
-	prepare func(*goamqp.Message) bool
+	prepare func(amqp.Message) bool
 	// follow, when set, runs beside the forwarding (in a goroutine the run
 	// owns) once the source is attached, until ctx ends.
 	follow func(ctx context.Context)
@@ -61,25 +60,25 @@ type routeBase struct {
 	id       string
 	spec     Spec
 	origin   Origin
-	src, dst Broker // dst is zero for a destination not attached here
+	src, dst amqp.Broker // dst is zero for a destination not attached here
 	log      zerolog.Logger
 	c        links.Counters // what its runs did
 	runState
 }
 
 // nodes maps the route to the profile layer's nodes.
-func (b *routeBase) nodes() (src famqp.Node, sub famqp.Subscription, dst famqp.Node) {
+func (b *routeBase) nodes() (src amqp.Node, sub amqp.Subscription, dst amqp.Node) {
 	switch b.spec.Kind {
 	case KindQueue:
-		return famqp.Node{Kind: famqp.Queue, Name: b.spec.Queue}, famqp.Subscription{},
-			famqp.Node{Kind: famqp.Exchange, Name: b.spec.Exchange}
+		return amqp.Node{Kind: amqp.Queue, Name: b.spec.Queue}, amqp.Subscription{},
+			amqp.Node{Kind: amqp.Exchange, Name: b.spec.Exchange}
 	case KindDynamic: // bindings follow demand; messages route by subject
-		n := famqp.Node{Kind: famqp.Exchange, Name: b.spec.Exchange}
+		n := amqp.Node{Kind: amqp.Exchange, Name: b.spec.Exchange}
 		return n, b.subscription(), n
 	}
-	src = famqp.Node{Kind: famqp.Exchange, Name: b.spec.Exchange, Key: b.spec.Key}
+	src = amqp.Node{Kind: amqp.Exchange, Name: b.spec.Exchange, Key: b.spec.Key}
 	sub = b.subscription()
-	dst = famqp.Node{Kind: famqp.Exchange, Name: b.spec.DestNode()}
+	dst = amqp.Node{Kind: amqp.Exchange, Name: b.spec.DestNode()}
 	if b.spec.Key != "" && !strings.ContainsAny(b.spec.Key, "*#") {
 		// A literal key is the routing key of every message it matches:
 		// publish with it. Wildcard keys route by the message's subject.
@@ -90,12 +89,12 @@ func (b *routeBase) nodes() (src famqp.Node, sub famqp.Subscription, dst famqp.N
 
 // subscription names the route's private subscription at the source; the
 // name derives from the route's identity, so it survives restarts.
-func (b *routeBase) subscription() famqp.Subscription {
-	return famqp.Subscription{Name: "fedrouter." + b.m.opts.RouterID + "." + b.id, Durable: b.spec.Durable}
+func (b *routeBase) subscription() amqp.Subscription {
+	return amqp.Subscription{Name: "fedrouter." + b.m.opts.RouterID + "." + b.id, Durable: b.spec.Durable}
 }
 
 // sourceAt resolves the route's source node at its broker with sub.
-func (b *routeBase) sourceAt(ctx context.Context, sub famqp.Subscription) (famqp.LinkSpec, error) {
+func (b *routeBase) sourceAt(ctx context.Context, sub amqp.Subscription) (amqp.LinkSpec, error) {
 	srcNode, _, _ := b.nodes()
 	spec, err := b.src.Profile.Source(ctx, srcNode, sub)
 	if err != nil {
@@ -106,7 +105,7 @@ func (b *routeBase) sourceAt(ctx context.Context, sub famqp.Subscription) (famqp
 
 // unsubscribeAt removes sub (an exchange route's subscription) at the
 // source; a queue route has none.
-func (b *routeBase) unsubscribeAt(ctx context.Context, sub famqp.Subscription) {
+func (b *routeBase) unsubscribeAt(ctx context.Context, sub amqp.Subscription) {
 	if b.spec.Kind == KindQueue {
 		return
 	}
@@ -119,8 +118,8 @@ func (b *routeBase) unsubscribeAt(ctx context.Context, sub famqp.Subscription) {
 }
 
 // deadLetterSink attaches a sender to the dead-letter queue on the source.
-func (b *routeBase) deadLetterSink(ctx context.Context, sess *goamqp.Session) (links.Sink, error) {
-	return senderTo(ctx, sess, b.src.Profile, b.spec.Src, famqp.Node{Kind: famqp.Queue, Name: b.spec.DeadLetterQueue}, "dead-letter queue")
+func (b *routeBase) deadLetterSink(ctx context.Context, sess *amqp.Session) (links.Sink, error) {
+	return senderTo(ctx, sess, b.src.Profile, b.spec.Src, amqp.Node{Kind: amqp.Queue, Name: b.spec.DeadLetterQueue}, "dead-letter queue")
 }
 
 // directSink attaches a sender to the route's destination node, on a
@@ -133,27 +132,27 @@ func (b *routeBase) directSink(setup context.Context) (wiring, error) {
 	_, _, dstNode := b.nodes()
 	// RabbitMQ accepts and drops sends to a missing node: look first.
 	if err := b.dst.Profile.CheckTarget(setup, dstNode); err != nil {
-		famqp.CloseSession(dstSess)
+		amqp.CloseSession(dstSess)
 		return wiring{}, fmt.Errorf("destination %s on %s: %w", dstNode, b.spec.Dest, err)
 	}
 	dstSpec, err := b.dst.Profile.Target(dstNode)
 	if err != nil {
-		famqp.CloseSession(dstSess)
+		amqp.CloseSession(dstSess)
 		return wiring{}, err
 	}
-	snd, err := dstSess.NewSender(setup, dstSpec.Address, dstSpec.SenderOptions())
+	snd, err := dstSess.NewSender(setup, dstSpec)
 	if err != nil {
-		famqp.CloseSession(dstSess)
+		amqp.CloseSession(dstSess)
 		return wiring{}, fmt.Errorf("attach sender to %s on %s: %w", dstSpec.Address, b.spec.Dest, err)
 	}
-	return wiring{sink: links.SenderSink{S: snd}, close: func() { famqp.CloseSession(dstSess) }}, nil
+	return wiring{sink: links.SenderSink{S: snd}, close: func() { amqp.CloseSession(dstSess) }}, nil
 }
 
 // transitSink is the sink of a run through transit: the source broker's
 // transit queue for the destination; the transit forwarders take it from
 // there (transitrun.go).
-func (b *routeBase) transitSink(srcSess *goamqp.Session) *dispatchSink {
-	return &dispatchSink{at: b.spec.Src, maxHops: int64(b.m.opts.MaxHops), sess: srcSess, prof: b.src.Profile}
+func (b *routeBase) transitSink(srcSess *amqp.Session) *links.DispatchSink {
+	return &links.DispatchSink{At: b.spec.Src, MaxHops: int64(b.m.opts.MaxHops), Session: srcSess, Profile: b.src.Profile}
 }
 
 // transitDetail says, for route list, which path a transit run takes;

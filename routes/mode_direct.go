@@ -6,9 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	goamqp "github.com/Azure/go-amqp"
-
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/links"
 )
 
 // transitMode is a route to a broker this router is not attached to: its
@@ -16,12 +15,12 @@ import (
 // table's path.
 type transitMode struct{ *routeBase }
 
-func (t *transitMode) source(ctx context.Context) (famqp.LinkSpec, error) {
+func (t *transitMode) source(ctx context.Context) (amqp.LinkSpec, error) {
 	_, sub, _ := t.nodes()
 	return t.sourceAt(ctx, sub)
 }
 
-func (t *transitMode) wire(_, _ context.Context, _ pathKind, srcSess *goamqp.Session) (wiring, error) {
+func (t *transitMode) wire(_, _ context.Context, _ pathKind, srcSess *amqp.Session) (wiring, error) {
 	_, _, dstNode := t.nodes()
 	return wiring{sink: t.transitSink(srcSess), prepare: t.enterTransit(dstNode, nil)}, nil
 }
@@ -38,9 +37,9 @@ func (t *transitMode) addStatus(*Status) {}
 // enterTransit is the prepare of a run through transit: each message is
 // addressed to the destination broker and node; count, when set, counts
 // it.
-func (b *routeBase) enterTransit(node famqp.Node, count *atomic.Uint64) func(*goamqp.Message) bool {
-	return func(out *goamqp.Message) bool {
-		setEntry(out, b.spec.Src, b.spec.Dest, node)
+func (b *routeBase) enterTransit(node amqp.Node, count *atomic.Uint64) func(amqp.Message) bool {
+	return func(out amqp.Message) bool {
+		links.EnterTransit(out, b.spec.Src, b.spec.Dest, node)
 		if count != nil {
 			count.Add(1)
 		}
@@ -56,12 +55,12 @@ type directMode struct {
 	rerouted atomic.Uint64 // messages sent over an alternative path
 }
 
-func (d *directMode) source(ctx context.Context) (famqp.LinkSpec, error) {
+func (d *directMode) source(ctx context.Context) (amqp.LinkSpec, error) {
 	_, sub, _ := d.nodes()
 	return d.sourceAt(ctx, sub)
 }
 
-func (d *directMode) wire(ctx, setup context.Context, path pathKind, srcSess *goamqp.Session) (wiring, error) {
+func (d *directMode) wire(ctx, setup context.Context, path pathKind, srcSess *amqp.Session) (wiring, error) {
 	_, _, dstNode := d.nodes()
 	if path == pathTransit {
 		return wiring{sink: d.transitSink(srcSess), prepare: d.enterTransit(dstNode, &d.rerouted)}, nil
@@ -129,14 +128,11 @@ func (d *directMode) waitLinkInTable(ctx context.Context) error {
 // link is on the shortest-path tree of the broker it was first published
 // at (its origin; valid origins), never to a broker in its trace, and it
 // records both.
-func (d *directMode) meshHop(out *goamqp.Message) bool {
-	if out.Annotations == nil {
-		out.Annotations = goamqp.Annotations{}
-	}
-	origin, _ := out.Annotations[AnnotationOrigin].(string)
+func (d *directMode) meshHop(out amqp.Message) bool {
+	origin := out.AnnotationString(links.AnnotationOrigin)
 	if origin == "" {
 		origin = d.spec.Src
-		out.Annotations[AnnotationOrigin] = origin
+		out.SetAnnotation(links.AnnotationOrigin, origin)
 	}
 	if origin != d.spec.Src {
 		if p, _ := d.m.opts.Table.Paths(); p != nil {

@@ -7,9 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	goamqp "github.com/Azure/go-amqp"
-
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/links"
 )
 
@@ -31,9 +29,6 @@ const (
 	NoPathReject     = "reject"
 	NoPathReroute    = "reroute"
 )
-
-// CondNoPath is the condition a no-path reject carries.
-const CondNoPath = "fed:no-path"
 
 // NoPathStep is one step of the chain: an action, for a time (0: for good).
 type NoPathStep struct {
@@ -110,14 +105,9 @@ type noPathSink struct {
 	count  *atomic.Uint64
 }
 
-// refused is a receipt whose outcome is known at once.
-type refused struct{ state goamqp.DeliveryState }
-
-func (r refused) Wait(context.Context) (goamqp.DeliveryState, error) { return r.state, nil }
-
-func (s noPathSink) Send(context.Context, *goamqp.Message) (links.Receipt, error) {
+func (s noPathSink) Send(context.Context, amqp.Message) (links.Receipt, error) {
 	s.count.Add(1)
-	return refusal(CondNoPath, s.reason), nil
+	return links.Refusal(links.CondNoPath, s.reason), nil
 }
 
 // runNoPath applies action (dead-letter or reject) to the source's
@@ -129,7 +119,7 @@ func (r *route) runNoPath(ctx context.Context, action Action) error {
 	if err != nil {
 		return err
 	}
-	defer famqp.CloseSession(sess)
+	defer amqp.CloseSession(sess)
 	spec, err := r.mode.source(setup)
 	if err != nil {
 		return err
@@ -142,9 +132,9 @@ func (r *route) runNoPath(ctx context.Context, action Action) error {
 		}
 		_, _, dst := r.nodes() // what the message was for
 		cfg.DeadLetterAnnotations = map[string]string{links.AnnotationRoute: r.id + " " + r.spec.String(),
-			AnnotationDestBroker: r.spec.Dest, AnnotationDestAddress: dst.Address()}
+			links.AnnotationDestBroker: r.spec.Dest, links.AnnotationDestAddress: dst.Address()}
 	}
-	rcv, err := famqp.NewReceiver(setup, sess, spec, famqp.ReceiverConfig{Window: max(1, r.spec.Credit/2), MaxUnsettled: r.spec.Credit})
+	rcv, err := amqp.NewReceiver(setup, sess, spec, amqp.ReceiverConfig{Window: max(1, r.spec.Credit/2), MaxUnsettled: r.spec.Credit})
 	if err != nil {
 		return fmt.Errorf("attach receiver on %s: %w", r.spec.Src, err)
 	}

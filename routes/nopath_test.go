@@ -23,12 +23,12 @@ func (h *harness) proxiedDest(t *testing.T) *brokertest.FaultProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { p.Close() })
+	t.Cleanup(func() { _ = p.Close() }) // the test's outcome is decided by then
 	cfg := b.Config()
 	cfg.URLs = []string{"amqp://" + p.Addr()}
 	h.m.Stop(context.Background())
 	c := brokertest.Dial(t, cfg, famqp.ConnOptions{Backoff: famqp.Backoff{Min: 100 * time.Millisecond, Max: 500 * time.Millisecond}})
-	h.opts.Brokers["rabbit2"] = routes.Broker{Conn: c, Profile: h.opts.Brokers["rabbit2"].Profile}
+	h.opts.Brokers["rabbit2"] = famqp.Broker{Conn: c, Profile: h.opts.Brokers["rabbit2"].Profile}
 	h.start()
 	return p
 }
@@ -85,9 +85,9 @@ func TestIntegrationNoPathHoldThenDeadLetter(t *testing.T) {
 			got, _ := h.m.Get(st.ID)
 			t.Fatalf("dead-letter %d: %v (route %s %s %+v)", i, err, got.State, got.Detail, got.Counters)
 		}
-		if reason, _ := msg.Annotations["x-fedrouter-reason"].(string); !strings.Contains(reason, "no-path") ||
-			msg.Annotations["x-fedrouter-dest-broker"] != "rabbit2" || msg.Annotations["x-fedrouter-dest-address"] != "exchange:"+ex {
-			t.Fatalf("dead-lettered message annotations %v", msg.Annotations)
+		if reason, _ := msg.GoAMQP().Annotations["x-fedrouter-reason"].(string); !strings.Contains(reason, "no-path") ||
+			msg.GoAMQP().Annotations["x-fedrouter-dest-broker"] != "rabbit2" || msg.GoAMQP().Annotations["x-fedrouter-dest-address"] != "exchange:"+ex {
+			t.Fatalf("dead-lettered message annotations %v", msg.GoAMQP().Annotations)
 		}
 		_ = r.Accept(context.Background(), msg)
 	}

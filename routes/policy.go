@@ -3,6 +3,8 @@ package routes
 import (
 	"fmt"
 	"time"
+
+	"github.com/fedrouter/fedrouter/links"
 )
 
 // The path policy: what a route does about its path at one moment —
@@ -97,7 +99,7 @@ const (
 	// ActDeadLetter: send what the source has to the route's dead-letter
 	// queue on the source broker, with the reason no-path.
 	ActDeadLetter
-	// ActReject: reject what the source has with CondNoPath.
+	// ActReject: reject what the source has with links.CondNoPath.
 	ActReject
 )
 
@@ -205,7 +207,7 @@ func correct(p PathPolicy, why string, st PathState, now time.Time) (Decision, P
 	case NoPathDeadLetter:
 		d.Action, d.Detail = ActDeadLetter, why+": dead-lettering to "+p.DeadLetterQueue
 	case NoPathReject:
-		d.Action, d.Detail = ActReject, why+": rejecting at the source with "+CondNoPath
+		d.Action, d.Detail = ActReject, why+": rejecting at the source with "+links.CondNoPath
 	default:
 		d.Action, d.Detail = ActHold, why+": holding at the source"
 		if left > 0 {

@@ -7,9 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	goamqp "github.com/Azure/go-amqp"
-
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/links"
 )
 
@@ -34,7 +32,7 @@ const stableRun = 30 * time.Second
 
 // newRoute makes a route of spec, checked by Manager.normalize, with its
 // no_path chain steps, on connections chosen by pick.
-func newRoute(m *Manager, spec Spec, steps []NoPathStep, origin Origin, pick func(Broker, string) *famqp.Conn) *route {
+func newRoute(m *Manager, spec Spec, steps []NoPathStep, origin Origin, pick func(amqp.Broker, string) *amqp.Conn) *route {
 	id := spec.ID()
 	src, dst := m.opts.Brokers[spec.Src], m.opts.Brokers[spec.Dest]
 	src.Conn = pick(src, spec.Src) // this route's connections
@@ -149,14 +147,7 @@ func poisonError(err error, detail string, undecodable bool, times int, retry ti
 // (a missing queue or exchange, no permission) rather than a passing
 // failure.
 func setupFailure(err error) bool {
-	if errors.Is(err, famqp.ErrNotFound) || errors.Is(err, errNoDemandSupport) {
-		return true
-	}
-	switch famqp.Condition(err) {
-	case string(goamqp.ErrCondNotFound), string(goamqp.ErrCondUnauthorizedAccess), string(goamqp.ErrCondNotAllowed):
-		return true
-	}
-	return false
+	return errors.Is(err, errNoDemandSupport) || amqp.Refusal(err)
 }
 
 // runOnce runs the route's links until they fail, or the source or the
@@ -202,7 +193,7 @@ func (r *route) runLinks(ctx context.Context, path pathKind, drain <-chan struct
 	if err != nil {
 		return err
 	}
-	defer famqp.CloseSession(srcSess)
+	defer amqp.CloseSession(srcSess)
 	w, err := r.mode.wire(ctx, setup, path, srcSess)
 	if err != nil {
 		return err
@@ -227,7 +218,7 @@ func (r *route) runLinks(ctx context.Context, path pathKind, drain <-chan struct
 		go func() { defer close(done); w.follow(fctx) }() // owned by this run: stopped and waited for below
 		defer func() { stop(); <-done }()
 	}
-	rcv, err := famqp.NewReceiver(setup, srcSess, srcSpec, famqp.ReceiverConfig{Window: max(1, credit/2), MaxUnsettled: credit})
+	rcv, err := amqp.NewReceiver(setup, srcSess, srcSpec, amqp.ReceiverConfig{Window: max(1, credit/2), MaxUnsettled: credit})
 	if err != nil {
 		return fmt.Errorf("attach receiver to %s on %s: %w", srcSpec.Address, r.spec.Src, err)
 	}

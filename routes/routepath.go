@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 )
 
 // This file carries a route's path policy (policy.go) out: it observes
@@ -27,11 +27,11 @@ const (
 // the channels that signal a change of any of it.
 func (r *route) observe() (PathObs, []<-chan struct{}) {
 	src, srcCh := r.src.Conn.Status()
-	obs := PathObs{SrcUp: src.State == famqp.Operational, SrcState: src.State.String()}
+	obs := PathObs{SrcUp: src.State == amqp.Operational, SrcState: src.State.String()}
 	changed := []<-chan struct{}{srcCh}
 	if r.policy.Mode == ModeDirect {
 		dst, dstCh := r.dst.Conn.Status()
-		obs.DestUp, obs.DestState = dst.State == famqp.Operational, dst.State.String()
+		obs.DestUp, obs.DestState = dst.State == amqp.Operational, dst.State.String()
 		changed = append(changed, dstCh)
 	}
 	// The table matters to transit and fan-out runs (fan-out watches it

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 )
 
 // Kind is the kind of route, as qpid-route has them.
@@ -160,9 +160,11 @@ func (e *SpecError) Error() string {
 	return "routes: invalid route: " + strings.Join(e.Problems, "; ")
 }
 
-// Errors of this package.
+// Errors of this package. ErrDuplicate's text is qpid-route's, shown as
+// is: scripts written for qpid-route look for it.
 var (
-	ErrDuplicate     = errors.New("Duplicate route - ignoring") //nolint:staticcheck // qpid-route's words, shown as is
+	//lint:ignore ST1005 qpid-route's words, which its users' scripts match
+	ErrDuplicate     = errors.New("Duplicate route - ignoring")
 	ErrNotFound      = errors.New("routes: no such route")
 	ErrConfigRoute   = errors.New("routes: route is defined in the configuration file; edit the file to remove it")
 	ErrUnknownBroker = errors.New("routes: unknown broker")
@@ -246,9 +248,9 @@ func (s Spec) Check(n Network) ([]NoPathStep, error) {
 	}
 	if s.OutcomeTimeout <= 0 {
 		add("outcome_timeout must be positive")
-	} else if s.OutcomeTimeout <= famqp.DefaultIdleTimeout {
+	} else if s.OutcomeTimeout <= amqp.DefaultIdleTimeout {
 		add("outcome_timeout %s must be longer than the connection idle timeout %s: a silent network must end as a lost connection (the source redelivers), not as unroutable messages",
-			s.OutcomeTimeout, famqp.DefaultIdleTimeout)
+			s.OutcomeTimeout, amqp.DefaultIdleTimeout)
 	}
 	if n.Attached != nil {
 		p = append(p, s.checkNetwork(n, rerouting(steps))...)

@@ -70,7 +70,7 @@ type LinkStatus struct {
 	// attached to (multi-hop through transit).
 	Via []string `json:"via,omitempty"`
 	// Ingress marks a broker's ingress (Dest empty): applications' requests
-	// for multi-hop delivery, taken from IngressQueue.
+	// for multi-hop delivery, taken from links.IngressQueue.
 	Ingress bool `json:"ingress,omitempty"`
 	// Transit lists the transit queues this router carries over the link
 	// (or takes from the ingress), with their counts.

@@ -62,24 +62,44 @@ func SaveState(path string, routes []Spec) error {
 	if err != nil {
 		return fmt.Errorf("routes: state file: %w", err)
 	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("routes: write state: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("routes: sync state: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("routes: close state: %w", err)
+	// After the rename there is nothing to remove; before it, a failure
+	// leaves a temporary file that a later save would not reuse: best
+	// effort, the error that matters is the one returned.
+	defer func() { _ = os.Remove(tmp.Name()) }()
+	if err := writeSynced(tmp, append(data, '\n')); err != nil {
+		return err
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("routes: replace state: %w", err)
 	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync() // the rename is durable once the directory is
-		d.Close()
+	// The rename is durable once the directory is.
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("routes: open state directory to sync it: %w", err)
+	}
+	serr := d.Sync()
+	cerr := d.Close()
+	if serr != nil {
+		return fmt.Errorf("routes: sync state directory: %w", serr)
+	}
+	if cerr != nil {
+		return fmt.Errorf("routes: close state directory: %w", cerr)
+	}
+	return nil
+}
+
+// writeSynced writes data to f, syncs and closes it.
+func writeSynced(f *os.File, data []byte) error {
+	if _, err := f.Write(data); err != nil {
+		_ = f.Close() // the write error is the one to report
+		return fmt.Errorf("routes: write state: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close() // the sync error is the one to report
+		return fmt.Errorf("routes: sync state: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("routes: close state: %w", err)
 	}
 	return nil
 }

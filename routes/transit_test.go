@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/amqp/brokertest"
 	"github.com/fedrouter/fedrouter/routes"
 	"github.com/fedrouter/fedrouter/topology"
@@ -48,7 +48,7 @@ func TestIntegrationRemoteRouteHoldsWhileTheTableFills(t *testing.T) {
 		t.Fatalf("dead-lettered %d while the table was young", got.NoPath)
 	}
 	s := h.session("rabbit1")
-	r := brokertest.OpenReceiver(t, s, famqp.LinkSpec{Address: "/amq/queue/" + dlq}, 20)
+	r := brokertest.OpenReceiver(t, s, amqp.LinkSpec{Address: "/amq/queue/" + dlq}, 20)
 	for i := 0; i < 20; i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		msg, err := r.Receive(ctx)
@@ -59,9 +59,9 @@ func TestIntegrationRemoteRouteHoldsWhileTheTableFills(t *testing.T) {
 		if i == 0 && time.Since(started) < grace {
 			t.Fatalf("dead-lettered %s after the router started, before the %s grace", time.Since(started), grace)
 		}
-		if reason, _ := msg.Annotations["x-fedrouter-reason"].(string); !strings.Contains(reason, "no-path") ||
-			msg.Annotations["x-fedrouter-dest-broker"] != "faraway" || msg.Annotations["x-fedrouter-dest-address"] != "exchange:orders" {
-			t.Fatalf("dead-lettered with %v", msg.Annotations)
+		if reason, _ := msg.GoAMQP().Annotations["x-fedrouter-reason"].(string); !strings.Contains(reason, "no-path") ||
+			msg.GoAMQP().Annotations["x-fedrouter-dest-broker"] != "faraway" || msg.GoAMQP().Annotations["x-fedrouter-dest-address"] != "exchange:orders" {
+			t.Fatalf("dead-lettered with %v", msg.GoAMQP().Annotations)
 		}
 		if err := r.Accept(context.Background(), msg); err != nil {
 			t.Fatal(err)

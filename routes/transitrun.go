@@ -8,10 +8,9 @@ import (
 	"sync"
 	"time"
 
-	goamqp "github.com/Azure/go-amqp"
 	"github.com/rs/zerolog"
 
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/links"
 )
 
@@ -56,9 +55,9 @@ type forwarder struct {
 
 func (f *forwarder) queue() string {
 	if f.dest == "" {
-		return IngressQueue
+		return links.IngressQueue
 	}
-	return TransitNode(f.dest).Name
+	return links.TransitNode(f.dest).Name
 }
 
 func (f *forwarder) run(ctx context.Context) {
@@ -161,29 +160,29 @@ func (f *forwarder) runOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer famqp.CloseSession(srcSess)
+	defer amqp.CloseSession(srcSess)
 	dstSess := srcSess
 	if f.via != "" {
 		if dstSess, _, err = at.Conn.NewSession(setup); err != nil {
 			return err
 		}
-		defer famqp.CloseSession(dstSess)
+		defer amqp.CloseSession(dstSess)
 	}
-	sink := &dispatchSink{at: atName, only: f.dest, maxHops: int64(f.m.opts.MaxHops), sess: dstSess, prof: at.Profile}
+	sink := &links.DispatchSink{At: atName, Only: f.dest, MaxHops: int64(f.m.opts.MaxHops), Session: dstSess, Profile: at.Profile}
 	if f.via != "" {
-		sink.from = f.from
+		sink.From = f.from
 	}
 	dl, err := routerDeadLetter(setup, srcSess, from.Profile, f.from)
 	if err != nil {
 		return err
 	}
-	node := famqp.Node{Kind: famqp.Transit, Name: f.queue()}
-	spec, err := from.Profile.Source(setup, node, famqp.Subscription{})
+	node := amqp.Node{Kind: amqp.Transit, Name: f.queue()}
+	spec, err := from.Profile.Source(setup, node, amqp.Subscription{})
 	if err != nil {
 		return fmt.Errorf("%s on %s: %w", node.Name, f.from, err)
 	}
 	w := f.m.opts.TransitWindow
-	rcv, err := famqp.NewReceiver(setup, srcSess, spec, famqp.ReceiverConfig{Window: max(1, w/2), MaxUnsettled: w})
+	rcv, err := amqp.NewReceiver(setup, srcSess, spec, amqp.ReceiverConfig{Window: max(1, w/2), MaxUnsettled: w})
 	if err != nil {
 		return fmt.Errorf("attach receiver to %s on %s: %w", spec.Address, f.from, err)
 	}
@@ -195,13 +194,13 @@ func (f *forwarder) runOnce(ctx context.Context) error {
 
 // routerDeadLetter attaches a sender to the router dead-letter queue on a
 // broker (created when missing).
-func routerDeadLetter(ctx context.Context, sess *goamqp.Session, prof famqp.Profile, broker string) (links.Sink, error) {
-	return senderTo(ctx, sess, prof, broker, famqp.Node{Kind: famqp.Transit, Name: RouterDeadLetterQueue}, "dead-letter queue")
+func routerDeadLetter(ctx context.Context, sess *amqp.Session, prof amqp.Profile, broker string) (links.Sink, error) {
+	return senderTo(ctx, sess, prof, broker, amqp.Node{Kind: amqp.Transit, Name: links.RouterDeadLetterQueue}, "dead-letter queue")
 }
 
 // senderTo checks node on broker (RabbitMQ drops sends to a missing
 // queue; a Transit node is created) and attaches a sender to it.
-func senderTo(ctx context.Context, sess *goamqp.Session, prof famqp.Profile, broker string, n famqp.Node, what string) (links.Sink, error) {
+func senderTo(ctx context.Context, sess *amqp.Session, prof amqp.Profile, broker string, n amqp.Node, what string) (links.Sink, error) {
 	if err := prof.CheckTarget(ctx, n); err != nil {
 		return nil, fmt.Errorf("%s on %s: %w", what, broker, err)
 	}
@@ -209,7 +208,7 @@ func senderTo(ctx context.Context, sess *goamqp.Session, prof famqp.Profile, bro
 	if err != nil {
 		return nil, err
 	}
-	snd, err := sess.NewSender(ctx, spec.Address, spec.SenderOptions())
+	snd, err := sess.NewSender(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("attach %s sender to %s on %s: %w", what, spec.Address, broker, err)
 	}
@@ -248,7 +247,7 @@ func (m *Manager) runTransit(ctx context.Context) {
 		var conns []<-chan struct{}
 		for name, b := range m.opts.Brokers {
 			st, ch := b.Conn.Status()
-			up[name] = st.State == famqp.Operational
+			up[name] = st.State == amqp.Operational
 			conns = append(conns, ch)
 		}
 		want := map[transitKey]string{}

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 )
 
 // Broker is one running broker of the harness.
@@ -33,8 +33,8 @@ type Broker struct {
 }
 
 // Config returns a broker configuration for b, with RabbitMQ's guest login.
-func (b Broker) Config() famqp.BrokerConfig {
-	c := famqp.BrokerConfig{Name: b.Name, URLs: []string{b.URL}, Profile: b.Kind}
+func (b Broker) Config() amqp.BrokerConfig {
+	c := amqp.BrokerConfig{Name: b.Name, URLs: []string{b.URL}, Profile: b.Kind}
 	if b.Kind == "rabbitmq" {
 		c.Username, c.Password = "guest", "guest"
 		c.Management.URL = b.MgmtURL

@@ -29,7 +29,7 @@ func Dial(t testing.TB, cfg famqp.BrokerConfig, opts famqp.ConnOptions) *famqp.C
 	return c
 }
 
-func Session(t testing.TB, c *famqp.Conn) *goamqp.Session {
+func Session(t testing.TB, c *famqp.Conn) *famqp.Session {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -73,8 +73,9 @@ func DeclareQueue(t testing.TB, cfg famqp.BrokerConfig, q string) {
 
 // SendAll sends msgs with receipts pipelined (at most window in flight) and
 // fails unless every one is accepted.
-func SendAll(t testing.TB, s *goamqp.Session, addr string, window int, n int, mk func(i int) *goamqp.Message) {
+func SendAll(t testing.TB, fs *famqp.Session, addr string, window int, n int, mk func(i int) *goamqp.Message) {
 	t.Helper()
+	s := fs.GoAMQP() // a test publisher is an AMQP application: go-amqp as is
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	snd, err := s.NewSender(ctx, addr, nil)
@@ -137,12 +138,12 @@ func ReceiveN(t testing.TB, r *famqp.Receiver, n int, stallAfter time.Duration) 
 			t.Fatalf("accept: %v", err)
 		}
 		cancel()
-		out = append(out, string(msg.GetData()))
+		out = append(out, string(msg.Data()))
 	}
 	return out
 }
 
-func OpenReceiver(t testing.TB, s *goamqp.Session, spec famqp.LinkSpec, window int) *famqp.Receiver {
+func OpenReceiver(t testing.TB, s *famqp.Session, spec famqp.LinkSpec, window int) *famqp.Receiver {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -192,11 +193,11 @@ func Collect(t testing.TB, c *famqp.Conn, addr string, want int, stall time.Dura
 			t.Fatal(err)
 		}
 		cancel()
-		seq, ok := msg.ApplicationProperties["seq"].(int64)
+		seq, ok := msg.Property("seq").(int64)
 		if !ok {
-			t.Fatalf("message without seq: %+v", msg)
+			t.Fatalf("message without seq: %+v", msg.GoAMQP())
 		}
-		CheckSections(t, seq, msg)
+		CheckSections(t, seq, msg.GoAMQP())
 		got = append(got, seq)
 		seen[seq] = true
 	}

@@ -2,16 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime/pprof"
 	"sync/atomic"
 	"time"
 
-	goamqp "github.com/Azure/go-amqp"
 	"github.com/urfave/cli/v2"
 
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/links"
 )
 
@@ -67,7 +67,7 @@ func runProfile(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer closeProfile(f)
 	if err := pprof.StartCPUProfile(f); err != nil {
 		return err
 	}
@@ -84,19 +84,19 @@ func runProfile(c *cli.Context) error {
 // opens them: one connection per broker, a session per side and route, the
 // profiles' addresses, receiver window credit/2, at most credit unsettled.
 type profRoute struct {
-	src, dst *famqp.Conn
+	src, dst *amqp.Conn
 	links    []*profLink
 	credit   int
 }
 
 type profLink struct {
-	ss, ds *goamqp.Session
-	rcv    *famqp.Receiver
-	snd    *goamqp.Sender
+	ss, ds *amqp.Session
+	rcv    *amqp.Receiver
+	snd    *amqp.Sender
 }
 
-func brokerConfig(b broker) famqp.BrokerConfig {
-	c := famqp.BrokerConfig{Name: b.Name, URLs: []string{b.URL}, Profile: b.profile()}
+func brokerConfig(b broker) amqp.BrokerConfig {
+	c := amqp.BrokerConfig{Name: b.Name, URLs: []string{b.URL}, Profile: b.profile()}
 	if b.Kind == "rabbitmq" {
 		c.Username, c.Password = "guest", "guest"
 		c.Management.URL = b.Mgmt
@@ -111,13 +111,13 @@ func openRoute(ctx context.Context, o runObjs, credit int) (_ *profRoute, err er
 			rt.close()
 		}
 	}()
-	if rt.src, err = famqp.Dial(brokerConfig(o.pair.Src), famqp.ConnOptions{}); err != nil {
+	if rt.src, err = amqp.Dial(brokerConfig(o.pair.Src), amqp.ConnOptions{}); err != nil {
 		return nil, err
 	}
-	if rt.dst, err = famqp.Dial(brokerConfig(o.pair.Dst), famqp.ConnOptions{}); err != nil {
+	if rt.dst, err = amqp.Dial(brokerConfig(o.pair.Dst), amqp.ConnOptions{}); err != nil {
 		return nil, err
 	}
-	prof, err := famqp.NewProfile(brokerConfig(o.pair.Dst))
+	prof, err := amqp.NewProfile(brokerConfig(o.pair.Dst))
 	if err != nil {
 		return nil, err
 	}
@@ -133,15 +133,15 @@ func openRoute(ctx context.Context, o runObjs, credit int) (_ *profRoute, err er
 		if l.ds, _, err = rt.dst.NewSession(ctx); err != nil {
 			return nil, err
 		}
-		tgt, err := prof.Target(famqp.Node{Kind: famqp.Exchange, Name: o.dstX[k]})
+		tgt, err := prof.Target(amqp.Node{Kind: amqp.Exchange, Name: o.dstX[k]})
 		if err != nil {
 			return nil, err
 		}
-		if l.snd, err = l.ds.NewSender(ctx, tgt.Address, tgt.SenderOptions()); err != nil {
+		if l.snd, err = l.ds.NewSender(ctx, tgt); err != nil {
 			return nil, err
 		}
-		if l.rcv, err = famqp.NewReceiver(ctx, l.ss, famqp.LinkSpec{Address: queueAddr(o.pair.Src, o.srcQ[k])},
-			famqp.ReceiverConfig{Window: max(1, credit/2), MaxUnsettled: credit}); err != nil {
+		if l.rcv, err = amqp.NewReceiver(ctx, l.ss, amqp.LinkSpec{Address: queueAddr(o.pair.Src, o.srcQ[k])},
+			amqp.ReceiverConfig{Window: max(1, credit/2), MaxUnsettled: credit}); err != nil {
 			return nil, err
 		}
 	}
@@ -150,15 +150,15 @@ func openRoute(ctx context.Context, o runObjs, credit int) (_ *profRoute, err er
 
 func (rt *profRoute) close() {
 	for _, l := range rt.links {
-		for _, s := range []*goamqp.Session{l.ss, l.ds} {
+		for _, s := range []*amqp.Session{l.ss, l.ds} {
 			if s != nil {
-				famqp.CloseSession(s)
+				amqp.CloseSession(s)
 			}
 		}
 	}
-	for _, c := range []*famqp.Conn{rt.src, rt.dst} {
+	for _, c := range []*amqp.Conn{rt.src, rt.dst} {
 		if c != nil {
-			c.Close()
+			_ = c.Close() // always nil
 		}
 	}
 }
@@ -224,7 +224,9 @@ func (rt *profRoute) forward(ctx context.Context, n int) (*profStats, error) {
 	cpu1, cerr := cpuSeconds(os.Getpid())
 	stop()
 	for ; joined < len(rt.links); joined++ {
-		<-fwdErr
+		if ferr := <-fwdErr; ferr != nil && !errors.Is(ferr, context.Canceled) && err == nil {
+			err = fmt.Errorf("forward ended: %w", ferr)
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -252,12 +254,12 @@ func (st *profStats) print(cs caseSpec, profile string) {
 // timedSource and timedSink add up the time the forwarder spends in each
 // call (atomics: Forward calls them from several goroutines).
 type timedSource struct {
-	*famqp.Receiver
+	*amqp.Receiver
 	recv, accept, grantWait atomic.Int64 // nanoseconds
 	grants                  atomic.Int64
 }
 
-func (t *timedSource) Receive(ctx context.Context) (*goamqp.Message, error) {
+func (t *timedSource) Receive(ctx context.Context) (amqp.Message, error) {
 	// Credit used up: this Receive issues the next grant and then waits
 	// for the broker's first delivery on it.
 	granting := t.Receiver.Stats().Credit <= 0
@@ -272,7 +274,7 @@ func (t *timedSource) Receive(ctx context.Context) (*goamqp.Message, error) {
 	return m, err
 }
 
-func (t *timedSource) Accept(ctx context.Context, m *goamqp.Message) error {
+func (t *timedSource) Accept(ctx context.Context, m amqp.Message) error {
 	t0 := time.Now()
 	err := t.Receiver.Accept(ctx, m)
 	t.accept.Add(int64(time.Since(t0)))
@@ -284,9 +286,17 @@ type timedSink struct {
 	send atomic.Int64 // nanoseconds
 }
 
-func (t *timedSink) Send(ctx context.Context, m *goamqp.Message) (links.Receipt, error) {
+func (t *timedSink) Send(ctx context.Context, m amqp.Message) (links.Receipt, error) {
 	t0 := time.Now()
 	r, err := t.sink.Send(ctx, m)
 	t.send.Add(int64(time.Since(t0)))
 	return r, err
+}
+
+// closeProfile closes a CPU profile file, saying so when it could not: the
+// profile on disk may then be cut short.
+func closeProfile(f *os.File) {
+	if err := f.Close(); err != nil {
+		fmt.Fprintf(os.Stderr, "fedbench: closing the CPU profile %s: %v (it may be incomplete)\n", f.Name(), err)
+	}
 }

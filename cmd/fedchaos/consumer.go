@@ -140,7 +140,7 @@ func (c *consumer) receive(ctx context.Context) error {
 		}
 		// Counted when received, before the accept: a message seen twice
 		// because an accept was lost is a duplicate the consumer saw.
-		c.record(c.identify(msg))
+		c.record(c.identify(msg.GoAMQP()))
 		if err := r.Accept(ctx, msg); err != nil {
 			c.conn.ReportBroken(gen, err)
 			return err

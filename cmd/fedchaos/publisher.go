@@ -82,7 +82,7 @@ func (p *publisher) run(ctx context.Context) error {
 	defer wg.Wait()
 	defer close(receipts)
 
-	var sess *goamqp.Session
+	var sess *famqp.Session
 	var snd *goamqp.Sender
 	var gen uint64
 	drop := func(err error) {
@@ -166,14 +166,15 @@ func (p *publisher) requeue(seq int, counted bool) {
 	p.signal()
 }
 
-func (p *publisher) attach(ctx context.Context) (*goamqp.Session, *goamqp.Sender, uint64, error) {
+func (p *publisher) attach(ctx context.Context) (*famqp.Session, *goamqp.Sender, uint64, error) {
 	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	sess, gen, err := p.conn.NewSession(actx)
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	snd, err := sess.NewSender(actx, p.addr, nil)
+	// The publisher is an AMQP application: go-amqp's sender as is.
+	snd, err := sess.GoAMQP().NewSender(actx, p.addr, nil)
 	if err != nil {
 		famqp.CloseSession(sess)
 		p.conn.ReportBroken(gen, err)

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"sync"
 
-	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/routes"
 	"github.com/fedrouter/fedrouter/topology"
 )
@@ -28,7 +28,7 @@ type Service struct {
 
 	mu      sync.Mutex
 	routes  map[string]routes.Status
-	brokers []famqp.Status
+	brokers []amqp.Status
 	links   []routes.LinkStatus
 	topo    *topology.Snapshot
 	err     error       // when set, every mutation fails with it
@@ -42,7 +42,7 @@ type Options struct {
 	Added    routes.Status // State and Counters given to routes added at runtime
 	// TopologyOff is what Topology answers until SetTopology.
 	TopologyOff error
-	Brokers     []famqp.Status
+	Brokers     []amqp.Status
 	Links       []routes.LinkStatus
 }
 
@@ -148,7 +148,7 @@ func (f *Service) Links() []routes.LinkStatus {
 }
 
 // Brokers returns the broker statuses set.
-func (f *Service) Brokers() []famqp.Status {
+func (f *Service) Brokers() []amqp.Status {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.brokers)
@@ -177,7 +177,7 @@ func (f *Service) SetTopology(s *topology.Snapshot) { f.mu.Lock(); f.topo = s; f
 func (f *Service) SetLinks(l []routes.LinkStatus) { f.mu.Lock(); f.links = l; f.mu.Unlock() }
 
 // UpdateBrokers changes the broker statuses under the lock.
-func (f *Service) UpdateBrokers(change func([]famqp.Status) []famqp.Status) {
+func (f *Service) UpdateBrokers(change func([]amqp.Status) []amqp.Status) {
 	f.mu.Lock()
 	f.brokers = change(f.brokers)
 	f.mu.Unlock()

@@ -1,0 +1,231 @@
+package links
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/fedrouter/fedrouter/amqp"
+)
+
+// Multi-hop delivery. A message bound for a broker D that is not the next
+// broker waits on each broker B it crosses in B's transit queue for D,
+// "fedrouter.transit.D" (durable, created on first use). Whichever router
+// is attached to both B and N, the next hop from B to D in the link-state
+// table, takes it from there and writes it on N: into N's transit queue for
+// D, or, when N is D, into the destination address. Every router computes
+// the same table, so each transit queue has one next hop; when the table
+// changes (a link went down) the router holding the new next hop takes the
+// queue over — that is the reroute — and while no path exists nobody takes
+// it: the messages wait, durable, on the broker they reached.
+//
+// Messages say where they go in message annotations: destination broker
+// and address (amqp.Node.Address form), origin broker, trace (brokers
+// left, in order) and hop count. An application asks for multi-hop
+// delivery by sending to IngressQueue on its own broker with the
+// application properties PropDestBroker and PropDestAddress.
+
+// Router-owned queues on every broker.
+const (
+	TransitPrefix = "fedrouter.transit." // + destination broker
+	// IngressQueue is where applications send messages for another broker.
+	IngressQueue = "fedrouter.ingress"
+	// RouterDeadLetterQueue holds transit and ingress messages that cannot
+	// be delivered (bad request, missing destination address, too many
+	// hops), annotated with the reason.
+	RouterDeadLetterQueue = "fedrouter.dead-letter"
+)
+
+// Application properties an application sets on a message it sends to
+// IngressQueue.
+const (
+	PropDestBroker  = "fedrouter-dest-broker"
+	PropDestAddress = "fedrouter-dest-address"
+)
+
+// Rejection conditions of transit (dead-lettered with the reason).
+const (
+	CondMaxHops    = "fed:max-hops"
+	CondBadRequest = "fed:bad-request"
+	CondNoAddress  = "fed:no-such-address"
+)
+
+// DefaultMaxHops bounds a message's transit hops: a message caught in a
+// loop while tables converge is dead-lettered after this many.
+const DefaultMaxHops = 16
+
+// Message annotations the routers read and write on a message in transit
+// and on a federated exchange's messages.
+const (
+	AnnotationOrigin      = "x-fedrouter-origin"       // the broker it entered at
+	AnnotationHops        = "x-fedrouter-hops"         // transit hops made so far
+	AnnotationDestBroker  = "x-fedrouter-dest-broker"  // the broker it goes to
+	AnnotationDestAddress = "x-fedrouter-dest-address" // there, as amqp.Node.Address
+	// AnnotationTrace lists, comma-separated, the brokers a message left,
+	// in order: a message is never sent to a broker it has been at.
+	AnnotationTrace = "x-fedrouter-trace"
+	// AnnotationFanned lists, comma-separated, the fan-out groups that
+	// have copied a message: a copy is not copied again by the same group.
+	AnnotationFanned = "x-fedrouter-fanned"
+)
+
+// CondNoPath is the condition a route's no-path reject carries.
+const CondNoPath = "fed:no-path"
+
+// TransitNode is broker-side queue holding messages bound for dest.
+func TransitNode(dest string) amqp.Node {
+	return amqp.Node{Kind: amqp.Transit, Name: TransitPrefix + dest}
+}
+
+// TransitHeader is where a message in transit goes, and where it has been.
+type TransitHeader struct {
+	Dest    string    // the destination broker
+	Address amqp.Node // the node there
+	Hops    int64     // transit hops made so far
+	Trace   []string  // brokers left, in order
+}
+
+// ReadTransit reads a message's transit annotations; a message sent by
+// an application to the ingress says where it goes in application
+// properties instead.
+func ReadTransit(msg amqp.Message) (TransitHeader, error) {
+	var h TransitHeader
+	get := func(ann, prop string) string {
+		if s := msg.AnnotationString(ann); s != "" {
+			return s
+		}
+		return msg.PropertyString(prop)
+	}
+	h.Dest = get(AnnotationDestBroker, PropDestBroker)
+	if h.Dest == "" {
+		return h, fmt.Errorf("no destination broker: set application property %s (or annotation %s)", PropDestBroker, AnnotationDestBroker)
+	}
+	addr := get(AnnotationDestAddress, PropDestAddress)
+	if addr == "" {
+		return h, fmt.Errorf("no destination address: set application property %s (or annotation %s), e.g. exchange:amq.topic:orders.eu", PropDestAddress, AnnotationDestAddress)
+	}
+	var err error
+	if h.Address, err = amqp.ParseAddress(addr); err != nil {
+		return h, err
+	}
+	switch v := msg.Annotation(AnnotationHops).(type) {
+	case int64:
+		h.Hops = v
+	case int32:
+		h.Hops = int64(v)
+	case uint32:
+		h.Hops = int64(v)
+	case uint64:
+		h.Hops = int64(v)
+	}
+	h.Trace = Trace(msg)
+	return h, nil
+}
+
+// Trace returns the brokers msg has left, in order (AnnotationTrace).
+func Trace(msg amqp.Message) []string {
+	if s := msg.AnnotationString(AnnotationTrace); s != "" {
+		return strings.Split(s, ",")
+	}
+	return nil
+}
+
+// EnterTransit marks out as entering transit at broker src, for dest's
+// node: a new journey (hops and trace start afresh); the origin stays if
+// set.
+func EnterTransit(out amqp.Message, src, dest string, node amqp.Node) {
+	out.SetAnnotation(AnnotationDestBroker, dest)
+	out.SetAnnotation(AnnotationDestAddress, node.Address())
+	if _, ok := out.Annotation(AnnotationOrigin).(string); !ok {
+		out.SetAnnotation(AnnotationOrigin, src)
+	}
+	out.SetAnnotation(AnnotationHops, int64(0))
+	out.DeleteAnnotation(AnnotationTrace)
+}
+
+// maxSenders bounds the destination addresses one dispatch sink holds a
+// sender for; past it the run ends and starts afresh with none.
+const maxSenders = 64
+
+var errTooManyAddresses = errors.New("links: more than 64 destination addresses on one transit hop; restarting it")
+
+// DispatchSink writes messages in transit on one broker (At): into the
+// destination address when the message is for that broker, else into the
+// broker's transit queue for the message's destination. A hop (From set)
+// counts the hop and adds the broker it leaves to the trace.
+type DispatchSink struct {
+	At      string
+	From    string // the broker the message leaves; "" when it enters at At
+	Only    string // a hop's destination: messages for another are refused
+	MaxHops int64
+	Session *amqp.Session              // on At
+	Profile amqp.Profile               // At's
+	senders map[amqp.Node]*amqp.Sender // at most maxSenders
+}
+
+// Send writes msg where its transit header says, or refuses it with the
+// reason (a fed: condition).
+func (s *DispatchSink) Send(ctx context.Context, msg amqp.Message) (Receipt, error) {
+	h, err := ReadTransit(msg)
+	if err != nil {
+		return Refusal(CondBadRequest, err.Error()), nil
+	}
+	if s.Only != "" && h.Dest != s.Only {
+		return Refusal(CondBadRequest, fmt.Sprintf("in the transit queue for %s but addressed to %s", s.Only, h.Dest)), nil
+	}
+	if _, ok := msg.Annotation(AnnotationDestBroker).(string); !ok { // from the ingress
+		EnterTransit(msg, s.At, h.Dest, h.Address)
+	}
+	if s.From != "" {
+		if h.Hops >= s.MaxHops {
+			return Refusal(CondMaxHops, fmt.Sprintf("made %d hops (trace %s) without reaching %s", h.Hops, strings.Join(h.Trace, ","), h.Dest)), nil
+		}
+		msg.SetAnnotation(AnnotationHops, h.Hops+1)
+		msg.SetAnnotation(AnnotationTrace, strings.Join(append(h.Trace, s.From), ","))
+	}
+	node := TransitNode(h.Dest)
+	if h.Dest == s.At {
+		// Delivered: from here the message is the destination's own (an
+		// exchange route there treats it as published there); the trace
+		// stays, to show its path and keep routes from sending it back.
+		node = h.Address
+		msg.DeleteAnnotation(AnnotationOrigin)
+		msg.DeleteAnnotation(AnnotationHops)
+	}
+	snd, refused, err := s.sender(ctx, node)
+	if err != nil || refused != nil {
+		return refused, err
+	}
+	return SenderSink{S: snd}.Send(ctx, msg)
+}
+
+// sender returns the cached sender for node, attaching one first; a
+// destination address that does not exist refuses the message instead.
+func (s *DispatchSink) sender(ctx context.Context, node amqp.Node) (*amqp.Sender, Receipt, error) {
+	if snd, ok := s.senders[node]; ok {
+		return snd, nil, nil
+	}
+	spec, err := s.Profile.Target(node)
+	if err != nil {
+		return nil, Refusal(CondNoAddress, fmt.Sprintf("%s on %s: %v", node.Address(), s.At, err)), nil
+	}
+	if len(s.senders) >= maxSenders {
+		return nil, nil, errTooManyAddresses
+	}
+	if err := s.Profile.CheckTarget(ctx, node); err != nil {
+		if errors.Is(err, amqp.ErrNotFound) {
+			return nil, Refusal(CondNoAddress, fmt.Sprintf("%s on %s: %v", node.Address(), s.At, err)), nil
+		}
+		return nil, nil, fmt.Errorf("check %s on %s: %w", node.Address(), s.At, err)
+	}
+	snd, err := s.Session.NewSender(ctx, spec)
+	if err != nil {
+		return nil, nil, fmt.Errorf("attach sender to %s on %s: %w", spec.Address, s.At, err)
+	}
+	if s.senders == nil {
+		s.senders = map[amqp.Node]*amqp.Sender{}
+	}
+	s.senders[node] = snd
+	return snd, nil, nil
+}
