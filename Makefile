@@ -6,7 +6,7 @@ BROKERS  := bash testdata/brokers.sh
 TEST_BROKERS ?= -r 4 -p 1 -y 1
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build vet test test-short integration bench demo brokers brokers-stop brokers-status fuzz clean
+.PHONY: all build vet lint test test-short integration bench demo brokers brokers-stop brokers-status fuzz clean
 
 all: build
 
@@ -16,16 +16,25 @@ build:
 vet:
 	$(GO) vet ./...
 
+# staticcheck and errcheck, pinned, fetched through the Go module proxy on
+# first use: both must report nothing (an error ignored on purpose is
+# written `_ = f()` with a comment saying why).
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+ERRCHECK    ?= github.com/kisielk/errcheck@v1.30.0
+lint: vet
+	$(GO) run $(STATICCHECK) ./...
+	$(GO) run $(ERRCHECK) ./...
+
 # Fast inner loop: unit tests only, no brokers.
 test-short:
 	$(GO) test -short -race ./...
 
-# go vet + unit + integration tests with -race against real brokers, which
-# are installed if missing (root, Debian packages), started once for the
-# run and stopped after (KEEP_BROKERS=1 leaves them running). Packages run
+# go vet, staticcheck, errcheck, then unit + integration tests with -race
+# against real brokers, which are installed if missing (root, Debian
+# packages), started once for the run and stopped after (KEEP_BROKERS=1 leaves them running). Packages run
 # one at a time (-p 1): some tests kill and restart a shared broker, which
 # would break another package's test running beside them.
-test: vet
+test: lint
 	$(BROKERS) start $(TEST_BROKERS)
 	$(GO) test -p 1 -race -count=1 -timeout 20m ./... ; rc=$$?; \
 	  if [ "$(KEEP_BROKERS)" != 1 ]; then $(BROKERS) stop; fi; exit $$rc
