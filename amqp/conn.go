@@ -93,7 +93,7 @@ const DefaultIdleTimeout = 10 * time.Second
 // owners see the error, classify it and ask for a new session.
 //
 // Goroutines: exactly one (run), in a group owned by the Conn, started by
-// DialContext and stopped by Close, which cancels its context (aborting a
+// Dial and stopped by Close, which cancels its context (aborting a
 // dial in progress) and waits for it.
 type Conn struct {
 	cfg     BrokerConfig
@@ -109,20 +109,12 @@ type Conn struct {
 	conn    *goamqp.Conn  // non-nil only while Operational (nil with fakes)
 }
 
-// Dial is DialContext with no owner's context: the connection lives until
-// Close. It stays for the callers that have no context to give (the
-// commands fedchaos and fedbench dial for their whole run); an owner with a
-// context of its own uses DialContext.
-func Dial(cfg BrokerConfig, opts ConnOptions) (*Conn, error) {
-	return DialContext(context.Background(), cfg, opts)
-}
-
-// DialContext validates cfg and starts connecting in the background; it
+// Dial validates cfg and starts connecting in the background; it
 // never blocks on the network. ctx is the owner's: when it ends the
 // connection closes as if Close had been called (the owner still calls
 // Close, which waits for the connection's goroutine). Use WaitOperational
 // or Status to follow progress, and Close to stop.
-func DialContext(ctx context.Context, cfg BrokerConfig, opts ConnOptions) (*Conn, error) {
+func Dial(ctx context.Context, cfg BrokerConfig, opts ConnOptions) (*Conn, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, &Error{Op: "configure", Broker: cfg.Name, Err: err}
 	}
@@ -230,7 +222,7 @@ func (c *Conn) NewSession(ctx context.Context) (*Session, uint64, error) {
 		c.ReportBroken(gen, err)
 		return nil, 0, err
 	}
-	return &Session{s: s}, gen, nil
+	return &Session{s: s, owner: c.g.Context()}, gen, nil
 }
 
 // ReportBroken tells the connection that a user saw err on generation gen.
@@ -429,9 +421,8 @@ func CloseSessionContext(ctx context.Context, s *Session) {
 	_ = s.s.Close(ctx)
 }
 
-// CloseSession is CloseSessionContext for callers with no context at
-// hand (deferred cleanups in routes/ and the commands): the close needs
-// none of a context but its own deadline.
+// CloseSession is CloseSessionContext with the context of the session's
+// connection, for deferred cleanups with no context at hand.
 func CloseSession(s *Session) {
-	CloseSessionContext(context.Background(), s)
+	CloseSessionContext(s.owner, s)
 }

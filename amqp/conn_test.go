@@ -98,7 +98,7 @@ func testConn(t *testing.T, urls []string, s *script, clk *fakeClock) (*Conn, ch
 	t.Helper()
 	states := make(chan Status, 64)
 	cfg := BrokerConfig{Name: "b1", URLs: urls, Profile: "generic"}
-	c, err := Dial(cfg, ConnOptions{
+	c, err := Dial(context.Background(), cfg, ConnOptions{
 		Clock:   clk,
 		Backoff: Backoff{Min: 2 * time.Second, Max: 64 * time.Second}, // no jitter: exact delays
 		OnState: func(st Status) { states <- st },
@@ -262,7 +262,7 @@ func TestConnCloseWhileWaiting(t *testing.T) {
 }
 
 func TestDialRejectsBadConfig(t *testing.T) {
-	_, err := Dial(BrokerConfig{Name: "x", URLs: []string{"http://h"}, Profile: "nope", SASL: "kerberos"}, ConnOptions{})
+	_, err := Dial(context.Background(), BrokerConfig{Name: "x", URLs: []string{"http://h"}, Profile: "nope", SASL: "kerberos"}, ConnOptions{})
 	if err == nil {
 		t.Fatal("no error")
 	}

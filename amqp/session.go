@@ -9,7 +9,10 @@ import (
 // Session is an AMQP session on a broker connection (Conn.NewSession).
 // A route's links each get sessions of their own: a refused attach ends
 // the session on RabbitMQ.
-type Session struct{ s *goamqp.Session }
+type Session struct {
+	s     *goamqp.Session
+	owner context.Context // the connection's: CloseSession's values
+}
 
 // NewSender attaches a sender for spec.
 func (s *Session) NewSender(ctx context.Context, spec LinkSpec) (*Sender, error) {

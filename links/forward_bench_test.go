@@ -2,6 +2,7 @@ package links
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 
@@ -73,5 +74,7 @@ func BenchmarkForward(b *testing.B) {
 	<-src.done
 	b.StopTimer()
 	cancel()
-	<-errc
+	if err := <-errc; err != nil && !errors.Is(err, context.Canceled) {
+		b.Fatal(err)
+	}
 }

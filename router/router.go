@@ -80,7 +80,7 @@ func (r *Router) Start(ctx context.Context) error {
 			opts.Links = append(opts.Links, pair)
 		}
 	}
-	r.routes = routes.NewManager(opts)
+	r.routes = routes.NewManager(r.ctx, opts)
 	if err := r.routes.Restore(r.cfg.RouteSpecs()); err != nil {
 		r.Stop()
 		return err
@@ -168,7 +168,7 @@ func (r *Router) dialAll() error {
 			if i > 0 {
 				id, log = fmt.Sprintf("%s-%d", id, i+1), log.With().Int("connection", i+1).Logger()
 			}
-			c, err := amqp.DialContext(r.ctx, bc, amqp.ConnOptions{
+			c, err := amqp.Dial(r.ctx, bc, amqp.ConnOptions{
 				ContainerID:    id,
 				Backoff:        r.cfg.Backoff(),
 				ConnectTimeout: time.Duration(r.cfg.Reconnect.ConnectTimeout),

@@ -198,7 +198,7 @@ func (d *dynamicMode) watchBindings(ctx context.Context, dst demandReader, kick 
 		return nil
 	}
 	done := make(chan struct{})
-	go func() {
+	go func() { // owned by followDemand, which waits for done; ends with ctx or the link
 		defer close(done)
 		defer amqp.CloseSession(sess)
 		for {

@@ -45,7 +45,7 @@ func newHarness(t *testing.T, names ...string) *harness {
 
 // start (re)creates the manager, as a router restart would.
 func (h *harness) start() {
-	h.m = routes.NewManager(h.opts)
+	h.m = routes.NewManager(context.Background(), h.opts) // stopped by the test's cleanup, which t.Context() would not outlive
 	m := h.m
 	h.t.Cleanup(func() { m.Stop(context.Background()) })
 }

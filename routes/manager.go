@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/internal/group"
 	"github.com/fedrouter/fedrouter/links"
 )
 
@@ -82,8 +83,10 @@ type Manager struct {
 	opts Options
 	log  zerolog.Logger
 
-	ctx    context.Context // parent of every route's context; ends at Stop
-	cancel context.CancelFunc
+	// group owns every route's goroutine and the transit reconciler: its
+	// context, from NewManager's caller, is their parent; Stop waits for
+	// them all.
+	group *group.Group
 
 	saveMu sync.Mutex // serialises state-file writes
 
@@ -96,13 +99,13 @@ type Manager struct {
 	// replaced, never changed, whenever routes changes. Guarded by mu.
 	edges []ExchangeEdge
 
-	transitDone chan struct{} // closed when runTransit returns (nil: no transit)
-
 	started time.Time // when NewManager ran: the table fills from then
 }
 
 // NewManager builds a manager; it runs nothing until routes are added.
-func NewManager(opts Options) *Manager {
+// Its routes and transit forwarders run under ctx, the owner's: its end
+// stops them, and Stop (which the owner calls either way) waits for them.
+func NewManager(ctx context.Context, opts Options) *Manager {
 	if opts.Backoff.Min == 0 {
 		opts.Backoff = amqp.DefaultBackoff()
 	}
@@ -133,11 +136,9 @@ func NewManager(opts Options) *Manager {
 	if opts.TransitOutcomeTimeout <= 0 {
 		opts.TransitOutcomeTimeout = DefaultOutcomeTimeout
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	m := &Manager{opts: opts, log: opts.Log, ctx: ctx, cancel: cancel, routes: map[string]*route{}, started: time.Now()}
+	m := &Manager{opts: opts, log: opts.Log, group: group.New(ctx), routes: map[string]*route{}, started: time.Now()}
 	if opts.Table != nil {
-		m.transitDone = make(chan struct{})
-		go m.runTransit(ctx)
+		m.group.Go(m.runTransit)
 	}
 	return m
 }
@@ -204,7 +205,11 @@ func (m *Manager) add(spec Spec, origin Origin) (*route, error) {
 	r := newRoute(m, spec, steps, origin, m.nextConn)
 	m.routes[id] = r
 	m.edgesLocked()
-	r.start(m.ctx)
+	if !r.start(m.group) {
+		delete(m.routes, id)
+		m.edgesLocked()
+		return nil, ErrStopped
+	}
 	return r, nil
 }
 
@@ -497,13 +502,7 @@ func (m *Manager) Stop(ctx context.Context) {
 		rs = append(rs, r)
 	}
 	m.mu.Unlock()
-	m.cancel()
-	for _, r := range rs {
-		<-r.done
-	}
-	if m.transitDone != nil {
-		<-m.transitDone
-	}
+	m.group.Stop() // every route and the transit reconciler, cancelled and waited for
 	for _, r := range rs {
 		if _, fanout := r.mode.(*fanoutMode); !r.spec.Durable && !fanout { // a fan-out queue is shared and durable: kept
 			r.unsubscribe(ctx)

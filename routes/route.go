@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/internal/group"
 	"github.com/fedrouter/fedrouter/links"
 )
 
@@ -60,10 +61,17 @@ func newRoute(m *Manager, spec Spec, steps []NoPathStep, origin Origin, pick fun
 	return r
 }
 
-func (r *route) start(parent context.Context) {
-	ctx, cancel := context.WithCancel(parent)
+// start runs the route in g, the manager's group, under a context of its
+// own (Delete stops one route); false if g is stopped.
+func (r *route) start(g *group.Group) bool {
+	ctx, cancel := context.WithCancel(g.Context())
 	r.cancel = cancel
-	go r.run(ctx) // owned by the Manager: stop cancels it and waits for done
+	if !g.Go(func(context.Context) { r.run(ctx) }) {
+		cancel()
+		close(r.done)
+		return false
+	}
+	return true
 }
 
 func (r *route) stop() {

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/internal/group"
 	"github.com/fedrouter/fedrouter/links"
 )
 
@@ -108,12 +109,18 @@ func stopAll(fs []*forwarder) {
 	for _, f := range fs {
 		close(f.drain)
 	}
-	deadline, cancel := context.WithTimeout(context.Background(), drainTimeout)
-	defer cancel()
+	deadline := time.NewTimer(drainTimeout)
+	defer deadline.Stop()
+	expired := false
 	for _, f := range fs {
-		select {
-		case <-f.done:
-		case <-deadline.Done():
+		if !expired {
+			select {
+			case <-f.done:
+			case <-deadline.C:
+				expired = true
+			}
+		}
+		if expired {
 			f.log.Warn().Msg("transit forwarder did not drain in time; cancelling it (its messages in flight come back from the source)")
 		}
 		f.cancel()
@@ -228,37 +235,17 @@ func (f *forwarder) status() TransitStatus {
 type transitKey struct{ from, dest string }
 
 // runTransit reconciles the transit forwarders with the table and the
-// connections until ctx ends, then stops them all.
+// connections until ctx ends, then stops them all. It runs in the
+// manager's group; the forwarders run in a group of its own.
 func (m *Manager) runTransit(ctx context.Context) {
-	defer close(m.transitDone)
+	fwd := group.New(ctx)
 	running := map[transitKey]*forwarder{}
 	defer func() {
-		for _, f := range running {
-			f.cancel()
-		}
-		for _, f := range running {
-			<-f.done
-		}
+		fwd.Stop() // cancels and waits for every forwarder
 		m.setTransit(nil)
 	}()
 	for {
-		paths, changed := m.opts.Table.Paths()
-		up := map[string]bool{}
-		var conns []<-chan struct{}
-		for name, b := range m.opts.Brokers {
-			st, ch := b.Conn.Status()
-			up[name] = st.State == amqp.Operational
-			conns = append(conns, ch)
-		}
-		want := map[transitKey]string{}
-		for name, ok := range up {
-			if ok {
-				want[transitKey{from: name}] = ""
-			}
-		}
-		for k, via := range nextHops(paths, func(b string) bool { return up[b] }) {
-			want[transitKey{from: k[0], dest: k[1]}] = via
-		}
+		want, changed := m.wantedTransit()
 		var stopping []*forwarder
 		for k, f := range running {
 			if via, ok := want[k]; !ok || via != f.via {
@@ -272,14 +259,8 @@ func (m *Manager) runTransit(ctx context.Context) {
 			if _, ok := running[k]; ok {
 				continue
 			}
-			f := &forwarder{m: m, from: k.from, dest: k.dest, via: via, drain: make(chan struct{}), done: make(chan struct{}), state: StateConnecting, since: time.Now()}
-			f.log = m.log.With().Str("transit", f.queue()).Str("broker", k.from).Str("via", via).Logger()
-			fctx, cancel := context.WithCancel(ctx)
-			f.cancel = cancel
-			running[k] = f
-			go f.run(fctx)
-			if k.dest != "" {
-				m.log.Info().Str("broker", k.from).Str("dest", k.dest).Str("via", via).Msg("transit forwarder started")
+			if f := m.startForwarder(fwd, k, via); f != nil {
+				running[k] = f
 			}
 		}
 		list := make([]*forwarder, 0, len(running))
@@ -287,10 +268,53 @@ func (m *Manager) runTransit(ctx context.Context) {
 			list = append(list, f)
 		}
 		m.setTransit(list)
-		if !waitAny(ctx, nil, append(conns, changed)) {
+		if !waitAny(ctx, nil, changed) {
 			return
 		}
 	}
+}
+
+// wantedTransit is what this router should carry now: for each of its
+// brokers that is up, the ingress (via "") and the transit queue of every
+// destination whose next hop it is attached to and is up; and the
+// channels that signal a change of any of that.
+func (m *Manager) wantedTransit() (map[transitKey]string, []<-chan struct{}) {
+	paths, tableCh := m.opts.Table.Paths()
+	up := map[string]bool{}
+	changed := []<-chan struct{}{tableCh}
+	for name, b := range m.opts.Brokers {
+		st, ch := b.Conn.Status()
+		up[name] = st.State == amqp.Operational
+		changed = append(changed, ch)
+	}
+	want := map[transitKey]string{}
+	for name, ok := range up {
+		if ok {
+			want[transitKey{from: name}] = ""
+		}
+	}
+	for k, via := range nextHops(paths, func(b string) bool { return up[b] }) {
+		want[transitKey{from: k[0], dest: k[1]}] = via
+	}
+	return want, changed
+}
+
+// startForwarder starts the forwarder of k, writing via, in fwd under a
+// context of its own (a changed next hop stops one forwarder); nil once
+// fwd is stopping.
+func (m *Manager) startForwarder(fwd *group.Group, k transitKey, via string) *forwarder {
+	f := &forwarder{m: m, from: k.from, dest: k.dest, via: via, drain: make(chan struct{}), done: make(chan struct{}), state: StateConnecting, since: time.Now()}
+	f.log = m.log.With().Str("transit", f.queue()).Str("broker", k.from).Str("via", via).Logger()
+	fctx, cancel := context.WithCancel(fwd.Context())
+	f.cancel = cancel
+	if !fwd.Go(func(context.Context) { f.run(fctx) }) {
+		cancel()
+		return nil
+	}
+	if k.dest != "" {
+		m.log.Info().Str("broker", k.from).Str("dest", k.dest).Str("via", via).Msg("transit forwarder started")
+	}
+	return f
 }
 
 // waitAny waits until ctx ends (false), the timer fires or one of the

@@ -21,7 +21,9 @@ import (
 // the cleanups, and some of them still use it (ending sessions, draining).
 func Dial(t testing.TB, cfg famqp.BrokerConfig, opts famqp.ConnOptions) *famqp.Conn {
 	t.Helper()
-	c, err := famqp.Dial(cfg, opts)
+	// Background: the connection outlives t.Context(), which ends before
+	// the cleanups that still use it; the cleanup below closes it.
+	c, err := famqp.Dial(context.Background(), cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,10 +111,10 @@ func openRoute(ctx context.Context, o runObjs, credit int) (_ *profRoute, err er
 			rt.close()
 		}
 	}()
-	if rt.src, err = amqp.Dial(brokerConfig(o.pair.Src), amqp.ConnOptions{}); err != nil {
+	if rt.src, err = amqp.Dial(ctx, brokerConfig(o.pair.Src), amqp.ConnOptions{}); err != nil {
 		return nil, err
 	}
-	if rt.dst, err = amqp.Dial(brokerConfig(o.pair.Dst), amqp.ConnOptions{}); err != nil {
+	if rt.dst, err = amqp.Dial(ctx, brokerConfig(o.pair.Dst), amqp.ConnOptions{}); err != nil {
 		return nil, err
 	}
 	prof, err := amqp.NewProfile(brokerConfig(o.pair.Dst))

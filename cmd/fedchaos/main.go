@@ -144,7 +144,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 
 	start := time.Now()
 	if err := s.setup(ctx); err != nil {
-		s.cleanup()
+		s.cleanup(ctx)
 		return setupFailed(stderr, "setup: %v\n(work directory %s)", err, s.dir)
 	}
 	runErr := s.stream(ctx)
@@ -159,7 +159,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	if rt, err := s.router.route(ctx); err == nil {
 		s.lastRt = rt
 	}
-	s.cleanup() // stops the router and the consumer: the counts are final
+	s.cleanup(ctx) // stops the router and the consumer: the counts are final
 	_, acked, retries := s.pub.progress()
 	v := judge(opt, acked, retries, s.con.snapshot(true), s.audit, s.audited, len(s.results), runErr)
 	if err := report(stdout, s, v); err != nil {

@@ -107,7 +107,7 @@ func (s *suite) setup(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	return s.startWorkers()
+	return s.startWorkers(ctx)
 }
 
 func listening(addr string) bool {
@@ -199,20 +199,21 @@ func (s *suite) startRouter(ctx context.Context) error {
 
 // startWorkers connects the publisher to src and the consumer to dst,
 // directly: the proxies stand only between the router and the brokers.
-func (s *suite) startWorkers() error {
+// They run under ctx, the run's, until cleanup stops them.
+func (s *suite) startWorkers(ctx context.Context) error {
 	opts := amqp.ConnOptions{Backoff: amqp.Backoff{Min: 100 * time.Millisecond, Max: time.Second}, ConnectTimeout: 5 * time.Second}
 	var err error
 	opts.ContainerID = s.run + "-publisher"
-	if s.pubConn, err = amqp.Dial(s.src.Config(), opts); err != nil {
+	if s.pubConn, err = amqp.Dial(ctx, s.src.Config(), opts); err != nil {
 		return err
 	}
 	opts.ContainerID = s.run + "-consumer"
-	if s.conConn, err = amqp.Dial(s.dst.Config(), opts); err != nil {
+	if s.conConn, err = amqp.Dial(ctx, s.dst.Config(), opts); err != nil {
 		return err
 	}
 	s.pub = newPublisher(s.pubConn, "/amq/queue/"+s.srcQueue, s.run, s.opt.N, s.opt.PublishWindow)
 	s.con = newConsumer(s.conConn, "/amq/queue/"+s.dstQueue, s.run, s.opt.N, s.opt.ConsumeWindow)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(ctx)
 	s.stopWorkers = cancel
 	s.workers.Add(2)
 	go func() {
@@ -477,10 +478,10 @@ func (s *suite) waitFor(ctx context.Context, what string, timeout time.Duration,
 
 // cleanup leaves the shared brokers as it found them: the destination
 // restarted if the suite killed it, the router stopped, the run's queues
-// and exchange deleted. It runs on its own deadline, after ctx may have
-// ended.
-func (s *suite) cleanup() {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+// and exchange deleted. It runs on its own deadline, after ctx (the run's)
+// may have ended: its values are kept, not its cancellation.
+func (s *suite) cleanup(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 4*time.Minute)
 	defer cancel()
 	if s.dstDown {
 		s.log.Printf("restarting %s, which the suite killed", s.dst.Name)
