@@ -39,6 +39,10 @@ type Outcome struct {
 	Kind OutcomeKind
 	// Condition and Description say why a Rejected message was refused.
 	Condition, Description string
+	// Local: the router decided it itself (a route without a path, a
+	// refused transit message), not the destination; its condition and
+	// description are what the source should see.
+	Local bool
 }
 
 // Refused is the Rejected outcome with condition and description.

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,7 +48,11 @@ func (s SenderSink) Send(ctx context.Context, msg amqp.Message) (Receipt, error)
 // Refusal is a receipt that refuses the message at once with a condition
 // (fed:...) and a reason: Forward dead-letters or rejects it at the source
 // as the route says.
-func Refusal(condition, reason string) Receipt { return refusal{amqp.Refused(condition, reason)} }
+func Refusal(condition, reason string) Receipt {
+	o := amqp.Refused(condition, reason)
+	o.Local = true
+	return refusal{o}
+}
 
 type refusal struct{ o amqp.Outcome }
 
@@ -363,9 +366,10 @@ func settle(ctx context.Context, msg amqp.Message, o amqp.Outcome, noRoute error
 	case amqp.Rejected:
 		reason = "rejected by the destination"
 		switch {
-		case strings.HasPrefix(o.Condition, "fed:"):
-			// The router's own refusal (a route without a path): its
-			// condition and reason are what the source should see.
+		case o.Local:
+			// The router's own refusal (a route without a path, a bad
+			// transit message): its condition and reason are what the
+			// source should see.
 			condition, reason = o.Condition, o.Description
 		case o.Condition != "" || o.Description != "":
 			reason += ": " + o.Reason()

@@ -286,6 +286,7 @@ func TestForwardPrepareDropsLoopedMessages(t *testing.T) {
 func TestForwardRouterRefusalKeepsItsCondition(t *testing.T) {
 	noPath := func(string) (*amqp.Outcome, error) {
 		o := amqp.Refused("fed:no-path", "no-path: no path to broker b")
+		o.Local = true // as links.Refusal makes it
 		return &o, nil
 	}
 	src := newSource(2)

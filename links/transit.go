@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"reflect"
 	"strings"
 
 	"github.com/fedrouter/fedrouter/amqp"
@@ -49,7 +51,30 @@ const (
 	CondMaxHops    = "fed:max-hops"
 	CondBadRequest = "fed:bad-request"
 	CondNoAddress  = "fed:no-such-address"
+	// CondInvalidField: one of the routers' annotations is not what a
+	// router writes (crafted or corrupted): the message is refused, never
+	// forwarded on what it claims.
+	CondInvalidField = "amqp:invalid-field"
 )
+
+// Bounds on what the routers read from a message: nothing that arrives
+// from a broker is trusted.
+const (
+	// MaxAnnotationLen bounds each of the routers' string annotations and
+	// routing properties, in bytes.
+	MaxAnnotationLen = 4096
+	// MaxTraceLen bounds the brokers a trace may name.
+	MaxTraceLen = 256
+)
+
+// FieldError says which of the routers' annotations (or routing
+// properties) of a message is not what a router writes, and why.
+type FieldError struct {
+	Field   string
+	Problem string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Problem }
 
 // DefaultMaxHops bounds a message's transit hops: a message caught in a
 // loop while tables converge is dead-lettered after this many.
@@ -91,6 +116,9 @@ type TransitHeader struct {
 // properties instead.
 func ReadTransit(msg amqp.Message) (TransitHeader, error) {
 	var h TransitHeader
+	if err := CheckAnnotations(msg); err != nil {
+		return h, err
+	}
 	get := func(ann, prop string) string {
 		if s := msg.AnnotationString(ann); s != "" {
 			return s
@@ -109,18 +137,73 @@ func ReadTransit(msg amqp.Message) (TransitHeader, error) {
 	if h.Address, err = amqp.ParseAddress(addr); err != nil {
 		return h, err
 	}
-	switch v := msg.Annotation(AnnotationHops).(type) {
-	case int64:
-		h.Hops = v
-	case int32:
-		h.Hops = int64(v)
-	case uint32:
-		h.Hops = int64(v)
-	case uint64:
-		h.Hops = int64(v)
+	if h.Hops, err = hops(msg.Annotation(AnnotationHops)); err != nil {
+		return h, err
 	}
 	h.Trace = Trace(msg)
 	return h, nil
+}
+
+// CheckAnnotations refuses a message whose routers' annotations are not
+// what a router writes: the string ones must be strings within
+// MaxAnnotationLen (the routing properties too), a trace must name at most
+// MaxTraceLen brokers, and the hop count must be a non-negative integer.
+// A crafted hop count of -1 or 2.5 would otherwise restart the count and
+// let a message loop for ever. The error is a *FieldError.
+func CheckAnnotations(msg amqp.Message) error {
+	for _, k := range []string{AnnotationOrigin, AnnotationDestBroker, AnnotationDestAddress, AnnotationTrace, AnnotationFanned} {
+		if err := checkString("annotation "+k, msg.Annotation(k)); err != nil {
+			return err
+		}
+	}
+	for _, k := range []string{PropDestBroker, PropDestAddress} {
+		if err := checkString("application property "+k, msg.Property(k)); err != nil {
+			return err
+		}
+	}
+	if n := strings.Count(msg.AnnotationString(AnnotationTrace), ",") + 1; n > MaxTraceLen {
+		return &FieldError{Field: "annotation " + AnnotationTrace, Problem: fmt.Sprintf("names %d brokers, at most %d", n, MaxTraceLen)}
+	}
+	_, err := hops(msg.Annotation(AnnotationHops))
+	return err
+}
+
+// checkString: v, when present, is a string within MaxAnnotationLen.
+func checkString(field string, v any) error {
+	if v == nil {
+		return nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return &FieldError{Field: field, Problem: fmt.Sprintf("want a string, got %T", v)}
+	}
+	if len(s) > MaxAnnotationLen {
+		return &FieldError{Field: field, Problem: fmt.Sprintf("%d bytes, at most %d", len(s), MaxAnnotationLen)}
+	}
+	return nil
+}
+
+// hops reads the hop count: absent is 0; anything but a non-negative
+// integer is refused.
+func hops(v any) (int64, error) {
+	if v == nil {
+		return 0, nil
+	}
+	field := "annotation " + AnnotationHops
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if n := rv.Int(); n >= 0 {
+			return n, nil
+		}
+		return 0, &FieldError{Field: field, Problem: fmt.Sprintf("%d is negative", rv.Int())}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if n := rv.Uint(); n <= math.MaxInt64 {
+			return int64(n), nil
+		}
+		return 0, &FieldError{Field: field, Problem: fmt.Sprintf("%d is out of range", rv.Uint())}
+	}
+	return 0, &FieldError{Field: field, Problem: fmt.Sprintf("want a non-negative integer, got %T %v", v, v)}
 }
 
 // Trace returns the brokers msg has left, in order (AnnotationTrace).
@@ -168,7 +251,11 @@ type DispatchSink struct {
 // reason (a fed: condition).
 func (s *DispatchSink) Send(ctx context.Context, msg amqp.Message) (Receipt, error) {
 	h, err := ReadTransit(msg)
-	if err != nil {
+	var fe *FieldError
+	switch {
+	case errors.As(err, &fe):
+		return Refusal(CondInvalidField, err.Error()), nil
+	case err != nil:
 		return Refusal(CondBadRequest, err.Error()), nil
 	}
 	if s.Only != "" && h.Dest != s.Only {

@@ -2,8 +2,10 @@ package links
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fedrouter/fedrouter/amqp"
 )
@@ -46,6 +48,16 @@ func TestDispatchRefusesBadRequests(t *testing.T) {
 		{"wrong transit queue", map[string]any{AnnotationDestBroker: "e", AnnotationDestAddress: "queue:q"}, nil, CondBadRequest, "in the transit queue for d but addressed to e"},
 		{"too many hops", map[string]any{AnnotationDestBroker: "d", AnnotationDestAddress: "queue:q", AnnotationHops: int64(3), AnnotationTrace: "x,y,a"}, nil,
 			CondMaxHops, "made 3 hops (trace x,y,a) without reaching d"},
+		// A crafted hop count must not restart the count (issue 17, 2).
+		{"negative hops", addressed(AnnotationHops, int64(-1)), nil, CondInvalidField, "x-fedrouter-hops: -1 is negative"},
+		{"hops as text", addressed(AnnotationHops, "0"), nil, CondInvalidField, "want a non-negative integer, got string"},
+		{"hops as a float", addressed(AnnotationHops, 2.5), nil, CondInvalidField, "want a non-negative integer, got float64"},
+		{"hops out of range", addressed(AnnotationHops, uint64(1)<<63), nil, CondInvalidField, "out of range"},
+		{"destination not a string", map[string]any{AnnotationDestBroker: int64(4), AnnotationDestAddress: "queue:q"}, nil, CondInvalidField, "x-fedrouter-dest-broker: want a string, got int64"},
+		{"trace not a string", addressed(AnnotationTrace, []byte("a,b")), nil, CondInvalidField, "x-fedrouter-trace: want a string"},
+		{"huge origin", addressed(AnnotationOrigin, strings.Repeat("o", MaxAnnotationLen+1)), nil, CondInvalidField, "x-fedrouter-origin: 4097 bytes, at most 4096"},
+		{"long trace", addressed(AnnotationTrace, strings.Repeat("b,", MaxTraceLen)+"b"), nil, CondInvalidField, "names 257 brokers, at most 256"},
+		{"huge property", nil, map[string]any{PropDestBroker: strings.Repeat("d", MaxAnnotationLen+1), PropDestAddress: "queue:q"}, CondInvalidField, "fedrouter-dest-broker: 4097 bytes"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -54,6 +66,36 @@ func TestDispatchRefusesBadRequests(t *testing.T) {
 				t.Errorf("refused with %s %q, want %s containing %q", cond, why, c.cond, c.why)
 			}
 		})
+	}
+}
+
+// addressed is a well-addressed transit message's annotations plus k=v.
+func addressed(k string, v any) map[string]any {
+	return map[string]any{AnnotationDestBroker: "d", AnnotationDestAddress: "queue:q", k: v}
+}
+
+// A crafted message in a transit queue is refused at the source with the
+// rule it broke, never forwarded (issue 17, finding 2): the hop count
+// cannot be reset by a negative or non-integer annotation.
+func TestForwardRefusesCraftedHops(t *testing.T) {
+	src := &fakeSource{settled: map[amqp.Message]string{}}
+	for _, v := range []any{int64(-1), "0", 2.5} {
+		src.msgs = append(src.msgs, message(addressed(AnnotationHops, v), nil))
+	}
+	ok := message(addressed(AnnotationHops, int64(2)), nil)
+	hop := &DispatchSink{At: "b", From: "a", Only: "d", MaxHops: 3}
+	c, err := run(t, src, hop, Config{Window: 4, OutcomeTimeout: time.Second})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("run: %v", err)
+	}
+	if c.Rejected.Load() != 3 || c.Forwarded.Load() != 0 || c.Sent.Load() != 3 {
+		t.Fatalf("rejected %d forwarded %d sent %d", c.Rejected.Load(), c.Forwarded.Load(), c.Sent.Load())
+	}
+	if got := strings.Join(src.conds, " "); got != "amqp:invalid-field amqp:invalid-field amqp:invalid-field" {
+		t.Fatalf("conditions %s", got)
+	}
+	if h, err := ReadTransit(ok); err != nil || h.Hops != 2 {
+		t.Fatalf("a valid count: %+v %v", h, err)
 	}
 }
 
