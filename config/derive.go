@@ -35,11 +35,27 @@ func (c *Config) TopologySecret() (string, error) {
 	if c.Topology.SecretFile == "" {
 		return c.Topology.Secret, nil
 	}
-	b, err := os.ReadFile(c.Topology.SecretFile)
+	return readSecretFile(c.Topology.SecretFile)
+}
+
+// MinSecretFileLen is the shortest network secret a secret_file may hold,
+// in bytes (after trimming white space): a file is where a generated
+// secret lives, and a short or empty one is a mistake — an empty one
+// would turn flooding off while multi-hop routes still expect it.
+const MinSecretFileLen = 32
+
+// readSecretFile reads a network secret from path and checks its length.
+func readSecretFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", fmt.Errorf("config: topology.secret_file: %w", err)
 	}
-	return strings.TrimSpace(string(b)), nil
+	secret := strings.TrimSpace(string(b))
+	if len(secret) < MinSecretFileLen {
+		return "", fmt.Errorf("config: topology.secret_file %s holds %d bytes; a network secret needs at least %d (e.g. head -c 32 /dev/urandom | base64 > %s)",
+			path, len(secret), MinSecretFileLen, path)
+	}
+	return secret, nil
 }
 
 // Resolved returns the route's Spec with the file's outcome_timeout and

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -18,7 +19,9 @@ func (c *Config) validate() []string {
 	add := func(key, format string, args ...any) {
 		p = append(p, c.at(key)+": "+fmt.Sprintf(format, args...))
 	}
-	if c.RouterID == "" {
+	if len(c.RouterID) > routes.MaxNameLen {
+		add("router_id", "router_id is %d bytes long, at most %d", len(c.RouterID), routes.MaxNameLen)
+	} else if c.RouterID == "" {
 		add("router_id", "router_id is required")
 	} else if !nameRE.MatchString(c.RouterID) {
 		add("router_id", "router_id %q: use letters, digits, '.', '_' and '-'", c.RouterID)
@@ -148,6 +151,16 @@ func (c *Config) validateTopology() []string {
 	if t.Secret != "" && len(t.Secret) < 16 {
 		add("secret is %d characters; use at least 16", len(t.Secret))
 	}
+	if t.SecretFile != "" {
+		// check-config may run where the secret is not readable (the
+		// router reads it at start, with the same rule): only a file it
+		// can read is judged here.
+		if _, err := os.Stat(t.SecretFile); err == nil {
+			if _, err := readSecretFile(t.SecretFile); err != nil {
+				add("%s", strings.TrimPrefix(err.Error(), "config: topology."))
+			}
+		}
+	}
 	if t.Refresh <= 0 {
 		add("refresh must be positive")
 	}
@@ -189,7 +202,10 @@ func (c *Config) validateBrokers() (map[string]int, []string) {
 				add(key, "broker %q is defined twice (also at %s)", b.Name, c.at(fmt.Sprintf("brokers[%d]", j)))
 			}
 			seen[b.Name] = i
-			if !nameRE.MatchString(b.Name) {
+			switch {
+			case len(b.Name) > routes.MaxNameLen:
+				add(key, "broker name is %d bytes long, at most %d", len(b.Name), routes.MaxNameLen)
+			case !nameRE.MatchString(b.Name):
 				add(key, "broker name %q: use letters, digits, '.', '_' and '-'", b.Name)
 			}
 		}

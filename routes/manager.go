@@ -155,6 +155,11 @@ func (m *Manager) Restore(configured []Spec) error {
 	if m.opts.StatePath == "" {
 		return nil
 	}
+	if n, err := RemoveStateTemp(m.opts.StatePath); err != nil {
+		return err
+	} else if n > 0 {
+		m.log.Info().Int("files", n).Str("state_file", m.opts.StatePath).Msg("removed the temporary state files an interrupted save left behind")
+	}
 	saved, err := LoadState(m.opts.StatePath)
 	if err != nil {
 		return err

@@ -202,6 +202,7 @@ func (s Spec) Check(n Network) ([]NoPathStep, error) {
 	var p []string
 	add := func(format string, args ...any) { p = append(p, fmt.Sprintf(format, args...)) }
 	p = append(p, s.checkKind()...)
+	p = append(p, s.checkLengths()...)
 	if s.Dest == "" {
 		add("the destination broker is missing")
 	}
@@ -286,6 +287,26 @@ func (s Spec) checkKind() []string {
 	}
 	if s.DivertBindings && s.Kind != KindDynamic {
 		add("divert_bindings applies to dynamic routes only")
+	}
+	return p
+}
+
+// MaxNameLen bounds every name a route carries — brokers, exchanges,
+// queues, keys — in bytes: AMQP 0-9-1's short strings, the longest a
+// RabbitMQ queue or exchange name can be. A longer one is refused with
+// its field named, never sent to a broker.
+const MaxNameLen = 255
+
+// checkLengths is Check's rule on the length of names.
+func (s Spec) checkLengths() []string {
+	var p []string
+	for _, f := range []struct{ name, v string }{
+		{"src", s.Src}, {"dest", s.Dest}, {"exchange", s.Exchange}, {"queue", s.Queue}, {"key", s.Key},
+		{"dest_exchange", s.DestExchange}, {"dead_letter_queue", s.DeadLetterQueue},
+	} {
+		if len(f.v) > MaxNameLen {
+			p = append(p, fmt.Sprintf("%s is %d bytes long, at most %d", f.name, len(f.v), MaxNameLen))
+		}
 	}
 	return p
 }

@@ -3,6 +3,7 @@ package routes
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -90,3 +91,47 @@ func TestStateFileRoundTripAndDamage(t *testing.T) {
 }
 
 func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o600) }
+
+// A kill -9 between SaveState's create and rename leaves a temporary file
+// beside the state file; the next start removes it, and only it (issue 17,
+// finding 7).
+func TestRemoveStateTemp(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.routes.json")
+	if err := SaveState(path, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"r.routes.json.tmp123", "r.routes.json.tmp9", "other.json.tmp1"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("{"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := RemoveStateTemp(path)
+	if err != nil || n != 2 {
+		t.Fatalf("removed %d, %v; want the 2 leftovers", n, err)
+	}
+	left, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range left {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, " ") != "other.json.tmp1 r.routes.json" {
+		t.Fatalf("left %v", names)
+	}
+	if n, err := RemoveStateTemp(filepath.Join(dir, "missing", "x.json")); n != 0 || err != nil {
+		t.Fatalf("no directory: %d, %v", n, err)
+	}
+	// On start: Restore removes them before it reads the state file.
+	leftover := filepath.Join(dir, "r.routes.json.tmp77")
+	if err := os.WriteFile(leftover, []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := NewManager(t.Context(), Options{RouterID: "r", StatePath: path})
+	defer m.Stop(t.Context())
+	if err := m.Restore(nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(leftover); !os.IsNotExist(err) {
+		t.Fatalf("the leftover survived the start: %v", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // The state file keeps the durable routes added at runtime, so they come
@@ -44,6 +45,33 @@ func LoadState(path string) ([]Spec, error) {
 		}
 	}
 	return st.Routes, nil
+}
+
+// RemoveStateTemp removes the temporary files SaveState leaves behind when
+// the process is killed between creating one and renaming it (kill -9,
+// power loss), and says how many went. The state file itself is never
+// touched.
+func RemoveStateTemp(path string) (int, error) {
+	dir, prefix := filepath.Dir(path), filepath.Base(path)+".tmp"
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil // no directory yet: nothing was ever saved
+	}
+	if err != nil {
+		return 0, fmt.Errorf("routes: state directory: %w", err)
+	}
+	n := 0
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasPrefix(e.Name(), prefix) {
+			continue
+		}
+		f := filepath.Join(dir, e.Name())
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return n, fmt.Errorf("routes: remove the leftover %s: %w", f, err)
+		}
+		n++
+	}
+	return n, nil
 }
 
 // SaveState writes routes to path atomically: a temporary file in the same
