@@ -97,24 +97,41 @@ func anyURLHasUser(urls []string) bool {
 func parseBrokerURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("URL %q: %w", raw, err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // url.Error repeats the URL, password and all
+		}
+		return nil, fmt.Errorf("URL %q: %w", Redact(raw), err)
 	}
 	if u.Scheme != "amqp" && u.Scheme != "amqps" {
-		return nil, fmt.Errorf("URL %q: scheme must be amqp or amqps", raw)
+		return nil, fmt.Errorf("URL %q: scheme must be amqp or amqps", Redact(raw))
 	}
 	if u.Hostname() == "" {
-		return nil, fmt.Errorf("URL %q: no host", raw)
+		return nil, fmt.Errorf("URL %q: no host", Redact(raw))
 	}
 	return u, nil
 }
 
-// RedactURL removes any password from a URL for logs and status output.
-func RedactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
+// Redact hides the password of a broker address for logs, errors and
+// API answers — the one place secrets in addresses are removed: a URL
+// ("amqp://user:xxxxx@host"), qpid-route's "user:pass@host:port", and
+// strings that do not parse. The user information is taken to end at the
+// last '@': a password holding '/', '?' or an unescaped '@' is hidden too
+// (a path holding '@' is hidden with it: better than a leak).
+func Redact(s string) string {
+	rest, scheme := s, ""
+	if i := strings.Index(s, "://"); i >= 0 {
+		scheme, rest = s[:i+3], s[i+3:]
 	}
-	return u.Redacted()
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return s
+	}
+	user, _, hasPass := strings.Cut(rest[:at], ":")
+	if !hasPass {
+		return s
+	}
+	return scheme + user + ":xxxxx" + rest[at:]
 }
 
 // dialTarget is one URL prepared for go-amqp: credentials move from the URL
@@ -143,7 +160,7 @@ func (b *BrokerConfig) dialTargets(containerID string) ([]dialTarget, error) {
 				pass = p
 			}
 		}
-		redacted := u.Redacted()
+		redacted := Redact(raw)
 		u.User = nil
 		opts := &goamqp.ConnOptions{ContainerID: containerID, HostName: u.Hostname()}
 		if u.Scheme == "amqps" {

@@ -131,3 +131,31 @@ func TestRabbitSubscriptionArgs(t *testing.T) {
 		}
 	}
 }
+
+// Passwords never reach a log line, an error or an API answer through a
+// broker address (issue 17, finding 6): one helper hides them, whatever
+// form the address takes.
+func TestRedact(t *testing.T) {
+	cases := map[string]string{
+		"amqp://user:s3cret@h:5672/vh":   "amqp://user:xxxxx@h:5672/vh",
+		"amqps://user:s3cret@h":          "amqps://user:xxxxx@h",
+		"user:s3cret@10.0.0.1:5672":      "user:xxxxx@10.0.0.1:5672",
+		"amqp://user:s3/c?r#et@h":        "amqp://user:xxxxx@h",
+		"amqp://user:s3@cret@h":          "amqp://user:xxxxx@h",
+		"amqp://h:5672":                  "amqp://h:5672",
+		"amqp://user@h":                  "amqp://user@h",
+		"rabbit1":                        "rabbit1",
+		"amqp://user:s3cret@h:notaport%": "amqp://user:xxxxx@h:notaport%",
+	}
+	for in, want := range cases {
+		if got := Redact(in); got != want || strings.Contains(got, "s3") {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for _, raw := range []string{"http://user:s3cret@h", "amqp://user:s3cret@h:port%zz", "amqp://user:s3cret@/path"} {
+		cfg := BrokerConfig{Name: "b", URLs: []string{raw}, Profile: "generic"}
+		if err := cfg.Validate(); err == nil || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Validate(%q): %v", raw, err)
+		}
+	}
+}

@@ -544,7 +544,7 @@ func (m *Manager) Resolve(s string) (string, error) {
 			}
 		}
 	}
-	return "", fmt.Errorf("%w %q: not a configured broker name or host:port (configured: %s)", ErrUnknownBroker, s, strings.Join(names, ", "))
+	return "", fmt.Errorf("%w %q: not a configured broker name or host:port (configured: %s)", ErrUnknownBroker, amqp.Redact(s), strings.Join(names, ", "))
 }
 
 func sameEndpoint(raw, host, port string) bool {

@@ -135,3 +135,14 @@ func TestRemoveStateTemp(t *testing.T) {
 		t.Fatalf("the leftover survived the start: %v", err)
 	}
 }
+
+// An unknown broker given as qpid-route's user:pass@host:port is named
+// in the error without its password (issue 17, finding 6).
+func TestResolveErrorHidesPassword(t *testing.T) {
+	m := NewManager(t.Context(), Options{RouterID: "r"})
+	defer m.Stop(t.Context())
+	_, err := m.Resolve("admin:s3cret@10.1.1.1:5672")
+	if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "admin:xxxxx@10.1.1.1:5672") {
+		t.Fatalf("resolve error: %v", err)
+	}
+}
