@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -36,6 +37,9 @@ type BrokerConfig struct {
 	Management ManagementConfig
 	// VHost for RabbitMQ management calls; empty means "/".
 	VHost string
+	// RequireTLS refuses a plain amqp:// URL: credentials and messages go
+	// over TLS only.
+	RequireTLS bool
 }
 
 // TLSConfig is the TLS part of a broker's configuration. TLS is used for
@@ -82,7 +86,46 @@ func (b *BrokerConfig) Validate() error {
 	if (b.TLS.CertFile == "") != (b.TLS.KeyFile == "") {
 		errs = append(errs, errors.New("tls: cert file and key file go together"))
 	}
+	if b.RequireTLS {
+		for _, raw := range b.URLs {
+			if u, err := url.Parse(raw); err == nil && u.Scheme == "amqp" {
+				errs = append(errs, fmt.Errorf("URL %q: require_tls is set: use amqps://", Redact(raw)))
+			}
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// PlaintextCredentials returns the URLs (redacted) over which a password
+// would cross the network in clear: SASL PLAIN on a plain amqp:// URL to a
+// host that is not a loopback address. The daemon warns about each at
+// start; RequireTLS makes them an error.
+func (b *BrokerConfig) PlaintextCredentials() []string {
+	var out []string
+	for _, raw := range b.URLs {
+		u, err := url.Parse(raw)
+		if err != nil || u.Scheme != "amqp" || loopback(u.Hostname()) {
+			continue
+		}
+		user := b.Username
+		if u.User != nil && u.User.Username() != "" {
+			user = u.User.Username()
+		}
+		if b.mechanism(user) == SASLPlain {
+			out = append(out, Redact(raw))
+		}
+	}
+	return out
+}
+
+// loopback says whether host names this machine: "localhost" or a
+// loopback address.
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func anyURLHasUser(urls []string) bool {

@@ -159,3 +159,32 @@ func TestRedact(t *testing.T) {
 		}
 	}
 }
+
+// A password over plain amqp:// to a remote host is named at start; with
+// require_tls it is refused (issue 17, finding 7).
+func TestPlaintextCredentials(t *testing.T) {
+	b := BrokerConfig{Name: "b", Profile: "generic", URLs: []string{
+		"amqp://user:s3cret@broker.example:5672", "amqps://user:s3cret@broker.example", "amqp://user:s3cret@127.0.0.1",
+		"amqp://user:s3cret@localhost", "amqp://[::1]:5672", "amqp://anon.example"}}
+	got := b.PlaintextCredentials()
+	if len(got) != 1 || got[0] != "amqp://user:xxxxx@broker.example:5672" {
+		t.Fatalf("plaintext credentials %q", got)
+	}
+	b.Username = "svc" // a configured user makes every remote amqp:// URL plain
+	if got := b.PlaintextCredentials(); len(got) != 2 || got[1] != "amqp://anon.example" {
+		t.Fatalf("with a configured user: %q", got)
+	}
+	b.SASL = SASLExternal
+	if got := b.PlaintextCredentials(); len(got) != 0 {
+		t.Fatalf("SASL external sends no password: %q", got)
+	}
+	b.SASL, b.RequireTLS = "", true
+	err := b.Validate()
+	if err == nil || !strings.Contains(err.Error(), `URL "amqp://user:xxxxx@broker.example:5672": require_tls is set: use amqps://`) || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("require_tls: %v", err)
+	}
+	b.URLs = []string{"amqps://user:s3cret@broker.example"}
+	if err := b.Validate(); err != nil {
+		t.Fatalf("require_tls with amqps only: %v", err)
+	}
+}

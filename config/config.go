@@ -76,6 +76,8 @@ type BrokerSpec struct {
 	// Connections: AMQP connections to this broker (default 1, at most
 	// 16); routes are spread over them, round robin.
 	Connections int `yaml:"connections"`
+	// RequireTLS refuses plain amqp:// URLs for this broker.
+	RequireTLS bool `yaml:"require_tls"`
 }
 
 // StaticBinding is one declared binding of a broker.

@@ -115,7 +115,7 @@ func (b BrokerSpec) brokerConfig(readFiles bool) (amqp.BrokerConfig, error) {
 	}
 	bc := amqp.BrokerConfig{
 		Name: b.Name, URLs: urls, Profile: b.Profile, Username: b.Username, Password: b.Password,
-		SASL: b.SASL, VHost: b.VHost,
+		SASL: b.SASL, VHost: b.VHost, RequireTLS: b.RequireTLS,
 		TLS: amqp.TLSConfig{CAFile: b.TLS.CAFile, CertFile: b.TLS.CertFile, KeyFile: b.TLS.KeyFile,
 			ServerName: b.TLS.ServerName, InsecureSkipVerify: b.TLS.InsecureSkipVerify},
 		Management: amqp.ManagementConfig{URL: b.Management.URL, Username: b.Management.Username, Password: b.Management.Password},

@@ -70,3 +70,17 @@ func TestLongNamesRefused(t *testing.T) {
 		t.Errorf("a 255-byte queue name: %v", err)
 	}
 }
+
+// require_tls refuses a broker's plain amqp:// URL at check-config, with
+// the line and without the password (issue 17, finding 7).
+func TestRequireTLS(t *testing.T) {
+	y := "router_id: r\nbrokers:\n  - {name: a, url: 'amqp://u:s3cret@h', profile: generic, require_tls: true}\n"
+	_, err := Parse("f.yaml", []byte(y))
+	if err == nil || !strings.Contains(err.Error(), `f.yaml:3: broker "a": URL "amqp://u:xxxxx@h": require_tls is set: use amqps://`) || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("require_tls: %v", err)
+	}
+	y = "router_id: r\nbrokers:\n  - {name: a, url: 'amqps://u:s3cret@h', profile: generic, require_tls: true}\n"
+	if _, err := Parse("f.yaml", []byte(y)); err != nil {
+		t.Fatalf("require_tls with amqps: %v", err)
+	}
+}

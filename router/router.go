@@ -152,6 +152,9 @@ func (r *Router) dialAll() error {
 		if bc.TLS.InsecureSkipVerify {
 			r.log.Warn().Str("broker", bc.Name).Msg("TLS certificate verification is OFF for this broker")
 		}
+		for _, u := range bc.PlaintextCredentials() {
+			r.log.Warn().Str("broker", bc.Name).Str("url", u).Msg("the broker password crosses the network in clear (SASL PLAIN over amqp:// to a remote host): use amqps://, or set require_tls: true to refuse this")
+		}
 		if tested, _ := amqp.LookupProfile(bc.Profile); !tested {
 			r.log.Warn().Str("broker", bc.Name).Str("profile", bc.Profile).Msg("this broker profile follows the broker's documentation and is not tested against a real broker")
 		}
