@@ -44,6 +44,3 @@ func (s *Sender) Send(ctx context.Context, msg Message) (*Receipt, error) {
 	}
 	return &Receipt{r: r}, nil
 }
-
-// Address is the sender's target address.
-func (s *Sender) Address() string { return s.s.Address() }
