@@ -6,7 +6,7 @@ BROKERS  := bash testdata/brokers.sh
 TEST_BROKERS ?= -r 4 -p 1 -y 1
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build vet lint test test-short integration bench demo brokers brokers-stop brokers-status fuzz clean
+.PHONY: all build vet lint test test-short integration bench demo brokers brokers-stop brokers-status postgres postgres-stop fuzz clean
 
 all: build
 
@@ -34,10 +34,24 @@ test-short:
 # packages), started once for the run and stopped after (KEEP_BROKERS=1 leaves them running). Packages run
 # one at a time (-p 1): some tests kill and restart a shared broker, which
 # would break another package's test running beside them.
-test: lint
+test: lint postgres
 	$(BROKERS) start $(TEST_BROKERS)
-	$(GO) test -p 1 -race -count=1 -timeout 20m ./... ; rc=$$?; \
-	  if [ "$(KEEP_BROKERS)" != 1 ]; then $(BROKERS) stop; fi; exit $$rc
+	DATABASE_URL=$$($(POSTGRES) start) && export DATABASE_URL && \
+	  $(GO) test -p 1 -race -count=1 -timeout 20m ./... ; rc=$$?; \
+	  if [ "$(KEEP_BROKERS)" != 1 ]; then $(BROKERS) stop; $(POSTGRES) stop; fi; exit $$rc
+
+# PostgreSQL for the cluster tests (store/, cluster/): Debian's server
+# installed if missing, a throwaway cluster on 127.0.0.1:55432 started by
+# testdata/postgres.sh (root; the tests read DATABASE_URL, which
+# `bash testdata/postgres.sh start` prints).
+POSTGRES := bash testdata/postgres.sh
+postgres:
+	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || \
+	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; }
+	@$(POSTGRES) start >/dev/null
+
+postgres-stop:
+	$(POSTGRES) stop
 
 # Benchmarks (docs/performance.md), every figure measured in this run on
 # this machine: a raw go-amqp pipe (the floor), fedrouter (one queue route,

@@ -1,0 +1,236 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fedrouter/fedrouter/store"
+)
+
+// testURL is the database of the test run (make test starts it with
+// testdata/postgres.sh); the tests skip without one, but not under CI.
+func testURL(t *testing.T) string {
+	t.Helper()
+	u := os.Getenv("DATABASE_URL")
+	if u == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("DATABASE_URL is not set under CI: make test starts PostgreSQL (testdata/postgres.sh)")
+		}
+		t.Skip("no DATABASE_URL (run make test, or: export DATABASE_URL=$(bash testdata/postgres.sh start))")
+	}
+	return u
+}
+
+// schemaURL gives each test a schema of its own, dropped at its end.
+func schemaURL(t *testing.T) string {
+	t.Helper()
+	u := testURL(t)
+	ctx := context.Background()
+	name := fmt.Sprintf("t_%s_%d", strings.ToLower(strings.ReplaceAll(t.Name(), "/", "_")), time.Now().UnixNano()%1e6)
+	c, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close(ctx) }()
+	if _, err := c.Exec(ctx, "CREATE SCHEMA "+name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c, err := pgx.Connect(ctx, u)
+		if err == nil {
+			_, _ = c.Exec(ctx, "DROP SCHEMA "+name+" CASCADE") // best effort: the schema is the test's own
+			_ = c.Close(ctx)
+		}
+	})
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	return u + sep + "search_path=" + name
+}
+
+func open(t *testing.T, url, cluster string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), url, cluster, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func put(t *testing.T, s *Store, id string) {
+	t.Helper()
+	created, err := s.PutRoute(context.Background(), store.RouteDef{ID: id, Spec: []byte(`{"src":"a"}`), Origin: "runtime"})
+	if err != nil || !created {
+		t.Fatalf("PutRoute(%s) = %v, %v", id, created, err)
+	}
+}
+
+// expire ends every lease of the cluster at once, as if its holder had
+// stopped renewing long ago.
+func expire(t *testing.T, s *Store) {
+	t.Helper()
+	if _, err := s.pool.Exec(context.Background(), `UPDATE fedrouter_leases SET until = now() - interval '1 second' WHERE cluster = $1 AND owner <> ''`, s.cluster); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMigrateOnceAndRefuseNewer(t *testing.T) {
+	url := schemaURL(t)
+	a := open(t, url, "c1")
+	open(t, url, "c1") // a second member: the schema is there, nothing to do
+	var v int
+	if err := a.pool.QueryRow(context.Background(), `SELECT version FROM fedrouter_schema`).Scan(&v); err != nil || v != SchemaVersion {
+		t.Fatalf("schema version %d, %v; want %d", v, err, SchemaVersion)
+	}
+	if _, err := a.pool.Exec(context.Background(), `UPDATE fedrouter_schema SET version = 99`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(context.Background(), url, "c1", Options{})
+	if !errors.Is(err, store.ErrSchemaNewer) || !strings.Contains(err.Error(), "version 99") {
+		t.Fatalf("Open on a newer schema: %v; want ErrSchemaNewer naming version 99", err)
+	}
+}
+
+func TestRouteDefinitions(t *testing.T) {
+	s := open(t, schemaURL(t), "c1")
+	other := open(t, s.pool.Config().ConnString(), "c2")
+	ctx := context.Background()
+	put(t, s, "r1")
+	if created, err := s.PutRoute(ctx, store.RouteDef{ID: "r1", Spec: []byte(`{}`), Origin: "config"}); err != nil || created {
+		t.Fatalf("second PutRoute(r1) = %v, %v; want not created", created, err)
+	}
+	put(t, other, "r1") // another cluster, same id: its own row
+	snap, err := s.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Routes) != 1 || snap.Routes[0].ID != "r1" || snap.Routes[0].Origin != "runtime" || snap.Routes[0].Owner != "" || snap.Routes[0].Held(snap.Now) {
+		t.Fatalf("snapshot routes %+v", snap.Routes)
+	}
+	if err := s.DeleteRoute(ctx, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteRoute(ctx, "r1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("deleting a deleted route: %v; want ErrNotFound", err)
+	}
+	if snap, _ := other.Snapshot(ctx); len(snap.Routes) != 1 {
+		t.Fatalf("the other cluster's route went too: %+v", snap.Routes)
+	}
+}
+
+func TestBeatRenewsAndFences(t *testing.T) {
+	url := schemaURL(t)
+	a, b := open(t, url, "c1"), open(t, url, "c1")
+	ctx := context.Background()
+	put(t, a, "r1")
+	put(t, a, "r2")
+	won, err := a.Claim(ctx, "A", []string{"r1", "r2"}, 6*time.Second)
+	if err != nil || len(won) != 2 || won[0].Epoch != 1 {
+		t.Fatalf("A's claim: %+v, %v", won, err)
+	}
+	if got, _ := b.Claim(ctx, "B", []string{"r1", "r2"}, 6*time.Second); len(got) != 0 {
+		t.Fatalf("B took held leases: %+v", got)
+	}
+	ren, err := a.Beat(ctx, store.Member{ID: "A", Incarnation: "i1", Brokers: []string{"x"}}, won, 6*time.Second)
+	if err != nil || len(ren.Held) != 2 || !ren.Held[0].Until.After(won[0].Until.Add(-time.Millisecond)) {
+		t.Fatalf("A's renewal: %+v, %v", ren, err)
+	}
+	expire(t, a) // A stalls past its lease; B takes r1 over
+	got, err := b.Claim(ctx, "B", []string{"r1"}, 6*time.Second)
+	if err != nil || len(got) != 1 || got[0].Epoch != 2 {
+		t.Fatalf("B's takeover: %+v, %v", got, err)
+	}
+	ren, err = a.Beat(ctx, store.Member{ID: "A", Incarnation: "i1"}, won, 6*time.Second)
+	if err != nil || len(ren.Held) != 0 {
+		t.Fatalf("A renewed after the takeover (or its expired r2): %+v, %v", ren.Held, err)
+	}
+	if n, err := a.Release(ctx, "A", won); err != nil || n != 1 {
+		t.Fatalf("A released %d (%v); want 1: r2 (expired, still A's), never B's r1", n, err)
+	}
+	snap, _ := a.Snapshot(ctx)
+	if snap.Routes[0].Owner != "B" || snap.Routes[0].Epoch != 2 || snap.Routes[1].Owner != "" || snap.Routes[1].Epoch != 1 {
+		t.Fatalf("leases after: %+v", snap.Routes)
+	}
+	if len(snap.Members) != 1 || snap.Members[0].ID != "A" || snap.Members[0].Left {
+		t.Fatalf("members: %+v", snap.Members)
+	}
+	if err := a.Leave(ctx, "A"); err != nil {
+		t.Fatal(err)
+	}
+	if snap, _ := a.Snapshot(ctx); !snap.Members[0].Left {
+		t.Fatalf("A left but is not marked so: %+v", snap.Members)
+	}
+}
+
+// TestTakeoverRace: two members on their own pools race for the same
+// expired lease, 1,000 times; exactly one wins each round, and the epoch
+// grows by exactly one.
+func TestTakeoverRace(t *testing.T) {
+	url := schemaURL(t)
+	a, b := open(t, url, "c1"), open(t, url, "c1")
+	ctx := context.Background()
+	put(t, a, "r1")
+	rounds := 1000
+	if testing.Short() {
+		rounds = 50
+	}
+	wins := map[string]int{}
+	for i := 1; i <= rounds; i++ {
+		expire(t, a)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		got := make([][]store.Lease, 2)
+		errs := make([]error, 2)
+		for k, s := range []*Store{a, b} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				got[k], errs[k] = s.Claim(ctx, string(rune('A'+k)), []string{"r1"}, time.Minute)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		if errs[0] != nil || errs[1] != nil {
+			t.Fatalf("round %d: %v, %v", i, errs[0], errs[1])
+		}
+		if len(got[0])+len(got[1]) != 1 {
+			t.Fatalf("round %d: %d winners (%+v, %+v); want exactly 1", i, len(got[0])+len(got[1]), got[0], got[1])
+		}
+		w := append(got[0], got[1]...)[0]
+		if w.Epoch != int64(i) {
+			t.Fatalf("round %d: epoch %d; want %d", i, w.Epoch, i)
+		}
+		wins[map[bool]string{true: "A", false: "B"}[len(got[0]) == 1]]++
+	}
+	t.Logf("%d rounds: A won %d, B won %d", rounds, wins["A"], wins["B"])
+}
+
+func TestBadStore(t *testing.T) {
+	url := testURL(t)
+	ctx := context.Background()
+	bad := strings.Replace(url, "fedrouter:fedrouter@", "fedrouter:wrong-Secret-42@", 1)
+	_, err := Open(ctx, bad, "c1", Options{})
+	if !errors.Is(err, store.ErrAuth) || Temporary(err) || strings.Contains(err.Error(), "wrong-Secret-42") {
+		t.Fatalf("wrong password: %v (temporary %v); want ErrAuth, not temporary, no password", err, Temporary(err))
+	}
+	closed := "postgres://fedrouter:pw-Secret-43@127.0.0.1:1/fedrouter?sslmode=disable"
+	_, err = Open(ctx, closed, "c1", Options{ConnectTimeout: time.Second})
+	if !errors.Is(err, store.ErrUnavailable) || !Temporary(err) || strings.Contains(err.Error(), "pw-Secret-43") {
+		t.Fatalf("unreachable store: %v; want ErrUnavailable, temporary, no password", err)
+	}
+	_, err = Open(ctx, "postgres://fedrouter:pw-Secret-44@[bad", "c1", Options{})
+	if !errors.Is(err, store.ErrConfig) || strings.Contains(err.Error(), "pw-Secret-44") {
+		t.Fatalf("bad URL: %v; want ErrConfig, no password", err)
+	}
+}
