@@ -52,6 +52,7 @@ type Member struct {
 	Incarnation string
 	AdminURL    string   // where CLI and API clients are redirected
 	Brokers     []string // the brokers this member is attached to
+	Local       []string // the brokers near it (placement prefers it for them)
 }
 
 // MemberRow is a member as the store has it.

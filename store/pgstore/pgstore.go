@@ -124,12 +124,15 @@ func (s *Store) Beat(ctx context.Context, m store.Member, held []store.Lease, le
 	if m.Brokers == nil {
 		m.Brokers = []string{} // NULL is refused: the column is NOT NULL
 	}
+	if m.Local == nil {
+		m.Local = []string{}
+	}
 	rows, err := s.pool.Query(ctx, `
 WITH m AS (
-	INSERT INTO fedrouter_members AS t (cluster, id, incarnation, admin_url, brokers, beat, left_at)
-	VALUES ($1, $2, $3, $4, $5, now(), NULL)
+	INSERT INTO fedrouter_members AS t (cluster, id, incarnation, admin_url, brokers, local, beat, left_at)
+	VALUES ($1, $2, $3, $4, $5, $9, now(), NULL)
 	ON CONFLICT (cluster, id) DO UPDATE SET incarnation = excluded.incarnation,
-		admin_url = excluded.admin_url, brokers = excluded.brokers, beat = now(), left_at = NULL
+		admin_url = excluded.admin_url, brokers = excluded.brokers, local = excluded.local, beat = now(), left_at = NULL
 	RETURNING beat
 ), r AS (
 	UPDATE fedrouter_leases l SET until = now() + $6 * interval '1 microsecond'
@@ -138,7 +141,7 @@ WITH m AS (
 	RETURNING l.route, l.epoch, l.until
 )
 SELECT m.beat, r.route, r.epoch, r.until FROM m LEFT JOIN r ON true`,
-		s.cluster, m.ID, m.Incarnation, m.AdminURL, m.Brokers, micros(lease), routes, epochs)
+		s.cluster, m.ID, m.Incarnation, m.AdminURL, m.Brokers, micros(lease), routes, epochs, m.Local)
 	if err != nil {
 		return store.Renewal{}, s.wrap("heartbeat", err)
 	}
@@ -258,7 +261,7 @@ func (s *Store) Snapshot(ctx context.Context) (store.Snapshot, error) {
 		if err := tx.QueryRow(ctx, `SELECT now()`).Scan(&snap.Now); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT id, incarnation, admin_url, brokers, beat, left_at IS NOT NULL AND left_at >= beat
+		rows, err := tx.Query(ctx, `SELECT id, incarnation, admin_url, brokers, local, beat, left_at IS NOT NULL AND left_at >= beat
 			FROM fedrouter_members WHERE cluster = $1 ORDER BY id`, s.cluster)
 		if err != nil {
 			return err
@@ -283,7 +286,7 @@ func (s *Store) Snapshot(ctx context.Context) (store.Snapshot, error) {
 
 func scanMember(r pgx.CollectableRow) (store.MemberRow, error) {
 	var m store.MemberRow
-	err := r.Scan(&m.ID, &m.Incarnation, &m.AdminURL, &m.Brokers, &m.LastBeat, &m.Left)
+	err := r.Scan(&m.ID, &m.Incarnation, &m.AdminURL, &m.Brokers, &m.Local, &m.LastBeat, &m.Left)
 	return m, err
 }
 

@@ -20,6 +20,7 @@ var migrations = []string{
 		incarnation text NOT NULL,
 		admin_url   text NOT NULL DEFAULT '',
 		brokers     text[] NOT NULL DEFAULT '{}',
+		local       text[] NOT NULL DEFAULT '{}',
 		beat        timestamptz NOT NULL,
 		left_at     timestamptz,
 		PRIMARY KEY (cluster, id)
