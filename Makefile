@@ -89,10 +89,14 @@ brokers-stop:
 brokers-status:
 	$(BROKERS) status
 
-# Short fuzz run of the config decoder (seeds in config/config_test.go; new
-# failing inputs land in config/testdata/fuzz).
+# Short fuzz runs of what is decoded from outside: the config file, the
+# signed advertisements, the transit annotations of a message, the ingress
+# allow-list's globs (new failing inputs land in <pkg>/testdata/fuzz).
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./config/
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 30s ./topology/
+	$(GO) test -run '^$$' -fuzz FuzzTransitAnnotations -fuzztime 30s ./links/
+	$(GO) test -run '^$$' -fuzz FuzzGlob -fuzztime 10s ./links/
 
 clean:
 	rm -rf bin

@@ -11,12 +11,16 @@ package adminclient
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -46,12 +50,22 @@ type Options struct {
 	// Trace, when set, gets a line per request ("> GET URL") and per
 	// answer ("< 200 OK"): what the CLI's -v shows.
 	Trace io.Writer
+	// CAFile (PEM) holds the certificates an https router's certificate
+	// is checked against, instead of the system's roots: the CA that
+	// signed it, or the router's own self-signed certificate.
+	CAFile string
+	// Fallbacks are other routers' URLs (the members of a router cluster):
+	// a call whose connection cannot be made goes to the next, in order.
+	// Only a failed dial moves on — the request was never sent — so a
+	// change is never made twice.
+	Fallbacks []string
 }
 
 // Client calls one router's admin API. It is safe for concurrent use.
 // Close it when done.
 type Client struct {
-	base  string // scheme://host[:port][/path], no trailing slash
+	base  string   // scheme://host[:port][/path], no trailing slash
+	more  []string // fallbacks, in the same form
 	token string
 	trace io.Writer
 	// tr is the client's own transport, so Close leaves no idle
@@ -65,16 +79,32 @@ type Client struct {
 // http://127.0.0.1:9595). User information in the URL is dropped: the API
 // authenticates with Options.Token only.
 func New(baseURL string, o Options) (*Client, error) {
-	u, err := url.Parse(baseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%w: %q (want http://host:port or https://host:port)", ErrBadURL, baseURL)
+	base, err := cleanBase(baseURL)
+	if err != nil {
+		return nil, err
+	}
+	var more []string
+	for _, f := range o.Fallbacks {
+		b, err := cleanBase(f)
+		if err != nil {
+			return nil, err
+		}
+		more = append(more, b)
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if o.CAFile != "" {
+		roots, err := loadRoots(o.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	}
 	return &Client{
-		base:  strings.TrimRight(u.Scheme+"://"+u.Host+u.Path, "/"),
+		base:  base,
+		more:  more,
 		token: o.Token,
 		trace: o.Trace,
 		tr:    tr,
@@ -83,6 +113,29 @@ func New(baseURL string, o Options) (*Client, error) {
 			// see Error.Location.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 	}, nil
+}
+
+// cleanBase checks an API URL and drops its user information and trailing
+// slash.
+func cleanBase(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("%w: %q (want http://host:port or https://host:port)", ErrBadURL, raw)
+	}
+	return strings.TrimRight(u.Scheme+"://"+u.Host+u.Path, "/"), nil
+}
+
+// loadRoots reads a PEM file of certificates to trust.
+func loadRoots(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("adminclient: CA file: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("adminclient: CA file %s: no PEM certificate in it", path)
+	}
+	return roots, nil
 }
 
 // BaseURL is the API's URL as the client uses it: no user information, no
@@ -206,14 +259,22 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	return nil
 }
 
-// exchange sends one request and reads the whole answer, tracing both.
+// exchange sends one request and reads the whole answer, tracing both; a
+// router that cannot be dialled gives way to the next fallback.
 func (c *Client) exchange(ctx context.Context, method, path string, in any) (*http.Response, []byte, error) {
-	req, err := c.request(ctx, method, path, in)
-	if err != nil {
-		return nil, nil, err
+	var req *http.Request
+	var resp *http.Response
+	var err error
+	for _, base := range append([]string{c.base}, c.more...) {
+		if req, err = c.request(ctx, base, method, path, in); err != nil {
+			return nil, nil, err
+		}
+		c.tracef("> %s %s\n", method, req.URL)
+		if resp, err = c.hc.Do(req); err == nil || !dialFailed(err) {
+			break
+		}
+		c.tracef("< %v\n", err)
 	}
-	c.tracef("> %s %s\n", method, req.URL)
-	resp, err := c.hc.Do(req)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
@@ -231,7 +292,14 @@ func (c *Client) exchange(ctx context.Context, method, path string, in any) (*ht
 	return resp, body, nil
 }
 
-func (c *Client) request(ctx context.Context, method, path string, in any) (*http.Request, error) {
+// dialFailed says whether err is a connection that could not be made: the
+// request never left.
+func dialFailed(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+func (c *Client) request(ctx context.Context, base, method, path string, in any) (*http.Request, error) {
 	var body io.Reader
 	if in != nil {
 		js, err := json.Marshal(in)
@@ -240,11 +308,13 @@ func (c *Client) request(ctx context.Context, method, path string, in any) (*htt
 		}
 		body = bytes.NewReader(js)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, base+path, body)
 	if err != nil {
 		return nil, fmt.Errorf("adminclient: %s %s: %w", method, path, err)
 	}
-	if in != nil {
+	if method != http.MethodGet && method != http.MethodHead {
+		// Every write, with a body or not: the router refuses any other
+		// type (a web page's form or text/plain POST).
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")

@@ -22,7 +22,7 @@ import (
 	"github.com/fedrouter/fedrouter/topology"
 )
 
-const testToken = "s3cret-t0ken"
+const testToken = "s3cret-t0ken-0123"
 
 // harness is the real admin handler over an in-memory router, and a
 // client of it that traces into trace.
@@ -83,7 +83,7 @@ func asError(t *testing.T, err error, status int) *Error {
 var queueRoute = routes.Spec{Kind: routes.KindQueue, Dest: "b", Src: "a", Exchange: "amq.direct", Queue: "orders"}
 
 func TestRouteCalls(t *testing.T) {
-	h := newHarness(t, "", "")
+	h := newHarness(t, testToken, testToken)
 	ctx := context.Background()
 	st, err := h.c.AddRoute(ctx, queueRoute)
 	if err != nil || st.ID != queueRoute.ID() || st.State != routes.StateOperational || st.Spec.Credit != routes.DefaultCredit {
@@ -131,7 +131,7 @@ func TestRouteCalls(t *testing.T) {
 // An invalid route comes back with each problem, an unknown broker with
 // the router's words.
 func TestRouteRefusals(t *testing.T) {
-	h := newHarness(t, "", "")
+	h := newHarness(t, testToken, testToken)
 	bad := queueRoute
 	bad.OnReject = "drop"
 	e := asError(t, func() error { _, err := h.c.AddRoute(context.Background(), bad); return err }(), http.StatusBadRequest)
@@ -149,7 +149,7 @@ func TestRouteRefusals(t *testing.T) {
 }
 
 func TestListings(t *testing.T) {
-	h := newHarness(t, "", "")
+	h := newHarness(t, testToken, testToken)
 	ctx := context.Background()
 	if ls, err := h.c.Links(ctx); err != nil || len(ls) != 1 || ls[0].Dest != "b" || ls[0].Routes != 1 {
 		t.Fatalf("Links: %+v, %v", ls, err)
@@ -163,7 +163,7 @@ func TestListings(t *testing.T) {
 }
 
 func TestTopology(t *testing.T) {
-	h := newHarness(t, "", "")
+	h := newHarness(t, testToken, testToken)
 	_, err := h.c.Topology(context.Background())
 	if e := asError(t, err, http.StatusNotFound); !strings.Contains(e.Message, "flooding is off") {
 		t.Fatalf("topology off: %q", e.Message)
@@ -240,7 +240,7 @@ func TestTokenNeverShown(t *testing.T) {
 }
 
 func TestTrace(t *testing.T) {
-	h := newHarness(t, "", "")
+	h := newHarness(t, testToken, testToken)
 	if _, err := h.c.Routes(context.Background()); err != nil {
 		t.Fatal(err)
 	}

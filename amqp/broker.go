@@ -33,7 +33,8 @@ type BrokerConfig struct {
 	SASL string
 	TLS  TLSConfig
 	// Management is the broker's management endpoint (RabbitMQ's HTTP API).
-	// Empty URL: derived from the first AMQP URL's host, port 15672.
+	// Empty URL: derived from the first AMQP URL's host: https on port
+	// 15671 for amqps://, http on 15672 for amqp:// (rabbitmgmt.go).
 	Management ManagementConfig
 	// VHost for RabbitMQ management calls; empty means "/".
 	VHost string
@@ -86,6 +87,7 @@ func (b *BrokerConfig) Validate() error {
 	if (b.TLS.CertFile == "") != (b.TLS.KeyFile == "") {
 		errs = append(errs, errors.New("tls: cert file and key file go together"))
 	}
+	errs = append(errs, b.checkManagement()...)
 	if b.RequireTLS {
 		for _, raw := range b.URLs {
 			if u, err := url.Parse(raw); err == nil && u.Scheme == "amqp" {
@@ -97,8 +99,9 @@ func (b *BrokerConfig) Validate() error {
 }
 
 // PlaintextCredentials returns the URLs (redacted) over which a password
-// would cross the network in clear: SASL PLAIN on a plain amqp:// URL to a
-// host that is not a loopback address. The daemon warns about each at
+// would cross the network in clear: SASL PLAIN on a plain amqp:// URL, or
+// RabbitMQ's management API on http://, to a host that is not a loopback
+// address. The daemon warns about each at
 // start; RequireTLS makes them an error.
 func (b *BrokerConfig) PlaintextCredentials() []string {
 	var out []string
@@ -115,7 +118,7 @@ func (b *BrokerConfig) PlaintextCredentials() []string {
 			out = append(out, Redact(raw))
 		}
 	}
-	return out
+	return append(out, b.managementPlaintext()...)
 }
 
 // loopback says whether host names this machine: "localhost" or a
@@ -140,11 +143,7 @@ func anyURLHasUser(urls []string) bool {
 func parseBrokerURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // url.Error repeats the URL, password and all
-		}
-		return nil, fmt.Errorf("URL %q: %w", Redact(raw), err)
+		return nil, fmt.Errorf("URL %q: %w", Redact(raw), urlParseError(raw, err))
 	}
 	if u.Scheme != "amqp" && u.Scheme != "amqps" {
 		return nil, fmt.Errorf("URL %q: scheme must be amqp or amqps", Redact(raw))
@@ -175,6 +174,21 @@ func Redact(s string) string {
 		return s
 	}
 	return scheme + user + ":xxxxx" + rest[at:]
+}
+
+// urlParseError is url.Parse's complaint about raw without the URL it
+// repeats (password and all). When raw carries a password the complaint
+// itself is left out: it may quote part of it (a '/' in a password ends
+// the host early: `invalid port ":secret" after host`).
+func urlParseError(raw string, err error) error {
+	if Redact(raw) != raw {
+		return errors.New("does not parse as a URL (write reserved characters of the user name and password as %XX)")
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }
 
 // dialTarget is one URL prepared for go-amqp: credentials move from the URL
@@ -253,27 +267,4 @@ func (t TLSConfig) build() (*tls.Config, error) {
 		c.Certificates = []tls.Certificate{cert}
 	}
 	return c, nil
-}
-
-// managementEndpoint returns the management base URL and credentials.
-func (b *BrokerConfig) managementEndpoint() (base, user, pass string, err error) {
-	base = strings.TrimRight(b.Management.URL, "/")
-	if base == "" {
-		if len(b.URLs) == 0 {
-			return "", "", "", errors.New("no URL to derive the management URL from")
-		}
-		u, err := parseBrokerURL(b.URLs[0])
-		if err != nil {
-			return "", "", "", err
-		}
-		base = "http://" + u.Hostname() + ":15672"
-	}
-	user, pass = b.Management.Username, b.Management.Password
-	if user == "" {
-		user, pass = b.Username, b.Password
-		if user == "" {
-			user, pass = "guest", "guest"
-		}
-	}
-	return base, user, pass, nil
 }

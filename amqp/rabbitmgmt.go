@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -35,8 +38,94 @@ func NewRabbitManagement(cfg BrokerConfig) (*RabbitManagement, error) {
 	// An own transport, so Close can drop its idle keep-alive connections
 	// (and their goroutines) when the owner is done.
 	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 2, IdleConnTimeout: 30 * time.Second}
+	if strings.HasPrefix(base, "https://") {
+		// The broker's TLS settings hold for its management API too: its
+		// CA (ca_file), client certificate and server name.
+		if tr.TLSClientConfig, err = cfg.TLS.build(); err != nil {
+			return nil, fmt.Errorf("management API: %w", err)
+		}
+	}
 	return &RabbitManagement{base: base, user: user, pass: pass, vhost: vhost,
 		http: &http.Client{Timeout: 10 * time.Second, Transport: tr}}, nil
+}
+
+// RabbitMQ's management plugin's default ports.
+const (
+	managementPortHTTP  = "15672"
+	managementPortHTTPS = "15671"
+)
+
+// managementEndpoint returns the management base URL and credentials. A
+// URL not configured is derived from the first AMQP URL's host: https on
+// 15671 for amqps:// (a broker reached over TLS is not managed in clear),
+// http on 15672 for amqp://.
+func (b *BrokerConfig) managementEndpoint() (base, user, pass string, err error) {
+	base = strings.TrimRight(b.Management.URL, "/")
+	if base == "" {
+		if len(b.URLs) == 0 {
+			return "", "", "", errors.New("no URL to derive the management URL from")
+		}
+		u, err := parseBrokerURL(b.URLs[0])
+		if err != nil {
+			return "", "", "", err
+		}
+		scheme, port := "http", managementPortHTTP
+		if u.Scheme == "amqps" {
+			scheme, port = "https", managementPortHTTPS
+		}
+		base = scheme + "://" + net.JoinHostPort(u.Hostname(), port)
+	}
+	user, pass = b.Management.Username, b.Management.Password
+	if user == "" {
+		user, pass = b.Username, b.Password
+		if user == "" {
+			user, pass = "guest", "guest"
+		}
+	}
+	return base, user, pass, nil
+}
+
+// checkManagement judges a configured management URL (a derived one is
+// right by construction): http or https with a host, and https when the
+// broker requires TLS — the API's basic authentication carries a password.
+func (b *BrokerConfig) checkManagement() []error {
+	raw := b.Management.URL
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return []error{fmt.Errorf("management URL %q: %w", Redact(raw), urlParseError(raw, err))}
+	}
+	var errs []error
+	if u.Scheme != "http" && u.Scheme != "https" {
+		errs = append(errs, fmt.Errorf("management URL %q: scheme must be http or https", Redact(raw)))
+	}
+	if u.Hostname() == "" {
+		errs = append(errs, fmt.Errorf("management URL %q: no host", Redact(raw)))
+	}
+	if b.RequireTLS && u.Scheme == "http" {
+		errs = append(errs, fmt.Errorf("management URL %q: require_tls is set: use https://", Redact(raw)))
+	}
+	return errs
+}
+
+// managementPlaintext returns the management URL (redacted) when a
+// RabbitMQ broker's management password would cross the network in
+// clear: http:// to a host that is not a loopback address.
+func (b *BrokerConfig) managementPlaintext() []string {
+	if b.Profile != "rabbitmq" {
+		return nil
+	}
+	base, _, _, err := b.managementEndpoint()
+	if err != nil {
+		return nil
+	}
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme != "http" || loopback(u.Hostname()) {
+		return nil
+	}
+	return []string{Redact(base)}
 }
 
 // Close drops idle HTTP connections. The client stays usable.

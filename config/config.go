@@ -46,6 +46,10 @@ type Config struct {
 	// Links are federation links this router holds besides its routes'
 	// own: broker pairs, both ways, that carry multi-hop transit (a mesh).
 	Links []LinkSpec `yaml:"links"`
+	// Ingress is applications' multi-hop requests through
+	// fedrouter.ingress (ingress.go): off unless enabled, then only what
+	// its allow list names.
+	Ingress IngressSpec `yaml:"ingress"`
 
 	file   string              // path the config came from, for messages
 	lines  map[string]int      // "brokers[i]" → line, for validation messages
@@ -117,14 +121,31 @@ type RouteSpec struct {
 	OutcomeTimeout Duration `yaml:"outcome_timeout"`
 }
 
-// AdminSpec is the admin API listener.
+// AdminSpec is the admin API listener. Its rules are in admin.go.
 type AdminSpec struct {
 	// Listen is host:port; "" or "off" disables the API. Default
 	// 127.0.0.1:9595 (loopback only).
 	Listen string `yaml:"listen"`
-	// Token, when set, is required as "Authorization: Bearer TOKEN".
+	// Token is required as "Authorization: Bearer TOKEN" (at least
+	// MinAdminTokenLen bytes). Without token or token_file the router
+	// generates one (GeneratedTokenPath), on a loopback listen only.
 	Token     string `yaml:"token"`
 	TokenFile string `yaml:"token_file"`
+	// Names are the host names clients may reach the API by (the Host
+	// header), besides IP addresses, localhost and the listen host: a
+	// name not listed is refused, which stops DNS rebinding.
+	Names []string `yaml:"names"`
+	// TLS serves the API over HTTPS with this certificate and key.
+	TLS AdminTLSSpec `yaml:"tls"`
+	// AllowPlaintext lets a non-loopback listen go without TLS (behind a
+	// TLS-terminating proxy, on a trusted network).
+	AllowPlaintext bool `yaml:"allow_plaintext"`
+}
+
+// AdminTLSSpec is the admin API's server certificate (PEM files).
+type AdminTLSSpec struct {
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
 }
 
 // TopologySpec configures link-state flooding. Without a secret flooding

@@ -178,7 +178,7 @@ func TestBadRouteAndAdminConfigs(t *testing.T) {
 			routeConfig("admin:", "  listen: localhost"),
 			[]string{`f.yaml:5: admin.listen "localhost": want host:port (or off)`}},
 		{"token and token_file",
-			routeConfig("log: {level: info}", "admin:", "  token: s3cret", "  token_file: /etc/fedrouter/token"),
+			routeConfig("log: {level: info}", "admin:", "  token: s3cret-s3cret-s3cret", "  token_file: /etc/fedrouter/token"),
 			[]string{`f.yaml:6: admin: give token or token_file, not both`}},
 	}
 	for _, c := range cases {
@@ -218,7 +218,7 @@ func TestRouteSpecsResolveDefaults(t *testing.T) {
 	if cfg.Admin.Listen != "127.0.0.1:9696" {
 		t.Errorf("admin.listen %q", cfg.Admin.Listen)
 	}
-	if tok, err := cfg.AdminToken(); err != nil || tok != "s3cret" {
+	if tok, err := cfg.AdminToken(); err != nil || tok != "s3cret-s3cret-s3cret" {
 		t.Errorf("admin token %q, %v", tok, err)
 	}
 }
@@ -267,14 +267,14 @@ func TestAdminDefaultsAndTokenFile(t *testing.T) {
 		t.Errorf("listen off: %v", err)
 	}
 	tf := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tf, []byte("from-file\n"), 0o600); err != nil {
+	if err := os.WriteFile(tf, []byte("from-file-0123456789\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err = Parse("f.yaml", []byte(routeConfig("admin: {token_file: '"+tf+"'}")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tok, err := cfg.AdminToken(); err != nil || tok != "from-file" {
+	if tok, err := cfg.AdminToken(); err != nil || tok != "from-file-0123456789" {
 		t.Errorf("token_file: %q, %v (want the file's content, trimmed)", tok, err)
 	}
 	cfg, _ = Parse("f.yaml", []byte(routeConfig("admin: {token_file: '"+tf+".missing'}")))

@@ -93,18 +93,6 @@ func (c *Config) StatePath() string {
 	return filepath.Join(filepath.Dir(c.file), p)
 }
 
-// AdminToken returns the admin token, reading token_file if set.
-func (c *Config) AdminToken() (string, error) {
-	if c.Admin.TokenFile == "" {
-		return c.Admin.Token, nil
-	}
-	b, err := os.ReadFile(c.Admin.TokenFile)
-	if err != nil {
-		return "", fmt.Errorf("config: admin.token_file: %w", err)
-	}
-	return strings.TrimSpace(string(b)), nil
-}
-
 // brokerConfig converts the file's form into the amqp layer's. readFiles
 // loads password_file: the daemon needs it, check-config does not (it may
 // run where the secrets are not readable).

@@ -59,6 +59,8 @@ func Parse(file string, data []byte) (*Config, error) {
 	if err := yaml.Unmarshal(data, &root); err == nil {
 		cfg.lines = itemLines(&root)
 	}
+	// ${NAME} in the secret fields, before they are judged (env.go).
+	problems = append(problems, cfg.expandSecrets(os.LookupEnv)...)
 	problems = append(problems, cfg.validate()...)
 	if len(problems) > 0 {
 		sort.SliceStable(problems, func(i, j int) bool { return lineOf(problems[i]) < lineOf(problems[j]) })
@@ -100,6 +102,16 @@ func itemLines(root *yaml.Node) map[string]int {
 		if key := m.Content[i].Value; key == "brokers" || key == "routes" || key == "links" {
 			for j, item := range m.Content[i+1].Content {
 				out[fmt.Sprintf("%s[%d]", key, j)] = item.Line
+			}
+		}
+		if m.Content[i].Value == "ingress" && m.Content[i+1].Kind == yaml.MappingNode {
+			in := m.Content[i+1]
+			for k := 0; k+1 < len(in.Content); k += 2 {
+				if in.Content[k].Value == "allow" {
+					for j, item := range in.Content[k+1].Content {
+						out[fmt.Sprintf("ingress.allow[%d]", j)] = item.Line
+					}
+				}
 			}
 		}
 		out[m.Content[i].Value] = m.Content[i].Line

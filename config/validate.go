@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"regexp"
 	"strings"
@@ -33,6 +32,7 @@ func (c *Config) validate() []string {
 	}
 	p = append(p, c.validateRoutes(brokers)...)
 	p = append(p, c.validateLinks(brokers)...)
+	p = append(p, c.validateIngress(brokers)...)
 	if steps, err := routes.ParseNoPath(c.NoPath); err != nil {
 		add("no_path", "%v", err)
 	} else {
@@ -46,14 +46,7 @@ func (c *Config) validate() []string {
 			}
 		}
 	}
-	if c.Admin.Listen != "" && c.Admin.Listen != "off" {
-		if _, _, err := net.SplitHostPort(c.Admin.Listen); err != nil {
-			add("admin", "admin.listen %q: want host:port (or off)", c.Admin.Listen)
-		}
-	}
-	if c.Admin.Token != "" && c.Admin.TokenFile != "" {
-		add("admin", "admin: give token or token_file, not both")
-	}
+	p = append(p, c.validateAdmin()...)
 	p = append(p, c.validateTopology()...)
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

@@ -111,8 +111,11 @@ func (c *Counters) Settled() uint64 {
 // Annotation keys put on dead-lettered messages.
 const (
 	AnnotationReason = "x-fedrouter-reason"
-	AnnotationRoute  = "x-fedrouter-route"
-	AnnotationTime   = "x-fedrouter-time" // when it was dead-lettered
+	// AnnotationCondition is the AMQP condition the message would have
+	// been rejected with (e.g. amqp:unauthorized-access, fed:no-path).
+	AnnotationCondition = "x-fedrouter-condition"
+	AnnotationRoute     = "x-fedrouter-route"
+	AnnotationTime      = "x-fedrouter-time" // when it was dead-lettered
 )
 
 // ErrTooManyAbandoned ends a run whose destination stopped answering.
@@ -398,6 +401,7 @@ func refuse(ctx context.Context, msg amqp.Message, condition, reason string, src
 	}
 	dl := msg.ForwardCopy()
 	dl.SetAnnotation(AnnotationReason, reason)
+	dl.SetAnnotation(AnnotationCondition, condition)
 	dl.SetAnnotation(AnnotationTime, time.Now().UTC())
 	for k, v := range cfg.DeadLetterAnnotations {
 		dl.SetAnnotation(k, v)

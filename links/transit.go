@@ -242,9 +242,19 @@ type DispatchSink struct {
 	From    string // the broker the message leaves; "" when it enters at At
 	Only    string // a hop's destination: messages for another are refused
 	MaxHops int64
-	Session *amqp.Session              // on At
-	Profile amqp.Profile               // At's
-	senders map[amqp.Node]*amqp.Sender // at most maxSenders
+	Session *amqp.Session // on At
+	Profile amqp.Profile  // At's
+	// Control is the control node's name (topology.control_address): no
+	// message in transit is delivered to it, its inboxes, or any
+	// RouterOwned node.
+	Control string
+	// Ingress, when set, makes this sink a broker's ingress: every message
+	// is an application's request, checked against the policy (refused
+	// with CondUnauthorized, counted in IngressRefused) and entering
+	// transit afresh, whatever routers' annotations it carries.
+	Ingress        *IngressPolicy
+	IngressRefused *IngressCounters
+	senders        map[amqp.Node]*amqp.Sender // at most maxSenders
 }
 
 // Send writes msg where its transit header says, or refuses it with the
@@ -261,8 +271,21 @@ func (s *DispatchSink) Send(ctx context.Context, msg amqp.Message) (Receipt, err
 	if s.Only != "" && h.Dest != s.Only {
 		return Refusal(CondBadRequest, fmt.Sprintf("in the transit queue for %s but addressed to %s", s.Only, h.Dest)), nil
 	}
-	if _, ok := msg.Annotation(AnnotationDestBroker).(string); !ok { // from the ingress
+	if s.Ingress != nil {
+		if reason, why := s.Ingress.Check(h.Dest, h.Address); reason != "" {
+			s.IngressRefused.add(reason)
+			return Refusal(CondUnauthorized, why), nil
+		}
+		// A new journey from here, at this broker: an application's claim
+		// of an origin, a hop count, a trace or a fan-out is not kept.
+		msg.DeleteAnnotation(AnnotationOrigin)
+		msg.DeleteAnnotation(AnnotationFanned)
 		EnterTransit(msg, s.At, h.Dest, h.Address)
+	} else if _, ok := msg.Annotation(AnnotationDestBroker).(string); !ok {
+		EnterTransit(msg, s.At, h.Dest, h.Address)
+	}
+	if h.Dest == s.At && RouterOwned(h.Address, s.Control) {
+		return Refusal(CondUnauthorized, fmt.Sprintf("%s on %s is one of the routers' own addresses: no message in transit is delivered there", h.Address.Address(), s.At)), nil
 	}
 	if s.From != "" {
 		if h.Hops >= s.MaxHops {

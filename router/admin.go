@@ -2,7 +2,7 @@ package router
 
 import (
 	"context"
-	"crypto/subtle"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,9 +43,18 @@ type AdminOptions struct {
 	// Listen is host:port; default config.DefaultAdminListen. Port 0 picks a free
 	// port (see Addr).
 	Listen string
-	// Token, when set, is required on every endpoint but /healthz as
-	// "Authorization: Bearer TOKEN".
+	// Token is required on every endpoint but /healthz as
+	// "Authorization: Bearer TOKEN"; Start refuses one that
+	// config.CheckAdminToken refuses, an empty one first (the daemon
+	// generates one when none is configured: AdminToken).
 	Token string
+	// Names are the host names clients may use in the Host header besides
+	// IP addresses, localhost and Listen's host (admin.names).
+	Names []string
+	// CertFile and KeyFile (PEM) serve the API over TLS.
+	CertFile, KeyFile string
+	// AllowPlaintext lets Start listen beyond loopback without TLS.
+	AllowPlaintext bool
 	// Log receives one line per mutating request and server errors.
 	Log zerolog.Logger
 	// Registry is where /metrics gathers from. Default: a new registry with
@@ -69,6 +78,7 @@ type AdminServer struct {
 	opts    AdminOptions
 	log     zerolog.Logger
 	handler http.Handler
+	guard   *guard
 	regErr  error // registering the metrics collector failed; Start reports it
 
 	mu     sync.Mutex
@@ -90,6 +100,7 @@ func NewAdminServer(svc Service, opts AdminOptions) *AdminServer {
 		opts.Context = context.Background()
 	}
 	a := &AdminServer{svc: svc, opts: opts, log: opts.Log.With().Str("component", "admin").Logger()}
+	a.guard = newGuard(opts.Token, opts.Listen, opts.Names, a.log)
 	reg := opts.Registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -103,14 +114,21 @@ func NewAdminServer(svc Service, opts AdminOptions) *AdminServer {
 }
 
 // Handler is the API's http.Handler, for tests and for embedding in
-// another server.
+// another server: the gate is in it (an empty Token lets no request but
+// /healthz through); Start's checks of the options and TLS are not.
 func (a *AdminServer) Handler() http.Handler { return a.handler }
 
 // Start listens on opts.Listen and serves in the background. A listen
-// failure (address in use, bad address) is returned at once.
+// failure (address in use, bad address), a weak token, an unreadable
+// certificate, or a listen beyond loopback in clear without
+// AllowPlaintext is returned at once.
 func (a *AdminServer) Start() error {
 	if a.regErr != nil {
 		return a.regErr
+	}
+	tlsCfg, err := a.checkOptions()
+	if err != nil {
+		return err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -120,6 +138,9 @@ func (a *AdminServer) Start() error {
 	ln, err := net.Listen("tcp", a.opts.Listen)
 	if err != nil {
 		return fmt.Errorf("admin API: listen on %s: %w", a.opts.Listen, err)
+	}
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
 	}
 	a.ln = ln
 	a.srv = &http.Server{
@@ -138,8 +159,41 @@ func (a *AdminServer) Start() error {
 	a.srv.BaseContext = func(net.Listener) context.Context { return base }
 	srv := a.srv
 	a.g.Go(func(context.Context) { a.serve(srv, ln) }) // ends with Close's Shutdown
-	a.log.Info().Str("listen", ln.Addr().String()).Bool("auth", a.opts.Token != "").Msg("admin API listening")
+	a.log.Info().Str("listen", ln.Addr().String()).Bool("tls", tlsCfg != nil).Msg("admin API listening")
 	return nil
+}
+
+// checkOptions applies config's admin rules to the options (the same ones
+// check-config applies to the file) and loads the certificate; a nil
+// *tls.Config means plain HTTP.
+func (a *AdminServer) checkOptions() (*tls.Config, error) {
+	o := a.opts
+	if o.Token == "" {
+		return nil, errors.New("admin API: no token: the API is never served without one (AdminOptions.Token)")
+	}
+	if err := config.CheckAdminToken(o.Token); err != nil {
+		return nil, fmt.Errorf("admin API: token: %w", err)
+	}
+	if o.CertFile == "" && o.KeyFile == "" {
+		if !config.LoopbackListen(o.Listen) && !o.AllowPlaintext {
+			return nil, fmt.Errorf("admin API: %s is reachable from other hosts and would carry the token in clear: give a certificate (admin.tls) or allow plaintext", o.Listen)
+		}
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(o.CertFile, o.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("admin API: TLS certificate %s, key %s: %w", o.CertFile, o.KeyFile, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// Scheme is how clients reach the API: https with a certificate, else
+// http.
+func (a *AdminServer) Scheme() string {
+	if a.opts.CertFile != "" {
+		return "https"
+	}
+	return "http"
 }
 
 // serve runs the HTTP server until Close; the only goroutine AdminServer
@@ -187,8 +241,8 @@ func (a *AdminServer) Close(ctx context.Context) error {
 	return err
 }
 
-// routes builds the handler: authentication, then the mux, with JSON
-// errors for unknown paths and methods.
+// routes builds the handler: the gate (admin_guard.go), then the mux,
+// with JSON errors for unknown paths and methods.
 func (a *AdminServer) routes(reg *prometheus.Registry) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/routes", a.listRoutes)
@@ -203,33 +257,7 @@ func (a *AdminServer) routes(reg *prometheus.Registry) http.Handler {
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
-	return a.authenticate(jsonNotFound(mux))
-}
-
-// authenticate requires the bearer token on everything but /healthz, which
-// only says the process serves and so may be probed without a secret.
-func (a *AdminServer) authenticate(next http.Handler) http.Handler {
-	if a.opts.Token == "" {
-		return next
-	}
-	want := []byte("Bearer " + a.opts.Token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" {
-			next.ServeHTTP(w, r)
-			return
-		}
-		got := r.Header.Get("Authorization")
-		if got == "" {
-			writeError(w, http.StatusUnauthorized, "missing admin token: send the header \"Authorization: Bearer TOKEN\" (admin.token in the router's configuration)")
-			return
-		}
-		if subtle.ConstantTimeCompare([]byte(got), want) != 1 {
-			a.log.Warn().Str("remote", r.RemoteAddr).Str("path", r.URL.Path).Msg("admin API: wrong token")
-			writeError(w, http.StatusUnauthorized, "wrong admin token (want the router's admin.token as \"Authorization: Bearer TOKEN\")")
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+	return a.guard.wrap(jsonNotFound(mux))
 }
 
 // jsonNotFound answers requests no pattern matches with a JSON error
@@ -323,7 +351,7 @@ func (a *AdminServer) flushRoutes(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), adminRequestTimeout)
 	defer cancel()
 	n, err := a.svc.FlushRoutes(ctx, dest)
-	a.logMutation(r, "flush routes", "", err).Str("dest", dest).Int("deleted", n).Send()
+	a.logMutation(r, "flush routes", "", err).Str("dest", amqp.Redact(dest)).Int("deleted", n).Send()
 	writeDeleted(w, n, err)
 }
 

@@ -42,6 +42,9 @@ var configCounters = routes.Counters{Forwarded: 7, Redelivered: 1, Rejected: 2, 
 
 var _ Service = (*routertest.Service)(nil)
 
+// testToken is the admin token of the tests' servers.
+const testToken = "test-token-0123456789"
+
 // adminHarness is a real AdminServer on a loopback port and a client.
 type adminHarness struct {
 	t    *testing.T
@@ -60,17 +63,23 @@ type syncBuf struct {
 func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
 func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
-func startAdmin(t *testing.T, token string) *adminHarness {
+// startAdmin starts a server with testToken, on loopback, in plain HTTP;
+// opts adjusts its options.
+func startAdmin(t *testing.T, opts ...func(*AdminOptions)) *adminHarness {
 	t.Helper()
 	// Registered first, so it runs after the server is closed.
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 	h := &adminHarness{t: t, svc: newFakeService(), log: &syncBuf{}}
-	h.srv = NewAdminServer(h.svc, AdminOptions{Listen: "127.0.0.1:0", Token: token, Log: zerolog.New(h.log)})
+	o := AdminOptions{Listen: "127.0.0.1:0", Token: testToken, Log: zerolog.New(h.log)}
+	for _, f := range opts {
+		f(&o)
+	}
+	h.srv = NewAdminServer(h.svc, o)
 	if err := h.srv.Start(); err != nil {
 		t.Fatal(err)
 	}
-	h.base = "http://" + h.srv.Addr()
+	h.base = h.srv.Scheme() + "://" + h.srv.Addr()
 	tr := &http.Transport{}
 	h.hc = &http.Client{Transport: tr, Timeout: 10 * time.Second}
 	t.Cleanup(func() {
@@ -108,6 +117,9 @@ func (h *adminHarness) do(method, path, token string, body any) (int, string) {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	if method != http.MethodGet {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := h.hc.Do(req)
 	if err != nil {
 		h.t.Fatal(err)
@@ -120,10 +132,11 @@ func (h *adminHarness) do(method, path, token string, body any) (int, string) {
 	return resp.StatusCode, string(out)
 }
 
-// expect checks the status and that the body holds every want.
+// expect checks the status and that the body holds every want, for a
+// request with the token.
 func (h *adminHarness) expect(method, path string, body any, status int, want ...string) string {
 	h.t.Helper()
-	got, out := h.do(method, path, "", body)
+	got, out := h.do(method, path, testToken, body)
 	if got != status {
 		h.t.Fatalf("%s %s: status %d, want %d\n%s", method, path, got, status, out)
 	}
@@ -138,7 +151,7 @@ func (h *adminHarness) expect(method, path string, body any, status int, want ..
 var queueRoute = routes.Spec{Kind: routes.KindQueue, Dest: "b", Src: "a", Exchange: "amq.direct", Queue: "orders"}
 
 func TestAdminAddListDelete(t *testing.T) {
-	h := startAdmin(t, "")
+	h := startAdmin(t)
 	out := h.expect("POST", "/api/v1/routes", queueRoute, http.StatusCreated, `"state": "Waiting"`)
 	var st routes.Status
 	if err := json.Unmarshal([]byte(out), &st); err != nil || st.ID != queueRoute.ID() || st.Spec.Credit != routes.DefaultCredit {
@@ -159,9 +172,9 @@ func TestAdminAddListDelete(t *testing.T) {
 }
 
 func TestAdminDuplicateBodyIsQpidWording(t *testing.T) {
-	h := startAdmin(t, "")
+	h := startAdmin(t)
 	h.expect("POST", "/api/v1/routes", queueRoute, http.StatusCreated)
-	_, out := h.do("POST", "/api/v1/routes", "", queueRoute)
+	_, out := h.do("POST", "/api/v1/routes", testToken, queueRoute)
 	var body ErrorBody
 	if err := json.Unmarshal([]byte(out), &body); err != nil || body.Error != "Duplicate route - ignoring" {
 		t.Fatalf("duplicate body %s (%v)", out, err)
@@ -169,7 +182,7 @@ func TestAdminDuplicateBodyIsQpidWording(t *testing.T) {
 }
 
 func TestAdminDeleteByIDAndConfigRoute(t *testing.T) {
-	h := startAdmin(t, "")
+	h := startAdmin(t)
 	cfg := h.svc.AddConfig(routes.Spec{Kind: routes.KindExchange, Dest: "a", Src: "b", Exchange: "amq.topic", Key: "#"}, configCounters)
 	h.expect("DELETE", "/api/v1/routes/"+cfg.ID, nil, http.StatusConflict, "defined in the configuration file")
 	h.expect("POST", "/api/v1/routes/delete", cfg.Spec, http.StatusConflict, "edit the file")
@@ -179,7 +192,7 @@ func TestAdminDeleteByIDAndConfigRoute(t *testing.T) {
 }
 
 func TestAdminFlush(t *testing.T) {
-	h := startAdmin(t, "")
+	h := startAdmin(t)
 	h.svc.AddConfig(routes.Spec{Kind: routes.KindExchange, Dest: "b", Src: "a", Exchange: "amq.topic", Key: "#"}, configCounters)
 	h.expect("POST", "/api/v1/routes", queueRoute, http.StatusCreated)
 	other := queueRoute
@@ -193,7 +206,7 @@ func TestAdminFlush(t *testing.T) {
 }
 
 func TestAdminBadRequests(t *testing.T) {
-	h := startAdmin(t, "")
+	h := startAdmin(t)
 	unknown := queueRoute
 	unknown.Src = "zz"
 	sameBroker := queueRoute
@@ -226,7 +239,7 @@ func TestAdminBadRequests(t *testing.T) {
 }
 
 func TestAdminServiceErrors(t *testing.T) {
-	h := startAdmin(t, "")
+	h := startAdmin(t)
 	h.svc.SetErr(routes.ErrStopped)
 	h.expect("POST", "/api/v1/routes", queueRoute, http.StatusServiceUnavailable, "manager stopped")
 	h.svc.SetErr(errors.New("disk full"))
@@ -236,9 +249,11 @@ func TestAdminServiceErrors(t *testing.T) {
 }
 
 func TestAdminUnknownPathAndMethod(t *testing.T) {
-	h := startAdmin(t, "")
+	h := startAdmin(t)
 	h.expect("GET", "/api/v1/nope", nil, http.StatusNotFound, `"error": "no such endpoint: GET /api/v1/nope`)
 	req, _ := http.NewRequest("PUT", h.base+"/api/v1/routes", nil)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := h.hc.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -251,7 +266,7 @@ func TestAdminUnknownPathAndMethod(t *testing.T) {
 }
 
 func TestAdminLinksBrokersRouter(t *testing.T) {
-	h := startAdmin(t, "")
+	h := startAdmin(t)
 	h.svc.UpdateBrokers(func(bs []amqp.Status) []amqp.Status {
 		return append(bs, amqp.Status{Broker: "c", State: amqp.Waiting, URL: "amqp://h3:5672",
 			LastError: errors.New("dial tcp: connection refused"), LastErrorAt: time.Unix(100, 0).UTC(), Attempt: 4, RetryIn: 8 * time.Second})
@@ -275,7 +290,7 @@ func TestAdminLinksBrokersRouter(t *testing.T) {
 }
 
 func TestAdminHealthAndReady(t *testing.T) {
-	h := startAdmin(t, "")
+	h := startAdmin(t)
 	h.expect("GET", "/healthz", nil, http.StatusOK, "ok")
 	h.expect("GET", "/readyz", nil, http.StatusOK, "ok")
 	h.svc.UpdateBrokers(func(bs []amqp.Status) []amqp.Status { bs[1].State = amqp.Connecting; return bs })
@@ -284,7 +299,7 @@ func TestAdminHealthAndReady(t *testing.T) {
 }
 
 func TestAdminAuth(t *testing.T) {
-	h := startAdmin(t, "s3cret")
+	h := startAdmin(t)
 	for _, c := range []struct {
 		path, token string
 		status      int
@@ -292,19 +307,19 @@ func TestAdminAuth(t *testing.T) {
 	}{
 		{"/api/v1/routes", "", 401, "missing admin token"},
 		{"/api/v1/routes", "wrong", 401, "wrong admin token"},
-		{"/api/v1/routes", "s3cret", 200, "[]"},
+		{"/api/v1/routes", testToken, 200, "[]"},
 		{"/metrics", "", 401, "missing admin token"},
 		{"/readyz", "", 401, "missing admin token"},
 		{"/api/v1/nope", "", 401, "missing admin token"},
 		{"/healthz", "", 200, "ok"},
-		{"/metrics", "s3cret", 200, "fedrouter_broker_up"},
+		{"/metrics", testToken, 200, "fedrouter_broker_up"},
 	} {
 		status, out := h.do("GET", c.path, c.token, nil)
 		if status != c.status || !strings.Contains(out, c.want) {
 			t.Errorf("GET %s token %q: %d %s, want %d %q", c.path, c.token, status, out, c.status, c.want)
 		}
 	}
-	if status, out := h.do("POST", "/api/v1/routes", "s3cret", queueRoute); status != 201 {
+	if status, out := h.do("POST", "/api/v1/routes", testToken, queueRoute); status != 201 {
 		t.Errorf("authorised add: %d %s", status, out)
 	}
 	if !strings.Contains(h.log.String(), "wrong token") {
@@ -313,7 +328,7 @@ func TestAdminAuth(t *testing.T) {
 }
 
 func TestAdminMetrics(t *testing.T) {
-	h := startAdmin(t, "")
+	h := startAdmin(t)
 	st := h.svc.AddConfig(queueRoute, configCounters)
 	h.svc.SetLinks([]routes.LinkStatus{{Src: "a", Dest: "b", State: routes.StateOperational, Transit: []routes.TransitStatus{
 		{Broker: "a", Dest: "c", Via: "b", State: routes.StateOperational, Counters: routes.Counters{Forwarded: 11, DeadLettered: 1}}}}})
@@ -353,8 +368,8 @@ func TestAdminMetrics(t *testing.T) {
 }
 
 func TestAdminStartErrorsAndClose(t *testing.T) {
-	a := startAdmin(t, "")
-	b := NewAdminServer(newFakeService(), AdminOptions{Listen: a.srv.Addr()})
+	a := startAdmin(t)
+	b := NewAdminServer(newFakeService(), AdminOptions{Listen: a.srv.Addr(), Token: testToken})
 	err := b.Start()
 	if err == nil || !strings.Contains(err.Error(), "admin API: listen on "+a.srv.Addr()) || !strings.Contains(err.Error(), "address already in use") {
 		t.Fatalf("second listener on the same port: %v", err)
@@ -373,7 +388,7 @@ func TestAdminStartErrorsAndClose(t *testing.T) {
 func TestAdminCloseWaitsForRequests(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	svc := &blockingService{Service: newFakeService(), entered: make(chan struct{}), release: make(chan struct{})}
-	srv := NewAdminServer(svc, AdminOptions{Listen: "127.0.0.1:0"})
+	srv := NewAdminServer(svc, AdminOptions{Listen: "127.0.0.1:0", Token: testToken})
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +396,14 @@ func TestAdminCloseWaitsForRequests(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	got := make(chan int, 1)
 	go func() {
-		resp, err := (&http.Client{Transport: tr}).Post("http://"+srv.Addr()+"/api/v1/routes/flush", "", nil)
+		req, err := http.NewRequest("POST", "http://"+srv.Addr()+"/api/v1/routes/flush", nil)
+		if err != nil {
+			got <- -1
+			return
+		}
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := (&http.Client{Transport: tr}).Do(req)
 		if err != nil {
 			got <- -1
 			return
@@ -438,7 +460,7 @@ func sampleSnapshot(t *testing.T) *topology.Snapshot {
 }
 
 func TestAdminTopology(t *testing.T) {
-	h := startAdmin(t, "")
+	h := startAdmin(t)
 	h.expect("GET", "/api/v1/topology", nil, http.StatusNotFound, "flooding is off")
 	h.svc.SetTopology(sampleSnapshot(t))
 	h.expect("GET", "/api/v1/topology", nil, http.StatusOK, `"router": "r1"`, `"from": "a"`, `"cost": 3`)
@@ -447,7 +469,7 @@ func TestAdminTopology(t *testing.T) {
 }
 
 func TestAdminMetricsTopology(t *testing.T) {
-	h := startAdmin(t, "")
+	h := startAdmin(t)
 	h.svc.SetTopology(sampleSnapshot(t))
 	h.expect("GET", "/metrics", nil, http.StatusOK, "fedrouter_topology_routers 1", `fedrouter_topology_links{state="up"} 1`,
 		`fedrouter_topology_lsa_total{outcome="originated"} 1`, `fedrouter_topology_lsa_total{outcome="bad_signature"} 0`)

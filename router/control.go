@@ -13,19 +13,24 @@ import (
 	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/config"
 	"github.com/fedrouter/fedrouter/internal/group"
+	"github.com/fedrouter/fedrouter/topology"
 )
 
 // The control plane's transport: routers talk to each other through the
 // brokers they share, never over a port of their own. On every broker the
 // router subscribes to the control address (a broadcast on multicast
 // brokers; its own inbox "<address>.<router id>" on queue-only ones) and
-// publishes there. What it carries is opaque here: the topology layer
-// encodes, signs and checks.
+// publishes there. The topology layer encodes, signs and decides; here
+// every received message is checked (topology.Decode: size, signature,
+// version, body) before it is queued, so junk published on the control
+// address costs a check and a count, never a place in the queue, and the
+// queue (topology.Inbox) keeps one slot per router, so nothing can push a
+// router's newest advertisement out.
 
 // DefaultControlAddress is the control node's name on every broker.
 const DefaultControlAddress = config.DefaultControlAddress
 
-// Inbound is one control message received from a broker.
+// Inbound is one verified control message received from a broker.
 type Inbound struct {
 	Broker string
 	Data   []byte
@@ -34,29 +39,66 @@ type Inbound struct {
 // ControlOptions configure a Control; zero values take the defaults.
 type ControlOptions struct {
 	RouterID string
-	Address  string       // default DefaultControlAddress
-	Inbox    int          // bound of the inbound queue; default 256
-	Outbox   int          // bound of each broker's outbound queue; default 16
-	Backoff  amqp.Backoff // re-attach delays; default amqp.DefaultBackoff()
+	Address  string // default DefaultControlAddress
+	// Inbox bounds the received advertisements waiting for the driver: one
+	// slot per originating router, holding its newest; default 256 (so
+	// at most 256 × topology.MaxLSASize = 16 MiB).
+	Inbox   int
+	Outbox  int          // bound of each broker's outbound queue; default 16
+	Backoff amqp.Backoff // re-attach delays; default amqp.DefaultBackoff()
+	// LogEvery is the interval of the drop reports: the first drop of a
+	// reason is logged at once, the next ones counted and reported at
+	// most once per interval. Default 10 s.
+	LogEvery time.Duration
 	Log      zerolog.Logger
 }
 
-// ControlStats count what the transport did; drops are by policy (bounded
-// queues, newest kept out: advertisements are refreshed anyway).
+// ControlStats count what the transport did. Dropped counts the control
+// messages dropped, by reason (the Drop… constants): refused by the check
+// before queueing (topology's reasons), or by policy (bounded queues:
+// advertisements are refreshed anyway).
 type ControlStats struct {
-	Received, Sent, DroppedIn, DroppedOut, SendErrors uint64
+	Received, Sent, SendErrors uint64
+	Dropped                    map[string]uint64
 }
+
+// Reasons a control message is dropped by policy, besides topology's
+// (topology.Reason: too_large, malformed, unsigned, bad_signature,
+// version).
+const (
+	// DropInboxFull: its router had no slot and none was free.
+	DropInboxFull = "inbox_full"
+	// DropCoalesced: an advertisement of its router at least as new was
+	// waiting already (the normal fate of a flood's copies on a mesh, and
+	// of replays), or a newer one replaced it before the driver took it.
+	DropCoalesced = "coalesced"
+	// DropOutboxFull: not sent, the broker's outbound queue was full.
+	DropOutboxFull = "outbox_full"
+)
+
+// dropReasons are the reasons reported even at zero, so that the metric's
+// series exist before the first drop.
+var dropReasons = []string{topology.ReasonTooLarge, topology.ReasonMalformed, topology.ReasonUnsigned,
+	topology.ReasonBadSignature, topology.ReasonVersion, DropInboxFull, DropCoalesced, DropOutboxFull}
 
 // Control runs one control link per broker: a goroutine each, in a group
 // owned here, started by Start and stopped (and waited for) by Stop. Each
 // link's run owns one more goroutine per attach (the receive loop), which
 // it joins before re-attaching.
 type Control struct {
-	opts    ControlOptions
-	inbound chan Inbound
-	links   map[string]*controlLink // by broker; fixed after NewControl
+	opts   ControlOptions
+	links  map[string]*controlLink // by broker; fixed after NewControl
+	secret []byte                  // set by SetSecret before Start, read-only after
+	ready  chan struct{}           // holds a token while the inbox may hold advertisements
+	limit  *logLimiter             // drop reports
 
-	received, sent, droppedIn, droppedOut, sendErrors atomic.Uint64
+	received, sent, sendErrors atomic.Uint64
+
+	// inMu guards the inbox and the drop counts; held for map operations
+	// only (no I/O, no logging, no decoding under it).
+	inMu    sync.Mutex
+	inbox   *topology.Inbox
+	dropped map[string]uint64
 
 	mu sync.Mutex
 	g  *group.Group // guarded by mu: set by Start, nil before
@@ -91,7 +133,11 @@ func NewControl(brokers map[string]amqp.Broker, opts ControlOptions) *Control {
 	if opts.Backoff.Min == 0 {
 		opts.Backoff = amqp.DefaultBackoff()
 	}
-	c := &Control{opts: opts, inbound: make(chan Inbound, opts.Inbox), links: map[string]*controlLink{}}
+	if opts.LogEvery <= 0 {
+		opts.LogEvery = 10 * time.Second
+	}
+	c := &Control{opts: opts, links: map[string]*controlLink{}, ready: make(chan struct{}, 1),
+		limit: newLogLimiter(opts.LogEvery), inbox: topology.NewInbox(opts.Inbox), dropped: map[string]uint64{}}
 	for name, b := range brokers {
 		c.links[name] = &controlLink{c: c, broker: name, b: b, out: make(chan outbound, opts.Outbox),
 			log: opts.Log.With().Str("broker", name).Str("link", "control").Logger()}
@@ -99,9 +145,17 @@ func NewControl(brokers map[string]amqp.Broker, opts ControlOptions) *Control {
 	return c
 }
 
+// SetSecret gives the network's secret, with which every received message
+// is checked before it is queued. Call it before Start; without it every
+// message is dropped (no_secret).
+func (c *Control) SetSecret(secret []byte) { c.secret = secret }
+
 // Start starts one goroutine per broker, under ctx (the owner's). Call it
 // once.
 func (c *Control) Start(ctx context.Context) {
+	if len(c.secret) == 0 {
+		c.opts.Log.Error().Msg("control: no network secret: every control message received will be dropped")
+	}
 	g := group.New(ctx)
 	c.mu.Lock()
 	c.g = g
@@ -122,8 +176,29 @@ func (c *Control) Stop() {
 	}
 }
 
-// Inbound delivers received control messages.
-func (c *Control) Inbound() <-chan Inbound { return c.inbound }
+// Ready receives when verified advertisements may be waiting: call Take
+// until it reports none.
+func (c *Control) Ready() <-chan struct{} { return c.ready }
+
+// Take returns the verified advertisement that has waited longest (the
+// newest of its router), if any.
+func (c *Control) Take() (Inbound, bool) {
+	c.inMu.Lock()
+	r, ok := c.inbox.Take()
+	more := c.inbox.Len() > 0
+	c.inMu.Unlock()
+	if more {
+		c.signal()
+	}
+	return Inbound{Broker: r.From, Data: r.Data}, ok
+}
+
+func (c *Control) signal() {
+	select {
+	case c.ready <- struct{}{}:
+	default: // a token is there already
+	}
+}
 
 // Brokers lists the brokers with a control link, sorted.
 func (c *Control) Brokers() []string {
@@ -154,15 +229,24 @@ func (c *Control) Send(broker string, data []byte, peers []string) bool {
 	case l.out <- outbound{data: data, peers: peers}:
 		return true
 	default:
-		c.droppedOut.Add(1)
+		c.count(DropOutboxFull)
 		return false
 	}
 }
 
 // Stats returns the transport's counters.
 func (c *Control) Stats() ControlStats {
-	return ControlStats{Received: c.received.Load(), Sent: c.sent.Load(), DroppedIn: c.droppedIn.Load(),
-		DroppedOut: c.droppedOut.Load(), SendErrors: c.sendErrors.Load()}
+	st := ControlStats{Received: c.received.Load(), Sent: c.sent.Load(), SendErrors: c.sendErrors.Load(),
+		Dropped: make(map[string]uint64, len(dropReasons))}
+	for _, r := range dropReasons {
+		st.Dropped[r] = 0
+	}
+	c.inMu.Lock()
+	for r, n := range c.dropped {
+		st.Dropped[r] = n
+	}
+	c.inMu.Unlock()
+	return st
 }
 
 func (l *controlLink) run(ctx context.Context) {
@@ -237,8 +321,9 @@ func (l *controlLink) runOnce(ctx context.Context) error {
 	}
 }
 
-// receive hands every control message to the inbound queue, dropping (and
-// counting) when it is full: a newer advertisement follows anyway.
+// receive checks every control message and queues the verified ones (see
+// admit). Everything is accepted at the broker: what is refused is
+// counted here, not returned for the broker to redeliver.
 func (l *controlLink) receive(ctx context.Context, rcv *amqp.Receiver) error {
 	for {
 		msg, err := rcv.Receive(ctx)
@@ -250,11 +335,7 @@ func (l *controlLink) receive(ctx context.Context, rcv *amqp.Receiver) error {
 			return err
 		}
 		l.c.received.Add(1)
-		select {
-		case l.c.inbound <- Inbound{Broker: l.broker, Data: data}:
-		default:
-			l.c.droppedIn.Add(1)
-		}
+		l.c.admit(l.broker, data, time.Now())
 	}
 }
 

@@ -105,10 +105,16 @@ func (m *mesh) start(id, a, b, extra string) {
 		}
 		return fmt.Sprintf("  - {name: %s, url: %q, profile: rabbitmq, username: guest, password: guest, management: {url: %q}}\n", name, url, br.MgmtURL)
 	}
+	// The ingress of every broker lets applications reach anything but
+	// the routers' own addresses, unless the test says otherwise.
+	ingress := "ingress: {enabled: true, allow: [{broker: \"*\", to_broker: \"*\", address: \"*\"}]}\n"
+	if strings.Contains(extra, "ingress:") {
+		ingress = ""
+	}
 	yaml := "router_id: " + id + "\nbrokers:\n" + broker(a) + broker(b) +
 		fmt.Sprintf("links:\n  - {between: [%s, %s]}\n", a, b) +
 		fmt.Sprintf("topology: {secret: %q, refresh: 1s, max_age: 3s, control_address: %s}\n", meshSecret, m.control) +
-		"reconnect: {min: 100ms, max: 500ms}\nadmin: {listen: \"off\"}\n" + extra
+		"reconnect: {min: 100ms, max: 500ms}\nadmin: {listen: \"off\"}\n" + ingress + extra
 	cfg, err := config.Parse(id+".yaml", []byte(yaml))
 	if err != nil {
 		m.t.Fatalf("%v\n%s", err, yaml)

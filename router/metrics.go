@@ -21,6 +21,9 @@ var (
 	descTransitMessages = prometheus.NewDesc("fedrouter_transit_messages_total",
 		"Messages a transit forwarder (multi-hop) or a broker's ingress handled, by outcome: forwarded, redelivered, dead_lettered (bad request, missing address, too many hops). dest is \"\" for the ingress.",
 		[]string{"broker", "dest", "via", "outcome"}, nil)
+	descIngressRefused = prometheus.NewDesc("fedrouter_ingress_refused_total",
+		"Requests a broker's ingress refused (dead-lettered with amqp:unauthorized-access), by reason: router_owned (one of the routers' own addresses), not_allowed (no ingress.allow rule matches).",
+		[]string{"broker", "reason"}, nil)
 	descTransitUp = prometheus.NewDesc("fedrouter_transit_up",
 		"1 while the transit forwarder (or ingress) is Operational, else 0.", []string{"broker", "dest", "via"}, nil)
 	descRouteInFlight = prometheus.NewDesc("fedrouter_route_in_flight",
@@ -36,8 +39,11 @@ var (
 	descTopoLinks = prometheus.NewDesc("fedrouter_topology_links",
 		"Links advertised in the federation graph, by state.", []string{"state"}, nil)
 	descTopoLSAs = prometheus.NewDesc("fedrouter_topology_lsa_total",
-		"Link-state advertisements handled, by what became of them (accepted, stale, duplicate, version, malformed, too_large, unsigned, bad_signature, expired, originated, reflooded).",
+		"Link-state advertisements handled, by what became of them (accepted, stale, duplicate, version, malformed, too_large, unsigned, bad_signature, too_old, future, replayed, expired, originated, reflooded).",
 		[]string{"outcome"}, nil)
+	descControlDropped = prometheus.NewDesc("fedrouter_control_dropped_total",
+		"Control messages dropped by the transport before the link-state core saw them, by reason: too_large, malformed, unsigned, bad_signature, version (refused by the check before queueing), inbox_full (no free slot for their router), coalesced (an advertisement of their router at least as new was waiting), outbox_full (not sent: the broker's queue was full).",
+		[]string{"reason"}, nil)
 )
 
 // topologyScrapeTimeout bounds the wait for the topology driver in a scrape.
@@ -60,7 +66,7 @@ func newServiceCollector(ctx context.Context, svc Service) prometheus.Collector 
 
 func (c serviceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRouteMessages, descRouteInFlight, descRouteUp, descBrokerUp, descBrokerAttempts,
-		descTopoRouters, descTopoLinks, descTopoLSAs, descTransitMessages, descTransitUp} {
+		descTopoRouters, descTopoLinks, descTopoLSAs, descControlDropped, descTransitMessages, descTransitUp, descIngressRefused} {
 		ch <- d
 	}
 }
@@ -80,6 +86,10 @@ func (c serviceCollector) Collect(ch chan<- prometheus.Metric) {
 				ch <- constMetric(descTransitMessages, prometheus.CounterValue, float64(n), append(labels, name)...)
 			}
 			ch <- constMetric(descTransitUp, prometheus.GaugeValue, boolValue(t.State == routes.StateOperational), labels...)
+			if r := t.IngressRefused; r != nil {
+				ch <- constMetric(descIngressRefused, prometheus.CounterValue, float64(r.RouterOwned), t.Broker, "router_owned")
+				ch <- constMetric(descIngressRefused, prometheus.CounterValue, float64(r.NotAllowed), t.Broker, "not_allowed")
+			}
 		}
 	}
 	c.collectTopology(ch)
@@ -105,8 +115,12 @@ func (c serviceCollector) collectTopology(ch chan<- prometheus.Metric) {
 	k := snap.Counters
 	for name, n := range map[string]uint64{"accepted": k.Accepted, "stale": k.Stale, "duplicate": k.Duplicate,
 		"version": k.Version, "malformed": k.Malformed, "too_large": k.TooLarge, "unsigned": k.Unsigned,
-		"bad_signature": k.BadSignature, "expired": k.Expired, "originated": k.Originated, "reflooded": k.Reflooded} {
+		"bad_signature": k.BadSignature, "too_old": k.TooOld, "future": k.Future, "replayed": k.Replayed,
+		"expired": k.Expired, "originated": k.Originated, "reflooded": k.Reflooded} {
 		ch <- constMetric(descTopoLSAs, prometheus.CounterValue, float64(n), name)
+	}
+	for reason, n := range snap.ControlDropped {
+		ch <- constMetric(descControlDropped, prometheus.CounterValue, float64(n), reason)
 	}
 }
 

@@ -74,6 +74,10 @@ func (r *Router) Start(ctx context.Context) error {
 	}
 	if r.cfg.Flooding() { // multi-hop transit rides on the link-state table
 		opts.Table, opts.MaxHops, opts.Advertised = r.table, r.cfg.Topology.MaxHops, r.table.Edges
+		opts.Ingress, opts.ControlAddress = r.cfg.IngressRules(), r.cfg.Topology.ControlAddress
+		if opts.Ingress == nil {
+			r.log.Info().Msg("the ingress is off: nothing is taken from fedrouter.ingress (ingress.enabled, ingress.allow)")
+		}
 		// Two refreshes: by then every live router has advertised.
 		opts.TableGrace = min(max(2*time.Duration(r.cfg.Topology.Refresh), 3*time.Second), 30*time.Second)
 		for pair := range r.cfg.LinkPairs() {
@@ -153,7 +157,7 @@ func (r *Router) dialAll() error {
 			r.log.Warn().Str("broker", bc.Name).Msg("TLS certificate verification is OFF for this broker")
 		}
 		for _, u := range bc.PlaintextCredentials() {
-			r.log.Warn().Str("broker", bc.Name).Str("url", u).Msg("the broker password crosses the network in clear (SASL PLAIN over amqp:// to a remote host): use amqps://, or set require_tls: true to refuse this")
+			r.log.Warn().Str("broker", bc.Name).Str("url", u).Msg("the broker password crosses the network in clear (SASL PLAIN over amqp://, or the management API over http://, to a remote host): use amqps:// and https://, or set require_tls: true to refuse this")
 		}
 		if tested, _ := amqp.LookupProfile(bc.Profile); !tested {
 			r.log.Warn().Str("broker", bc.Name).Str("profile", bc.Profile).Msg("this broker profile follows the broker's documentation and is not tested against a real broker")

@@ -38,7 +38,8 @@ type topoDriver struct {
 	// driver's goroutine (dynamic routes); a *Paths is never changed once
 	// published.
 	table    *table
-	edgesErr string // the last advertised-edges error logged (owned by run)
+	edgesErr string      // the last advertised-edges error logged (owned by run)
+	limit    *logLimiter // warnings about the node's events, by kind
 
 	snapReq chan chan topology.Snapshot
 	g       *group.Group  // run's; set by start
@@ -46,8 +47,18 @@ type topoDriver struct {
 }
 
 // localEvery is how often the router's own brokers and links are compared
-// with what it last advertised (a change is advertised at once after).
+// with what it last advertised (a change is advertised at once after), and
+// the counted drops and events reported.
 const localEvery = 500 * time.Millisecond
+
+// receiveBatch is how many received advertisements the driver applies
+// before it looks at its timers and snapshot requests again.
+const receiveBatch = 64
+
+// eventLogEvery: warnings about refused advertisements (which a replay or
+// a router with a bad clock can repeat at the rate of the control
+// messages) are logged at most once per kind and interval, with counts.
+const eventLogEvery = 10 * time.Second
 
 // DemandExt is the advertisement extension holding the demand at this
 // router's brokers: {"<broker>": {"<exchange>": ["<key>", ...]}}.
@@ -63,8 +74,11 @@ func newTopoDriver(cfg *config.Config, secret string, ctl *Control, local func()
 	if err != nil {
 		return nil, err
 	}
+	// The transport checks signatures before it queues anything.
+	ctl.SetSecret(tc.Secret)
 	return &topoDriver{node: node, ctl: ctl, local: local, exts: exts, table: table, peers: cfg.Topology.Peers, self: cfg.RouterID,
-		log: log.With().Str("subsystem", "topology").Logger(), snapReq: make(chan chan topology.Snapshot), done: make(chan struct{})}, nil
+		log: log.With().Str("subsystem", "topology").Logger(), limit: newLogLimiter(eventLogEvery),
+		snapReq: make(chan chan topology.Snapshot), done: make(chan struct{})}, nil
 }
 
 // start runs the driver under ctx (the router's). Call it once.
@@ -106,14 +120,17 @@ func (d *topoDriver) run(ctx context.Context) {
 	for {
 		var ready topology.Ready
 		select {
-		case in := <-d.ctl.Inbound():
-			ready = d.node.Receive(in.Data, in.Broker, time.Now())
+		case <-d.ctl.Ready():
+			d.receive()
 		case <-timer.C:
 			ready = d.node.Tick(time.Now())
 		case <-local.C:
-			d.setLocal(time.Now())
+			now := time.Now()
+			d.setLocal(now)
+			d.ctl.ReportDrops(now)
+			d.reportEvents(now)
 		case ch := <-d.snapReq:
-			ch <- d.node.Snapshot(time.Now())
+			ch <- d.snapshotNow(time.Now())
 		case <-ctx.Done():
 			return
 		}
@@ -121,6 +138,30 @@ func (d *topoDriver) run(ctx context.Context) {
 		d.storeEdges()
 		timer.Reset(time.Until(d.node.NextTick(time.Now())))
 	}
+}
+
+// receive applies the advertisements waiting in the transport, at most
+// receiveBatch (Take signals again when more wait).
+func (d *topoDriver) receive() {
+	for range receiveBatch {
+		in, ok := d.ctl.Take()
+		if !ok {
+			return
+		}
+		d.carryOut(d.node.Receive(in.Data, in.Broker, time.Now()))
+	}
+}
+
+// snapshotNow is the node's view with what the transport dropped before
+// the node saw it: by reason, and folded into the node's counters of the
+// same reasons, so that bad_signature (say) counts every forgery.
+func (d *topoDriver) snapshotNow(now time.Time) topology.Snapshot {
+	s := d.node.Snapshot(now)
+	s.ControlDropped = d.ctl.Stats().Dropped
+	for reason, n := range s.ControlDropped {
+		s.Counters.Add(reason, n)
+	}
+	return s
 }
 
 func (d *topoDriver) setLocal(now time.Time) {
@@ -176,15 +217,38 @@ func (d *topoDriver) inboxes(broker string) []string {
 	return out
 }
 
+// logEvent logs one of the node's events. Warnings are rate-limited by
+// kind (reportEvents gives the counts): a replay, or a router with a bad
+// clock, can repeat them at the rate of the control messages.
 func (d *topoDriver) logEvent(e topology.Event) {
 	ev := d.log.Debug()
 	switch e.Kind {
-	case topology.EventRejected, topology.EventDuplicateID, topology.EventVersionUnknown, topology.EventOriginateFailed:
-		ev = d.log.Warn()
+	case topology.EventRejected, topology.EventDuplicateID, topology.EventVersionUnknown, topology.EventOriginateFailed,
+		topology.EventTooOld, topology.EventFuture:
+		if !d.limit.allow(e.Kind.String(), time.Now()) {
+			return
+		}
+		ev = d.log.Warn().Dur("report_every", eventLogEvery)
+	case topology.EventReplayed: // a replay, or a late copy (a sync from a router that held it longer)
+		if !d.limit.allow(e.Kind.String(), time.Now()) {
+			return
+		}
+		ev = d.log.Info().Dur("report_every", eventLogEvery)
 	case topology.EventExpired, topology.EventRestart:
 		ev = d.log.Info()
 	}
 	ev.Str("event", e.String()).Msg("link state")
+}
+
+// reportEvents logs the warnings logEvent held back, with their counts.
+func (d *topoDriver) reportEvents(now time.Time) {
+	for _, s := range d.limit.due(now) {
+		ev := d.log.Warn()
+		if s.key == topology.EventReplayed.String() {
+			ev = d.log.Info()
+		}
+		ev.Str("event", s.key).Uint64("count", s.count).Dur("over", s.over).Msg("link state: events not logged one by one")
+	}
 }
 
 // storeEdges hands the other routers' exchange routes to the table (fan-

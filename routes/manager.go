@@ -74,6 +74,13 @@ type Options struct {
 	// TransitOutcomeTimeout bounds the wait for an outcome in transit.
 	// Default DefaultOutcomeTimeout.
 	TransitOutcomeTimeout time.Duration
+	// Ingress, with Table, lists the brokers whose ingress this router
+	// serves and what each lets through (transitrun.go); a broker not
+	// listed has none: nothing is taken from its fedrouter.ingress.
+	Ingress map[string][]links.IngressRule
+	// ControlAddress is the control node (topology.control_address):
+	// router-owned, never a destination of transit or the ingress.
+	ControlAddress string
 }
 
 // Manager runs the routes: one goroutine per route, owned here and

@@ -141,14 +141,18 @@ func (s Spec) DestNode() string {
 }
 
 // String renders the route like qpid-route's route map.
+//
+// A broker given as an address with credentials (an API request naming
+// "user:pass@host:port") is shown redacted: the string goes to logs.
 func (s Spec) String() string {
+	src, dest := amqp.Redact(s.Src), amqp.Redact(s.Dest)
 	switch s.Kind {
 	case KindQueue:
-		return fmt.Sprintf("%s(ex=%s) <= %s(queue=%s)", s.Dest, s.Exchange, s.Src, s.Queue)
+		return fmt.Sprintf("%s(ex=%s) <= %s(queue=%s)", dest, s.Exchange, src, s.Queue)
 	case KindDynamic:
-		return fmt.Sprintf("%s(ex=%s) <= %s(ex=%s) dynamic", s.Dest, s.Exchange, s.Src, s.Exchange)
+		return fmt.Sprintf("%s(ex=%s) <= %s(ex=%s) dynamic", dest, s.Exchange, src, s.Exchange)
 	}
-	return fmt.Sprintf("%s(ex=%s) <= %s(ex=%s key=%s)", s.Dest, s.DestNode(), s.Src, s.Exchange, s.Key)
+	return fmt.Sprintf("%s(ex=%s) <= %s(ex=%s key=%s)", dest, s.DestNode(), src, s.Exchange, s.Key)
 }
 
 // SpecError lists what is wrong with a route.

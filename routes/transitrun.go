@@ -32,6 +32,16 @@ type TransitStatus struct {
 	Since     time.Time `json:"since"`          // in this state since
 	LastError string    `json:"last_error,omitempty"`
 	Counters
+	// IngressRefused counts the ingress's refusals (nil for a transit
+	// queue).
+	IngressRefused *IngressRefusals `json:"ingress_refused,omitempty"`
+}
+
+// IngressRefusals are the requests an ingress refused, by reason: for one
+// of the routers' own addresses, or matching no allow rule.
+type IngressRefusals struct {
+	RouterOwned uint64 `json:"router_owned"`
+	NotAllowed  uint64 `json:"not_allowed"`
 }
 
 // forwarder is one running transit queue or ingress: a goroutine that
@@ -43,6 +53,7 @@ type forwarder struct {
 	via     string // transit: the next hop it writes to
 	log     zerolog.Logger
 	c       links.Counters
+	refused links.IngressCounters // the ingress's refusals
 	cancel  context.CancelFunc
 	drain   chan struct{} // closed to stop gracefully (stop)
 	done    chan struct{}
@@ -175,9 +186,14 @@ func (f *forwarder) runOnce(ctx context.Context) error {
 		}
 		defer amqp.CloseSession(dstSess)
 	}
-	sink := &links.DispatchSink{At: atName, Only: f.dest, MaxHops: int64(f.m.opts.MaxHops), Session: dstSess, Profile: at.Profile}
+	sink := &links.DispatchSink{At: atName, Only: f.dest, MaxHops: int64(f.m.opts.MaxHops), Session: dstSess, Profile: at.Profile,
+		Control: f.m.opts.ControlAddress}
 	if f.via != "" {
 		sink.From = f.from
+	}
+	if f.dest == "" { // the ingress: only what its rules allow
+		sink.Ingress = &links.IngressPolicy{Rules: f.m.opts.Ingress[f.from], Control: f.m.opts.ControlAddress}
+		sink.IngressRefused = &f.refused
 	}
 	dl, err := routerDeadLetter(setup, srcSess, from.Profile, f.from)
 	if err != nil {
@@ -225,9 +241,13 @@ func senderTo(ctx context.Context, sess *amqp.Session, prof amqp.Profile, broker
 func (f *forwarder) status() TransitStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return TransitStatus{Broker: f.from, Dest: f.dest, Via: f.via, Queue: f.queue(), State: f.state, Since: f.since, LastError: f.lastErr,
+	st := TransitStatus{Broker: f.from, Dest: f.dest, Via: f.via, Queue: f.queue(), State: f.state, Since: f.since, LastError: f.lastErr,
 		Counters: Counters{Sent: f.c.Sent.Load(), Forwarded: f.c.Forwarded.Load(), Redelivered: f.c.Redelivered.Load(),
 			Rejected: f.c.Rejected.Load(), DeadLettered: f.c.DeadLettered.Load(), NoOutcome: f.c.NoOutcome.Load(), InFlight: f.c.InFlight.Load()}}
+	if f.dest == "" {
+		st.IngressRefused = &IngressRefusals{RouterOwned: f.refused.RouterOwned.Load(), NotAllowed: f.refused.NotAllowed.Load()}
+	}
+	return st
 }
 
 // transitKey names a forwarder: the broker it takes from and the
@@ -275,9 +295,10 @@ func (m *Manager) runTransit(ctx context.Context) {
 }
 
 // wantedTransit is what this router should carry now: for each of its
-// brokers that is up, the ingress (via "") and the transit queue of every
-// destination whose next hop it is attached to and is up; and the
-// channels that signal a change of any of that.
+// brokers that is up, the ingress (via "") when it serves that broker's
+// (Options.Ingress), and the transit queue of every destination whose
+// next hop it is attached to and is up; and the channels that signal a
+// change of any of that.
 func (m *Manager) wantedTransit() (map[transitKey]string, []<-chan struct{}) {
 	paths, tableCh := m.opts.Table.Paths()
 	up := map[string]bool{}
@@ -289,7 +310,7 @@ func (m *Manager) wantedTransit() (map[transitKey]string, []<-chan struct{}) {
 	}
 	want := map[transitKey]string{}
 	for name, ok := range up {
-		if ok {
+		if _, served := m.opts.Ingress[name]; ok && served {
 			want[transitKey{from: name}] = ""
 		}
 	}

@@ -38,8 +38,10 @@ fail() {
   exit 1
 }
 # fr VERB SUBVERB ARGS...: the CLI against the demo router. Options go
-# before the arguments, so --router goes right after the verbs.
-fr() { local a=$1 b=$2; shift 2; "$BIN" "$a" "$b" --router "$API" "$@"; }
+# before the arguments, so --router goes right after the verbs. --config
+# is the router's file: the CLI reads from it where the router keeps the
+# admin token it generated at its first start.
+fr() { local a=$1 b=$2; shift 2; "$BIN" "$a" "$b" --router "$API" --config "$CONF" "$@"; }
 stop_router() {
   if [ -n "$ROUTER" ] && kill -0 "$ROUTER" 2>/dev/null; then
     kill -TERM "$ROUTER"; wait "$ROUTER" || true
@@ -225,6 +227,7 @@ mesh_router mB 9698 rabbit2 amqp://127.0.0.1:5702 rabbit4 "amqp://$PROXY_ADDR" "
 mesh_router mC 9699 rabbit1 amqp://127.0.0.1:5701 rabbit3 amqp://127.0.0.1:5703 "${FC[@]}"
 mesh_router mD 9700 rabbit3 amqp://127.0.0.1:5703 rabbit4 amqp://127.0.0.1:5704 "${FD[@]}"
 API=http://127.0.0.1:9697   # the CLI talks to mA from here on
+CONF=$WORK/mA.yaml
 LOG=$WORK/mA.log
 # wait_path WANT SECONDS: until mA's `route list` shows the route going WANT.
 wait_path() {
@@ -238,7 +241,7 @@ wait_path "via rabbit1 > rabbit2 > rabbit4" 60
 echo "\$ fedrouter route list      # on mA: rabbit4 is not mA's broker; the route is multi-hop"
 fr route list
 echo "\$ fedrouter topology        # every router holds the same graph; rabbit1's next hops:"
-"$BIN" topology --router "$API" | awk '/Next Hop/ { p = 1 } p && (/^From/ || /^rabbit1 /)'
+"$BIN" topology --router "$API" --config "$CONF" | awk '/Next Hop/ { p = 1 } p && (/^From/ || /^rabbit1 /)'
 
 step "1000 orders from rabbit1 to rabbit4, two hops"
 expect_bg "multi-hop rabbit1 -> rabbit4" "$R4" /amq/queue/demo.mesh.in 1000 mesh 60s
@@ -260,7 +263,7 @@ echo "=> none lost; the path counts show the switch (messages caught on rabbit2 
 echo "\$ fedrouter route list"
 fr route list
 echo "\$ fedrouter link list       # on mC: its link now carries the transit for rabbit4"
-"$BIN" link list --router http://127.0.0.1:9699
+"$BIN" link list --router http://127.0.0.1:9699 --config "$WORK/mC.yaml"
 
 step "heal the link"
 kill -USR2 "$PROXY"

@@ -23,21 +23,27 @@ func (n *Node) apply(l LSA, data []byte, from string, now time.Time, r *Ready) {
 		r.event(Event{Kind: EventRejected, From: from, Err: err})
 		return
 	}
+	if kind := n.window(l, now); kind != 0 {
+		n.refuseOutOfWindow(kind, l, from, r)
+		return
+	}
 	ev := Event{Router: l.Router, Instance: l.Instance, Seq: l.Seq, From: from}
 	if l.Router == n.cfg.RouterID {
 		n.applyOwn(l, ev, now, r)
 		return
 	}
-	cur, held := n.db[l.Router]
+	last, held, known := n.last(l.Router)
 	switch {
-	case !held || l.newer(cur.lsa):
+	case !known || l.Origin().Newer(last):
 		n.accept(l, data, from, now, r)
-	case l.Instance == cur.lsa.Instance && l.Seq == cur.lsa.Seq:
+	case !held: // expired, and this is its last LSA or an older one
+		n.drop(EventReplayed, ev, r)
+	case l.Origin() == last:
 		n.drop(EventDuplicate, ev, r)
 	default:
 		n.drop(EventStale, ev, r)
-		if l.Instance < cur.lsa.Instance {
-			n.olderInstance(l, ev, cur.lsa.Instance, now, r)
+		if l.Instance < last.Instance {
+			n.olderInstance(l, ev, last.Instance, now, r)
 		}
 	}
 }
@@ -79,6 +85,7 @@ func (n *Node) accept(l LSA, data []byte, from string, now time.Time, r *Ready) 
 	// The caller keeps its LSA; the database must not change under us.
 	l.Brokers, l.Links, l.Ext = slices.Clone(l.Brokers), slices.Clone(l.Links), maps.Clone(l.Ext)
 	n.db[l.Router] = &entry{lsa: l, data: data, at: now, from: from}
+	delete(n.gone, l.Router)
 	n.counters.Accepted++
 	n.graphDirty = true
 	if to := n.upBrokers(from); len(to) > 0 {
@@ -91,9 +98,12 @@ func (n *Node) accept(l LSA, data []byte, from string, now time.Time, r *Ready) 
 }
 
 func (n *Node) drop(kind EventKind, ev Event, r *Ready) {
-	if kind == EventDuplicate {
+	switch kind {
+	case EventDuplicate:
 		n.counters.Duplicate++
-	} else {
+	case EventReplayed:
+		n.counters.Replayed++
+	default:
 		n.counters.Stale++
 	}
 	ev.Kind = kind
@@ -135,15 +145,19 @@ func (n *Node) unknownVersion(v int, from string, r *Ready) {
 	r.event(Event{Kind: EventVersionUnknown, Version: v, From: from})
 }
 
-// expire forgets originators not heard from for MaxAge: that is how a dead
-// router (or one cut off from us) disappears from the graph.
+// expire forgets originators not heard from for MaxAge (or whose LSA left
+// the window of its signed time): that is how a dead router (or one cut
+// off from us) disappears from the graph. Its last LSA is remembered, so
+// that a copy of it cannot bring it back.
 func (n *Node) expire(now time.Time, r *Ready) {
+	n.forget(now)
 	for _, id := range sortedKeys(n.db) {
 		e := n.db[id]
-		if now.Sub(e.at) < n.cfg.MaxAge {
+		if now.Before(n.deadline(e)) {
 			continue
 		}
 		delete(n.db, id)
+		n.remember(e.lsa)
 		n.counters.Expired++
 		n.graphDirty = true
 		r.event(Event{Kind: EventExpired, Router: id, Instance: e.lsa.Instance, Seq: e.lsa.Seq})
@@ -170,7 +184,7 @@ func (n *Node) originationDue(now time.Time) bool {
 func (n *Node) originate(now time.Time, r *Ready) {
 	n.seq++
 	l := LSA{
-		Version: ProtocolVersion, Router: n.cfg.RouterID, Instance: n.cfg.Instance, Seq: n.seq,
+		Version: ProtocolVersion, Router: n.cfg.RouterID, Instance: n.cfg.Instance, Seq: n.seq, Time: now.UnixNano(),
 		Brokers: slices.Clone(n.brokers), Links: slices.Clone(n.links), Ext: maps.Clone(n.ext),
 	}
 	n.lastOrig, n.dirty = now, false

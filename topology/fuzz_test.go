@@ -15,9 +15,12 @@ import (
 // testdata/fuzz/FuzzDecode.
 func FuzzDecode(f *testing.F) {
 	f.Add(mustEncode(f, sampleLSA(), testSecret))
-	f.Add([]byte(`{"router":"r","instance":1,"seq":1,"brokers":[{"name":"a","state":"Operational"},{"name":"b","state":"x"}],"links":[{"from":"a","to":"b","cost":2,"up":true}],"ext":{"k":[1,"<"]}}`))
+	f.Add([]byte(`{"router":"r","instance":1,"seq":1,"time":1,"brokers":[{"name":"a","state":"Operational"},{"name":"b","state":"x"}],"links":[{"from":"a","to":"b","cost":2,"up":true}],"ext":{"k":[1,"<"]}}`))
 	f.Add([]byte(`{"v":1,"lsa":{},"mac":""}`))
 	f.Add([]byte(`{"v":2,"lsa":{"router":"r"},"mac":"AAAA"}`))
+	f.Add([]byte(`{"router":"r","instance":1,"seq":1,"time":-1}`))
+	f.Add([]byte(`{"router":"r","instance":1,"seq":1,"time":9223372036854775807}`))
+	f.Add([]byte(`{"router":"r","instance":1,"seq":1,"time":1e3}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkDecode(t, data)
 		if len(data) < MaxLSASize {

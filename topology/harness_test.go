@@ -13,15 +13,17 @@ import (
 
 // The script commands (see testdata/*.txt):
 //
-//	new router=r1 instance=100 [refresh=30s maxage=90s min=1s spf=0s jitter=0.25 rand=0.5,0.1]
+//	new router=r1 instance=100 [refresh=30s maxage=90s min=1s spf=0s jitter=0.25 rand=0.5,0.1
+//	    skew=30s remember=4096]
 //	time 10s | time +5s                      set the clock (absolute, or relative)
 //	local brokers=a:up,b:down links=a>b:1:up,a<>c:2
 //	recv from=b router=r2 instance=1 seq=3 brokers=... links=... [v=2]
+//	     [signed=10s] (its signed time, from the script's start; default: now)
 //	     [secret=other | unsigned | tamper | oversize | garbage]
 //	apply ...same as recv, through Apply instead of the wire...
 //	tick [10s | +5s]
 //	run until=2m                             tick at every NextTick up to until
-//	next | table | counters | peers b | routers | dot | snapshot
+//	next | table | counters | peers b | routers | remembered | dot | snapshot
 //	alt a c avoid=a>b,b>c
 //
 // Broker states: up = Operational, down = Failed, anything else as is.
@@ -76,6 +78,7 @@ func (h *harness) new(kv map[string]string) (string, error) {
 	}
 	durations := map[string]*time.Duration{
 		"refresh": &cfg.Refresh, "maxage": &cfg.MaxAge, "min": &cfg.MinOriginate, "spf": &cfg.SPFDelay,
+		"skew": &cfg.MaxSkew,
 	}
 	for k, d := range durations {
 		if v, ok := kv[k]; ok {
@@ -86,6 +89,11 @@ func (h *harness) new(kv map[string]string) (string, error) {
 	}
 	if v, ok := kv["jitter"]; ok {
 		if cfg.Jitter, err = strconv.ParseFloat(v, 64); err != nil {
+			return "", err
+		}
+	}
+	if v, ok := kv["remember"]; ok {
+		if cfg.MaxRemembered, err = strconv.Atoi(v); err != nil {
 			return "", err
 		}
 	}
@@ -150,6 +158,14 @@ func (h *harness) recv(cmd string, kv map[string]string, words []string) (string
 	l, err := parseLSA(kv)
 	if err != nil {
 		return "", err
+	}
+	l.Time = h.now.UnixNano()
+	if v, ok := kv["signed"]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return "", err
+		}
+		l.Time = t0.Add(d).UnixNano()
 	}
 	if cmd == "apply" {
 		return h.ready(h.n.Apply(l, kv["from"], h.now)), nil
@@ -355,6 +371,8 @@ func (h *harness) view(cmd string, words []string) (string, error) {
 		return strings.Join(h.n.Peers(words[0]), ","), nil
 	case "routers":
 		return routersString(h.n.Snapshot(h.now)), nil
+	case "remembered":
+		return h.remembered(), nil
 	case "dot":
 		return h.n.Snapshot(h.now).DOT(), nil
 	case "snapshot":
@@ -384,4 +402,18 @@ func routersString(s Snapshot) string {
 		fmt.Fprintf(&b, "%s/%d#%d age=%s from=%s\n", r.Router, r.Instance, r.Seq, r.Age, r.From)
 	}
 	return b.String()
+}
+
+// remembered lists the expired routers remembered against replays, with
+// the signed time of their last LSA from the script's start.
+func (h *harness) remembered() string {
+	var b strings.Builder
+	for _, id := range sortedKeys(h.n.gone) {
+		g := h.n.gone[id]
+		fmt.Fprintf(&b, "%s/%d#%d signed=%s\n", id, g.Instance, g.Seq, time.Unix(0, g.time).Sub(t0))
+	}
+	if b.Len() == 0 {
+		return "(none)"
+	}
+	return strings.TrimRight(b.String(), "\n")
 }

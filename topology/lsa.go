@@ -14,7 +14,10 @@ import (
 // Limits of the wire format. They bound what a peer (or an attacker with
 // the secret) can make a router hold; docs/routing-protocol.md lists them.
 const (
-	ProtocolVersion = 1        // the protocol version this package speaks
+	// ProtocolVersion is the protocol version this package speaks. 2 added
+	// the signed origination time (LSA.Time); version 1 advertisements,
+	// which have none and could be replayed for ever, are refused.
+	ProtocolVersion = 2
 	MaxLSASize      = 64 << 10 // bytes of one encoded LSA
 	MaxBrokers      = 256      // brokers per LSA
 	MaxLinks        = 1024     // links per LSA
@@ -57,12 +60,17 @@ func (e *VersionError) Unwrap() error { return ErrVersion }
 type LSA struct {
 	// Version is the protocol version of the envelope: Decode sets it, Encode
 	// writes it (0 means ProtocolVersion). Not part of the signed body's JSON.
-	Version  int           `json:"-"`
-	Router   string        `json:"router"`
-	Instance int64         `json:"instance"` // the router's start time: a restart is a new, larger instance
-	Seq      uint64        `json:"seq"`      // per instance, from 1, increasing with every origination
-	Brokers  []BrokerState `json:"brokers"`
-	Links    []Link        `json:"links"`
+	Version  int    `json:"-"`
+	Router   string `json:"router"`
+	Instance int64  `json:"instance"` // the router's start time: a restart is a new, larger instance
+	Seq      uint64 `json:"seq"`      // per instance, from 1, increasing with every origination
+	// Time is when the originator made this LSA, in Unix nanoseconds by its
+	// own clock, signed with the rest: a receiver refuses an LSA older than
+	// MaxAge (plus the skew allowance) by this time, so a captured LSA
+	// cannot be replayed once that window is over, whatever it remembers.
+	Time    int64         `json:"time"`
+	Brokers []BrokerState `json:"brokers"`
+	Links   []Link        `json:"links"`
 	// Ext holds later additions (addresses, demand). Unknown keys are kept
 	// as they are and flooded on, so old routers carry new routers' data.
 	Ext map[string]json.RawMessage `json:"ext,omitempty"`
@@ -88,14 +96,30 @@ type Link struct {
 	Up   bool   `json:"up"`
 }
 
+// Origin is what an advertisement says about where it comes from: its
+// router, that router's run (instance) and origination (seq). Enough to
+// order two advertisements of one router (Newer) without the rest.
+type Origin struct {
+	Router   string
+	Instance int64
+	Seq      uint64
+}
+
+// Origin returns the LSA's origin.
+func (l LSA) Origin() Origin { return Origin{l.Router, l.Instance, l.Seq} }
+
+// Newer reports whether o supersedes p (both of one router): a later
+// instance wins whatever its sequence number, then the higher sequence.
+func (o Origin) Newer(p Origin) bool {
+	if o.Instance != p.Instance {
+		return o.Instance > p.Instance
+	}
+	return o.Seq > p.Seq
+}
+
 // newer reports whether a supersedes b: a later instance (a restart) wins
 // whatever its sequence number, then the higher sequence number.
-func (l LSA) newer(b LSA) bool {
-	if l.Instance != b.Instance {
-		return l.Instance > b.Instance
-	}
-	return l.Seq > b.Seq
-}
+func (l LSA) newer(b LSA) bool { return l.Origin().Newer(b.Origin()) }
 
 // Encode signs and serialises an LSA:
 //

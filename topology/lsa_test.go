@@ -13,7 +13,7 @@ import (
 
 func sampleLSA() LSA {
 	return LSA{
-		Router: "paris-1", Instance: 1_700_000_000_000_000_000, Seq: 42,
+		Router: "paris-1", Instance: 1_700_000_000_000_000_000, Seq: 42, Time: 1_700_000_100_000_000_000,
 		Brokers: []BrokerState{{Name: "paris", State: StateOperational}, {Name: "lyon", State: "Waiting"}},
 		Links:   []Link{{From: "paris", To: "lyon", Cost: 3, Up: true}, {From: "lyon", To: "paris", Cost: 3}},
 		Ext:     map[string]json.RawMessage{"addresses": json.RawMessage(`["orders","<q>"]`)},
@@ -26,7 +26,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.HasPrefix(data, []byte(`{"v":1,"lsa":{"router":"paris-1",`)) {
+	if !bytes.HasPrefix(data, []byte(`{"v":2,"lsa":{"router":"paris-1",`)) {
 		t.Fatalf("unexpected wire form %s", data)
 	}
 	got, err := Decode(data, testSecret)
@@ -44,7 +44,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 // ignored by this version and survive a re-flood (which forwards the
 // received bytes).
 func TestUnknownFieldsAreIgnored(t *testing.T) {
-	body := `{"router":"r2","instance":5,"seq":1,"brokers":[{"name":"b","state":"Operational","zone":"eu"}],"links":[],"demand":{"x":1},"ext":{"addresses":{"a":[1,2]}}}`
+	body := fmt.Sprintf(`{"router":"r2","instance":5,"seq":1,"time":%d,"brokers":[{"name":"b","state":"Operational","zone":"eu"}],"links":[],"demand":{"x":1},"ext":{"addresses":{"a":[1,2]}}}`, t0.UnixNano())
 	data := signed(ProtocolVersion, body, testSecret)
 	l, err := Decode(data, testSecret)
 	if err != nil {
@@ -77,7 +77,7 @@ func b64(b []byte) string {
 
 func TestDecodeErrors(t *testing.T) {
 	good, _ := Encode(sampleLSA(), testSecret)
-	body := `{"router":"r2","instance":5,"seq":1,"brokers":[],"links":[]}`
+	body := `{"router":"r2","instance":5,"seq":1,"time":7,"brokers":[],"links":[]}`
 	for _, c := range []struct {
 		name string
 		data []byte
@@ -85,23 +85,28 @@ func TestDecodeErrors(t *testing.T) {
 	}{
 		{"forged", mustEncode(t, sampleLSA(), []byte("another secret")), ErrBadSignature},
 		{"tampered", bytes.Replace(good, []byte(`"seq":42`), []byte(`"seq":43`), 1), ErrBadSignature},
-		{"unsigned", []byte(`{"v":1,"lsa":` + body + `}`), ErrUnsigned},
-		{"empty mac", []byte(`{"v":1,"lsa":` + body + `,"mac":""}`), ErrUnsigned},
-		{"mac not base64", []byte(`{"v":1,"lsa":` + body + `,"mac":"!!"}`), ErrBadSignature},
-		{"short mac", []byte(`{"v":1,"lsa":` + body + `,"mac":"AAAA"}`), ErrBadSignature},
+		{"unsigned", []byte(`{"v":2,"lsa":` + body + `}`), ErrUnsigned},
+		{"empty mac", []byte(`{"v":2,"lsa":` + body + `,"mac":""}`), ErrUnsigned},
+		{"mac not base64", []byte(`{"v":2,"lsa":` + body + `,"mac":"!!"}`), ErrBadSignature},
+		{"short mac", []byte(`{"v":2,"lsa":` + body + `,"mac":"AAAA"}`), ErrBadSignature},
 		{"too large", append(bytes.Clone(good), make([]byte, MaxLSASize)...), ErrTooLarge},
 		{"not json", []byte("hello"), ErrMalformed},
 		{"no version", []byte(`{"lsa":{},"mac":"x"}`), ErrMalformed},
 		{"string version", []byte(`{"v":"1","lsa":{},"mac":"x"}`), ErrMalformed},
-		{"version 2", signed(2, body, testSecret), ErrVersion},
-		{"version 2 forged", signed(2, body, []byte("x")), ErrBadSignature},
-		{"lsa not an object", signed(1, `[1]`, testSecret), ErrMalformed},
-		{"no router", signed(1, `{"instance":5,"seq":1}`, testSecret), ErrMalformed},
-		{"bad router id", signed(1, `{"router":"a b","instance":5,"seq":1}`, testSecret), ErrMalformed},
-		{"seq 0", signed(1, `{"router":"r","instance":5,"seq":0}`, testSecret), ErrMalformed},
-		{"negative seq", signed(1, `{"router":"r","instance":5,"seq":-1}`, testSecret), ErrMalformed},
-		{"cost 0", signed(1, `{"router":"r","instance":5,"seq":1,"brokers":[{"name":"a","state":"Operational"},{"name":"b","state":"Operational"}],"links":[{"from":"a","to":"b","cost":0}]}`, testSecret), ErrMalformed},
-		{"link to an unattached broker", signed(1, `{"router":"r","instance":5,"seq":1,"brokers":[{"name":"a","state":"Operational"}],"links":[{"from":"a","to":"b","cost":1}]}`, testSecret), ErrMalformed},
+		{"version 1 (no signed time)", signed(1, `{"router":"r2","instance":5,"seq":1,"brokers":[],"links":[]}`, testSecret), ErrVersion},
+		{"version 3", signed(3, body, testSecret), ErrVersion},
+		{"version 3 forged", signed(3, body, []byte("x")), ErrBadSignature},
+		{"lsa not an object", signed(2, `[1]`, testSecret), ErrMalformed},
+		{"no router", signed(2, `{"instance":5,"seq":1,"time":7}`, testSecret), ErrMalformed},
+		{"bad router id", signed(2, `{"router":"a b","instance":5,"seq":1,"time":7}`, testSecret), ErrMalformed},
+		{"seq 0", signed(2, `{"router":"r","instance":5,"seq":0,"time":7}`, testSecret), ErrMalformed},
+		{"negative seq", signed(2, `{"router":"r","instance":5,"seq":-1,"time":7}`, testSecret), ErrMalformed},
+		{"no time", signed(2, `{"router":"r","instance":5,"seq":1}`, testSecret), ErrMalformed},
+		{"time 0", signed(2, `{"router":"r","instance":5,"seq":1,"time":0}`, testSecret), ErrMalformed},
+		{"negative time", signed(2, `{"router":"r","instance":5,"seq":1,"time":-7}`, testSecret), ErrMalformed},
+		{"time not an integer", signed(2, `{"router":"r","instance":5,"seq":1,"time":1.5}`, testSecret), ErrMalformed},
+		{"cost 0", signed(2, `{"router":"r","instance":5,"seq":1,"time":7,"brokers":[{"name":"a","state":"Operational"},{"name":"b","state":"Operational"}],"links":[{"from":"a","to":"b","cost":0}]}`, testSecret), ErrMalformed},
+		{"link to an unattached broker", signed(2, `{"router":"r","instance":5,"seq":1,"time":7,"brokers":[{"name":"a","state":"Operational"}],"links":[{"from":"a","to":"b","cost":1}]}`, testSecret), ErrMalformed},
 		{"trailing data", append(bytes.Clone(good), []byte(" {}")...), ErrMalformed},
 	} {
 		_, err := Decode(c.data, testSecret)
@@ -178,7 +183,7 @@ func TestCheckName(t *testing.T) {
 // graph.
 func TestReceiveCountsRejections(t *testing.T) {
 	n := newNode(t, "r1")
-	l := LSA{Router: "r2", Instance: 1, Seq: 1, Brokers: []BrokerState{{Name: "a", State: StateOperational}}}
+	l := LSA{Router: "r2", Instance: 1, Seq: 1, Time: t0.UnixNano(), Brokers: []BrokerState{{Name: "a", State: StateOperational}}}
 	good := mustEncode(t, l, testSecret)
 	for _, data := range [][]byte{
 		mustEncode(t, l, []byte("forged")),

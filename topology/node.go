@@ -29,17 +29,36 @@ type Config struct {
 	// changes, so that a burst of LSAs costs one recompute (a full one
 	// takes ~0.2 s at 1,000 brokers). 0 (the default): recompute at once.
 	SPFDelay time.Duration
+	// MaxSkew is how far the originator's clock may be from ours: an LSA
+	// is refused when its signed time is more than MaxAge + MaxSkew ago, or
+	// more than MaxSkew ahead. 0: DefaultMaxSkew.
+	MaxSkew time.Duration
+	// MaxRemembered bounds the routers remembered after their LSA expired
+	// (their last instance and seq), against replays of it; beyond, the one
+	// with the oldest signed time is forgotten. 0: DefaultMaxRemembered.
+	MaxRemembered int
 	// Rand returns values in [0, 1) for the jitter, so that routers started
 	// together do not refresh together. nil means no jitter (tests); drivers
 	// pass math/rand/v2's Float64.
 	Rand func() float64
 }
 
+// Defaults of the replay protection. Servers kept by NTP agree within
+// milliseconds; 30 s covers a clock that is badly off without making the
+// replay window (MaxAge + MaxSkew) much longer. 4,096 remembered routers
+// cost about 0.5 MB at most.
+const (
+	DefaultMaxSkew       = 30 * time.Second
+	DefaultMaxRemembered = 4096
+)
+
 // DefaultConfig returns the defaults: refresh every 30 s less up to 25 %,
 // forget an originator after 90 s (three refreshes missed), originate at
-// most once a second.
+// most once a second, allow 30 s of clock skew, remember 4,096 expired
+// routers.
 func DefaultConfig() Config {
-	return Config{Refresh: 30 * time.Second, MaxAge: 90 * time.Second, MinOriginate: time.Second, Jitter: 0.25}
+	return Config{Refresh: 30 * time.Second, MaxAge: 90 * time.Second, MinOriginate: time.Second, Jitter: 0.25,
+		MaxSkew: DefaultMaxSkew, MaxRemembered: DefaultMaxRemembered}
 }
 
 // ErrConfig is wrapped by every configuration problem New reports.
@@ -58,6 +77,12 @@ func (c *Config) fill() {
 	}
 	if c.Jitter == 0 {
 		c.Jitter = d.Jitter
+	}
+	if c.MaxSkew == 0 {
+		c.MaxSkew = d.MaxSkew
+	}
+	if c.MaxRemembered == 0 {
+		c.MaxRemembered = d.MaxRemembered
 	}
 }
 
@@ -88,6 +113,9 @@ func (c Config) validate() error {
 	if c.Jitter < 0 || c.Jitter >= 1 {
 		bad("jitter %g not in [0, 1)", c.Jitter)
 	}
+	if c.MaxSkew < 0 || c.MaxRemembered < 0 {
+		bad("max skew %s and max remembered %d must not be negative", c.MaxSkew, c.MaxRemembered)
+	}
 	return errors.Join(errs...)
 }
 
@@ -113,6 +141,8 @@ type Node struct {
 	// What the others advertise.
 	db       map[string]*entry       // router id → its newest LSA
 	prev     map[string]prevInstance // router id → the instance it replaced (duplicate-id detection)
+	gone     map[string]remembered   // router id → its last LSA, once expired: replays of it are refused (replay.go)
+	forgetAt time.Time               // when the first of gone leaves the window (zero: gone is empty)
 	versions map[int]bool            // unknown versions already reported
 	syncDue  map[string]time.Time    // broker → when a pending database sync may go
 	lastSync map[string]time.Time    // broker → when the last sync went
@@ -127,7 +157,9 @@ type Node struct {
 }
 
 // entry is a held LSA. Age counts from our own receipt, so clocks need not
-// agree across routers.
+// agree across routers; but an LSA is never held past its own signed time
+// plus MaxAge and MaxSkew either (deadline), so one that arrives late,
+// e.g. in a database sync, does not live a whole MaxAge more.
 type entry struct {
 	lsa  LSA
 	data []byte
@@ -159,6 +191,7 @@ func New(cfg Config) (*Node, error) {
 		cfg:      cfg,
 		db:       map[string]*entry{},
 		prev:     map[string]prevInstance{},
+		gone:     map[string]remembered{},
 		versions: map[int]bool{},
 		syncDue:  map[string]time.Time{},
 		lastSync: map[string]time.Time{},
@@ -274,7 +307,7 @@ func (n *Node) NextTick(now time.Time) time.Time {
 		earlier(n.lastOrig.Add(n.cfg.MinOriginate))
 	}
 	for _, e := range n.db {
-		earlier(e.at.Add(n.cfg.MaxAge))
+		earlier(n.deadline(e))
 	}
 	for _, t := range n.syncDue {
 		earlier(t)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Ready is what one call into the Node produced, for the driver to act on:
@@ -41,12 +42,16 @@ const (
 	EventRestart                              // a router came back with a new instance
 	EventDuplicateID                          // two live routers seem to share one router id
 	EventOriginateFailed                      // our own LSA could not be encoded (too large)
+	EventTooOld                               // older than MaxAge plus the skew allowance by its own signed time: dropped
+	EventFuture                               // dated later than now plus the skew allowance: dropped
+	EventReplayed                             // from a router no longer held, not newer than its last LSA seen: dropped
 )
 
 var kindNames = map[EventKind]string{
 	EventStale: "stale", EventDuplicate: "duplicate", EventVersionUnknown: "version-unknown",
 	EventRejected: "rejected", EventExpired: "expired", EventRestart: "restart",
 	EventDuplicateID: "duplicate-id", EventOriginateFailed: "originate-failed",
+	EventTooOld: "too-old", EventFuture: "future", EventReplayed: "replayed",
 }
 
 func (k EventKind) String() string {
@@ -67,6 +72,7 @@ type Event struct {
 	Version  int    // EventVersionUnknown
 	Prev     int64  // EventRestart, EventDuplicateID: the other instance
 	Err      error  // EventRejected, EventOriginateFailed
+	Time     int64  // EventTooOld, EventFuture: the LSA's signed time (Unix ns)
 }
 
 func (e Event) String() string {
@@ -80,6 +86,9 @@ func (e Event) String() string {
 	}
 	if e.Version != 0 {
 		fmt.Fprintf(&b, " v=%d", e.Version)
+	}
+	if e.Time != 0 {
+		fmt.Fprintf(&b, " signed=%s", time.Unix(0, e.Time).UTC().Format(time.RFC3339Nano))
 	}
 	if e.From != "" {
 		fmt.Fprintf(&b, " from=%s", e.From)
@@ -101,6 +110,9 @@ type Counters struct {
 	TooLarge     uint64 `json:"too_large"`     // dropped: over MaxLSASize
 	Unsigned     uint64 `json:"unsigned"`      // dropped: no MAC
 	BadSignature uint64 `json:"bad_signature"` // dropped: MAC does not match
+	TooOld       uint64 `json:"too_old"`       // dropped: older than MaxAge (+ skew) by its signed time
+	Future       uint64 `json:"future"`        // dropped: signed later than now + skew
+	Replayed     uint64 `json:"replayed"`      // dropped: of an expired router, not newer than its last seen
 	Expired      uint64 `json:"expired"`       // originators aged out
 	Restarts     uint64 `json:"restarts"`      // new instances seen
 	DuplicateID  uint64 `json:"duplicate_id"`  // duplicate router id suspicions
@@ -110,18 +122,51 @@ type Counters struct {
 	Recomputed   uint64 `json:"recomputed"`    // shortest-path recomputes
 }
 
-// count bumps the counter of a decode error's reason.
-func (c *Counters) count(err error) {
+// The reasons Decode refuses an LSA, by their counter's JSON name.
+const (
+	ReasonTooLarge     = "too_large"
+	ReasonMalformed    = "malformed"
+	ReasonUnsigned     = "unsigned"
+	ReasonBadSignature = "bad_signature"
+	ReasonVersion      = "version"
+	ReasonNoSecret     = "no_secret"
+)
+
+// Reason names why Decode refused an LSA (one of the Reason constants), so
+// that a transport that checks before queueing counts as the node does.
+func Reason(err error) string {
 	switch {
 	case errors.Is(err, ErrTooLarge):
-		c.TooLarge++
+		return ReasonTooLarge
 	case errors.Is(err, ErrUnsigned):
-		c.Unsigned++
+		return ReasonUnsigned
 	case errors.Is(err, ErrBadSignature):
-		c.BadSignature++
+		return ReasonBadSignature
 	case errors.Is(err, ErrVersion):
-		c.Version++
-	default:
-		c.Malformed++
+		return ReasonVersion
+	case errors.Is(err, ErrNoSecret):
+		return ReasonNoSecret
+	}
+	return ReasonMalformed
+}
+
+// Add adds n refusals for a reason (Reason's names) to the counter of that
+// reason; other names are ignored. The driver folds in what its transport
+// refused before the node saw it, so one counter tells them all.
+func (c *Counters) Add(reason string, n uint64) {
+	switch reason {
+	case ReasonTooLarge:
+		c.TooLarge += n
+	case ReasonUnsigned:
+		c.Unsigned += n
+	case ReasonBadSignature:
+		c.BadSignature += n
+	case ReasonVersion:
+		c.Version += n
+	case ReasonMalformed:
+		c.Malformed += n
 	}
 }
+
+// count bumps the counter of a decode error's reason.
+func (c *Counters) count(err error) { c.Add(Reason(err), 1) }

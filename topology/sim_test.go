@@ -208,7 +208,7 @@ func BenchmarkRecompute1000(b *testing.B) {
 	const brokers, links, routers = 1000, 5000, 100
 	name := func(i int) string { return fmt.Sprintf("b%04d", i) }
 	for k := 0; k < routers; k++ {
-		l := LSA{Router: fmt.Sprintf("r%d", k+1), Instance: 1, Seq: 1}
+		l := LSA{Router: fmt.Sprintf("r%d", k+1), Instance: 1, Seq: 1, Time: t0.UnixNano()}
 		seen := map[string]bool{}
 		for j := 0; j < links/routers; j++ {
 			from := (k*(links/routers) + j) % brokers // a ring covers every broker

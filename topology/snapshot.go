@@ -20,6 +20,13 @@ type Snapshot struct {
 	Routes   []BrokerRoutes `json:"routes"`
 	Radius   int            `json:"radius"`
 	Counters Counters       `json:"counters"`
+	// Remembered is how many expired routers are remembered against
+	// replays of their last LSA (at most Config.MaxRemembered).
+	Remembered int `json:"remembered"`
+	// ControlDropped counts the control messages the driver's transport
+	// dropped before the node saw them, by reason. Filled in by the
+	// driver; Node.Snapshot leaves it nil.
+	ControlDropped map[string]uint64 `json:"control_dropped,omitempty"`
 }
 
 // RouterView is one originator and the LSA held from it.
@@ -84,7 +91,7 @@ type advertiser struct {
 
 // Snapshot returns the current view; ages are measured at now.
 func (n *Node) Snapshot(now time.Time) Snapshot {
-	s := Snapshot{Router: n.cfg.RouterID, Radius: n.paths.Radius(), Counters: n.counters}
+	s := Snapshot{Router: n.cfg.RouterID, Radius: n.paths.Radius(), Counters: n.counters, Remembered: len(n.gone)}
 	ads := n.advertisers(now, &s)
 	s.Brokers = brokerViews(ads)
 	for _, a := range ads {

@@ -12,8 +12,8 @@ func (l LSA) validate() error {
 	if err := checkName("router id", l.Router, MaxNameLen); err != nil {
 		return fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
-	if l.Instance <= 0 || l.Seq == 0 {
-		return bad("instance %d and seq %d must be > 0", l.Instance, l.Seq)
+	if l.Instance <= 0 || l.Seq == 0 || l.Time <= 0 {
+		return bad("instance %d, seq %d and time %d must be > 0", l.Instance, l.Seq, l.Time)
 	}
 	if len(l.Brokers) > MaxBrokers || len(l.Links) > MaxLinks || len(l.Ext) > MaxExt {
 		return bad("%d brokers, %d links, %d extensions: the limits are %d, %d, %d",

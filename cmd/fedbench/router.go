@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"net"
 	"os"
@@ -43,7 +44,13 @@ func freePort() (int, error) {
 // router: it floods to itself and computes its paths).
 const benchSecret = "fedbench-network-secret"
 
-func routerConfig(dir string, port, conns int, flooding bool, brokers ...broker) string {
+// newToken is a router's admin token for one run: random, so a process of
+// another run on this host cannot call it.
+func newToken() string {
+	return rand.Text() // 26 base32 characters, 130 bits
+}
+
+func routerConfig(dir, token string, port, conns int, flooding bool, brokers ...broker) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "router_id: fedbench\nbrokers:\n")
 	for _, br := range brokers {
@@ -57,7 +64,7 @@ func routerConfig(dir string, port, conns int, flooding bool, brokers ...broker)
 	}
 	// warn: a route's state changes are logged at info; nothing on the
 	// hot path logs, but keep the log quiet anyway.
-	fmt.Fprintf(&b, "log: {level: warn, format: json}\nadmin: {listen: \"127.0.0.1:%d\"}\nstate_file: %q\n", port, filepath.Join(dir, "routes.json"))
+	fmt.Fprintf(&b, "log: {level: warn, format: json}\nadmin: {listen: \"127.0.0.1:%d\", token: %q}\nstate_file: %q\n", port, token, filepath.Join(dir, "routes.json"))
 	if flooding {
 		fmt.Fprintf(&b, "topology: {secret: %q, refresh: 1s, max_age: 3s}\n", benchSecret)
 	}
@@ -73,7 +80,8 @@ func startRouter(ctx context.Context, bin, dir string, conns int, flooding bool,
 		return nil, err
 	}
 	cfg := filepath.Join(dir, "fedrouter.yaml")
-	if err := os.WriteFile(cfg, []byte(routerConfig(dir, port, conns, flooding, brokers...)), 0o600); err != nil {
+	token := newToken()
+	if err := os.WriteFile(cfg, []byte(routerConfig(dir, token, port, conns, flooding, brokers...)), 0o600); err != nil {
 		return nil, err
 	}
 	logPath := filepath.Join(dir, "fedrouter.log")
@@ -83,7 +91,7 @@ func startRouter(ctx context.Context, bin, dir string, conns int, flooding bool,
 	}
 	// The child holds its own descriptor; ours writes nothing.
 	defer func() { _ = logf.Close() }()
-	api, err := adminclient.New(fmt.Sprintf("http://127.0.0.1:%d", port), adminclient.Options{})
+	api, err := adminclient.New(fmt.Sprintf("http://127.0.0.1:%d", port), adminclient.Options{Token: token})
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fedrouter/fedrouter/adminclient"
+	"github.com/fedrouter/fedrouter/config"
 	"github.com/fedrouter/fedrouter/routes"
 )
 
@@ -57,9 +58,7 @@ func startRouter(ctx context.Context, bin, config, dir string, n int) (*routerPr
 	defer timer.Stop()
 	select {
 	case addr := <-w.found:
-		// A short timeout: the suite polls the route during faults and
-		// must not stall on a router that is being killed.
-		if p.api, err = adminclient.New("http://"+addr, adminclient.Options{Timeout: 2 * time.Second}); err == nil {
+		if p.api, err = apiClient(config, addr); err == nil {
 			return p, nil
 		}
 	case <-p.exited:
@@ -70,6 +69,24 @@ func startRouter(ctx context.Context, bin, config, dir string, n int) (*routerPr
 		err = ctx.Err()
 	}
 	return nil, errors.Join(err, p.kill())
+}
+
+// apiClient is a client of the router at addr, with the token the router
+// generated beside its state file, found from its configuration as the
+// CLI's --config finds it.
+func apiClient(configPath, addr string) (*adminclient.Client, error) {
+	cfg, err := config.Load(configPath)
+	if err != nil {
+		return nil, err
+	}
+	_, o, err := adminclient.FromConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// A short timeout: the suite polls the route during faults and must
+	// not stall on a router that is being killed.
+	o.Timeout = 2 * time.Second
+	return adminclient.New("http://"+addr, o)
 }
 
 // kill sends SIGKILL — the fault, or the last resort — and waits until the

@@ -20,33 +20,80 @@ const (
 
 // clientFlags are the flags of every command that talks to a running
 // router. They sit on each leaf command, so they go after the verb:
-// `fedrouter route list --router URL`.
+// `fedrouter route list --router URL`. --config is the usual way: the
+// router's own file gives its URL, its token (the generated one too) and
+// its certificate; the other flags replace what it gives.
 func clientFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "router", Value: defaultRouterURL, EnvVars: []string{"FEDROUTER_ROUTER"}, Usage: "admin API `URL` of the running router"},
-		&cli.StringFlag{Name: "token", EnvVars: []string{"FEDROUTER_TOKEN"}, Usage: "admin API bearer `TOKEN` (the router's admin.token)"},
+		&cli.StringFlag{Name: "config", EnvVars: []string{"FEDROUTER_CONFIG"}, Usage: "the router's configuration `FILE`: its admin URL, token and certificate are taken from it"},
+		&cli.StringFlag{Name: "router", EnvVars: []string{"FEDROUTER_ROUTER"}, Usage: "admin API `URL` of the running router (default: from --config, else " + defaultRouterURL + "); several, comma-separated (a cluster's members), are tried in turn when one cannot be reached"},
+		&cli.StringFlag{Name: "token", EnvVars: []string{"FEDROUTER_TOKEN"}, Usage: "admin API bearer `TOKEN`"},
+		&cli.StringFlag{Name: "token-file", EnvVars: []string{"FEDROUTER_TOKEN_FILE"}, Usage: "read the admin API token from `FILE`"},
+		&cli.StringFlag{Name: "ca-file", EnvVars: []string{"FEDROUTER_CA_FILE"}, Usage: "PEM `FILE` of the certificates an https router's is checked against (default: with --config, the router's own)"},
 		&cli.DurationFlag{Name: "timeout", Value: defaultTimeout, Usage: "give up on the router after `D`"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "show each request and the result"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing but errors (no duplicate warning, no counts)"},
 	}
 }
 
-// newAPIClient builds the admin API client from the command's flags. A
-// bare host:port is taken as http, as operators type it. Call Close.
+// newAPIClient builds the admin API client from the command's flags:
+// --config's view of the router first, each other flag over it. A bare
+// host:port is taken as http, as operators type it. Call Close.
 func newAPIClient(c *cli.Context) (*adminclient.Client, error) {
-	s := c.String("router")
-	if !strings.Contains(s, "://") {
-		s = "http://" + s
+	s := defaultRouterURL
+	var o adminclient.Options
+	if f := c.String("config"); f != "" {
+		cfg, err := config.Load(f)
+		if err != nil {
+			return nil, fmt.Errorf("--config: %w", err)
+		}
+		if s, o, err = adminclient.FromConfig(cfg); err != nil {
+			return nil, fmt.Errorf("--config %s: %w", f, err)
+		}
 	}
-	o := adminclient.Options{Token: c.String("token"), Timeout: c.Duration("timeout")}
+	var more []string
+	if r := c.String("router"); r != "" {
+		// Several routers, comma-separated (the members of a cluster):
+		// the next is tried when one cannot be reached.
+		urls := strings.Split(r, ",")
+		s = urls[0]
+		for _, u := range urls[1:] {
+			more = append(more, withScheme(strings.TrimSpace(u)))
+		}
+	}
+	s = withScheme(strings.TrimSpace(s))
+	o.Fallbacks = more
+	switch {
+	case c.String("token") != "":
+		o.Token = c.String("token")
+	case c.String("token-file") != "":
+		tok, err := config.ReadTokenFile(c.String("token-file"))
+		if err != nil {
+			return nil, fmt.Errorf("--token-file: %w", err)
+		}
+		o.Token = tok
+	}
+	if ca := c.String("ca-file"); ca != "" {
+		o.CAFile = ca
+	}
+	o.Timeout = c.Duration("timeout")
 	if c.Bool("verbose") {
 		o.Trace = c.App.ErrWriter
 	}
-	api, err := adminclient.New(s, o)
-	if err != nil {
-		return nil, fmt.Errorf("--router %q: want the admin API's URL, like %s", s, defaultRouterURL)
+	for _, u := range append([]string{s}, more...) {
+		if _, err := adminclient.New(u, adminclient.Options{}); errors.Is(err, adminclient.ErrBadURL) {
+			return nil, fmt.Errorf("--router %q: want the admin API's URL, like %s", u, defaultRouterURL)
+		}
 	}
-	return api, nil
+	return adminclient.New(s, o)
+}
+
+// withScheme takes a bare host:port as http, as operators type it.
+func withScheme(s string) string {
+	if !strings.Contains(s, "://") {
+		return "http://" + s
+	}
+	return s
 }
 
 // cliError words a failed call for an operator: the router's own message
@@ -66,7 +113,7 @@ func cliError(c *cli.Context, api *adminclient.Client, err error) error {
 	case text == "":
 		return err
 	case ae.Status == 401:
-		text += " (give --token or set FEDROUTER_TOKEN)"
+		text += " (give --config with the router's configuration file, or --token-file, --token; docs/cli.md)"
 	}
 	return &shownError{text: text, err: err}
 }

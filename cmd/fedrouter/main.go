@@ -113,6 +113,11 @@ func runDaemon(c *cli.Context) error {
 	}
 	log := newLogger(cfg.Log, c.App.ErrWriter)
 	r := router.New(cfg, log)
+	// Before the router connects: a token problem stops the start at once.
+	admin, err := newAdmin(c.Context, cfg, r, log)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// The app's root context, not the signal one: a signal makes this
@@ -120,13 +125,14 @@ func runDaemon(c *cli.Context) error {
 	if err := r.Start(c.Context); err != nil {
 		return err
 	}
-	admin, err := startAdmin(c.Context, cfg, r, log)
-	if err != nil {
-		r.Stop()
-		return err
+	if admin != nil {
+		if err := admin.Start(); err != nil {
+			r.Stop()
+			return err
+		}
 	}
 	log.Info().Str("router", cfg.RouterID).Int("brokers", len(cfg.Brokers)).Int("routes", len(cfg.Routes)).
-		Str("admin", adminAddr(admin)).Str("version", version).Msg("fedrouter started")
+		Str("admin", adminAddr(admin)).Str("admin_scheme", adminScheme(admin)).Str("version", version).Msg("fedrouter started")
 	var tick <-chan time.Time
 	if every := c.Duration("status-every"); every > 0 {
 		t := time.NewTicker(every)
@@ -154,21 +160,27 @@ func runDaemon(c *cli.Context) error {
 	}
 }
 
-// startAdmin starts the admin API unless admin.listen is "" or "off".
-// Its requests' contexts derive from ctx.
-func startAdmin(ctx context.Context, cfg *config.Config, r *router.Router, log zerolog.Logger) (*router.AdminServer, error) {
-	if cfg.Admin.Listen == "" || cfg.Admin.Listen == "off" {
+// newAdmin builds the admin API, unless admin.listen is "" or "off",
+// with its token: the configured one, or the one generated beside the
+// state file (made on the first start; its path is logged, the token
+// never). Its requests' contexts derive from ctx. Start it after r.
+func newAdmin(ctx context.Context, cfg *config.Config, r *router.Router, log zerolog.Logger) (*router.AdminServer, error) {
+	if cfg.AdminOff() {
 		return nil, nil
 	}
-	token, err := cfg.AdminToken()
+	token, path, created, err := router.AdminToken(cfg)
 	if err != nil {
 		return nil, err
 	}
-	srv := router.NewAdminServer(r, router.AdminOptions{Listen: cfg.Admin.Listen, Token: token, Log: log, Context: ctx})
-	if err := srv.Start(); err != nil {
-		return nil, err
+	switch {
+	case created:
+		log.Info().Str("token_file", path).Msg("admin API token generated (mode 0600): the CLI reads it with --config")
+	case path != "":
+		log.Info().Str("token_file", path).Msg("admin API token: the one generated at an earlier start")
 	}
-	return srv, nil
+	a := cfg.Admin
+	return router.NewAdminServer(r, router.AdminOptions{Listen: a.Listen, Token: token, Names: a.Names,
+		CertFile: a.TLS.CertFile, KeyFile: a.TLS.KeyFile, AllowPlaintext: a.AllowPlaintext, Log: log, Context: ctx}), nil
 }
 
 func adminAddr(s *router.AdminServer) string {
@@ -176,6 +188,13 @@ func adminAddr(s *router.AdminServer) string {
 		return "off"
 	}
 	return s.Addr()
+}
+
+func adminScheme(s *router.AdminServer) string {
+	if s == nil {
+		return ""
+	}
+	return s.Scheme()
 }
 
 // printStatus prints the connection table the way qpid-route's link list

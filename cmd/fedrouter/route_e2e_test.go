@@ -19,13 +19,14 @@ import (
 
 // routerProc is a `fedrouter run` process under test.
 type routerProc struct {
-	t     *testing.T
-	cmd   *exec.Cmd
-	out   *syncBuffer
-	admin string // http://host:port of its admin API
+	t      *testing.T
+	cmd    *exec.Cmd
+	out    *syncBuffer
+	config string // its configuration file: the CLI finds the token from it
+	admin  string // scheme://host:port of its admin API
 }
 
-var adminField = regexp.MustCompile(`"admin":"([^"]+)".*"message":"fedrouter started"`)
+var adminField = regexp.MustCompile(`"admin":"([^"]+)","admin_scheme":"([^"]+)".*"message":"fedrouter started"`)
 
 func startRouter(t *testing.T, config string) *routerProc {
 	t.Helper()
@@ -35,7 +36,7 @@ func startRouter(t *testing.T, config string) *routerProc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &routerProc{t: t, cmd: cmd, out: out}
+	p := &routerProc{t: t, cmd: cmd, out: out, config: config}
 	t.Cleanup(func() {
 		if p.cmd.ProcessState == nil {
 			_ = p.cmd.Process.Kill()
@@ -47,18 +48,20 @@ func startRouter(t *testing.T, config string) *routerProc {
 		if m == nil {
 			return fmt.Errorf("router did not report its admin address:\n%s", out.String())
 		}
-		p.admin = "http://" + m[1]
+		p.admin = m[2] + "://" + m[1]
 		return nil
 	})
 	return p
 }
 
-// cli runs a fedrouter command against the router; it returns the
-// combined output and the exit code.
+// cli runs a fedrouter command against the router, as an operator on its
+// host does (FEDROUTER_CONFIG names the router's file: the CLI reads the
+// generated token from beside its state file); it returns the combined
+// output and the exit code.
 func (p *routerProc) cli(args ...string) (string, int) {
 	p.t.Helper()
 	cmd := exec.Command(binary(p.t), args...)
-	cmd.Env = append(os.Environ(), "FEDROUTER_ROUTER="+p.admin)
+	cmd.Env = append(os.Environ(), "FEDROUTER_ROUTER="+p.admin, "FEDROUTER_CONFIG="+p.config)
 	out, err := cmd.CombinedOutput()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {

@@ -53,12 +53,18 @@ type cliHarness struct {
 	url string
 }
 
-func startRouterAPI(t *testing.T, token string) *cliHarness {
+// cliToken is the admin token of the harness's router.
+const cliToken = "cli-test-token-0123456789"
+
+// startRouterAPI serves the admin API with cliToken, which the CLI takes
+// from FEDROUTER_TOKEN for the rest of the test.
+func startRouterAPI(t *testing.T) *cliHarness {
 	t.Helper()
+	t.Setenv("FEDROUTER_TOKEN", cliToken)
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // runs after Close below
 	h := &cliHarness{t: t, svc: newFakeRouter()}
-	srv := router.NewAdminServer(h.svc, router.AdminOptions{Listen: "127.0.0.1:0", Token: token, Log: zerolog.Nop()})
+	srv := router.NewAdminServer(h.svc, router.AdminOptions{Listen: "127.0.0.1:0", Token: cliToken, Log: zerolog.Nop()})
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +112,7 @@ func (h *cliHarness) run(wantCode int, args ...string) (string, string) {
 }
 
 func TestCLIAddDuplicateDelete(t *testing.T) {
-	h := startRouterAPI(t, "")
+	h := startRouterAPI(t)
 	out, errOut := h.run(0, "queue", "add", "-d", "--credit", "50", "-s", "--on-reject", "dead-letter", "--dead-letter-queue", "dlq", "b", "a", "amq.direct", "orders")
 	if out != "" || errOut != "" {
 		t.Fatalf("add printed %q %q; qpid-route prints nothing", out, errOut)
@@ -135,7 +141,7 @@ func TestCLIAddDuplicateDelete(t *testing.T) {
 }
 
 func TestCLIServerErrorsAreOneLine(t *testing.T) {
-	h := startRouterAPI(t, "")
+	h := startRouterAPI(t)
 	_, errOut := h.run(1, "route", "add", "b", "zz", "amq.topic", "#")
 	if errOut != "fedrouter: routes: unknown broker \"zz\" (configured: a, b, c)\n" {
 		t.Fatalf("unknown broker: %q", errOut)
@@ -147,7 +153,7 @@ func TestCLIServerErrorsAreOneLine(t *testing.T) {
 }
 
 func TestCLIListAndFlush(t *testing.T) {
-	h := startRouterAPI(t, "")
+	h := startRouterAPI(t)
 	h.run(0, "queue", "add", "-d", "b", "a", "amq.direct", "orders")
 	h.run(0, "route", "add", "c", "a", "amq.topic", "#")
 	out, _ := h.run(0, "route", "list")
@@ -174,7 +180,7 @@ func TestCLIListAndFlush(t *testing.T) {
 }
 
 func TestCLIRouteMapMergesMirroredRoutes(t *testing.T) {
-	h := startRouterAPI(t, "")
+	h := startRouterAPI(t)
 	out, _ := h.run(0, "route", "map")
 	if out != "Static Routes:\n  none found\n" {
 		t.Fatalf("empty map: %q", out)
@@ -199,7 +205,7 @@ func TestCLIRouteMapMergesMirroredRoutes(t *testing.T) {
 }
 
 func TestCLILinkAndBrokerList(t *testing.T) {
-	h := startRouterAPI(t, "")
+	h := startRouterAPI(t)
 	out, _ := h.run(0, "link", "list")
 	for _, re := range []string{`(?m)^Src\s+Dest\s+State\s+Routes\s+Transit\s+Last Error$`, `(?m)^a\s+b\s+Operational\s+2\s+-\s+-$`,
 		`(?m)^c\s+b\s+Waiting\s+0\s+-\s+c: connection refused$`, `(?m)^a\s+d via b,c\s+Operational\s+1\s+-\s+-$`,
@@ -249,14 +255,14 @@ func TestCLIUsageErrors(t *testing.T) {
 }
 
 func TestCLIToken(t *testing.T) {
-	h := startRouterAPI(t, "s3cret")
+	h := startRouterAPI(t)
 	t.Setenv("FEDROUTER_TOKEN", "")
 	_, errOut := h.run(1, "route", "list")
-	if !strings.Contains(errOut, "fedrouter: missing admin token") || !strings.Contains(errOut, "(give --token or set FEDROUTER_TOKEN)") {
+	if !strings.Contains(errOut, "fedrouter: missing admin token") || !strings.Contains(errOut, "(give --config with the router's configuration file, or --token-file, --token; docs/cli.md)") {
 		t.Fatalf("no token: %q", errOut)
 	}
-	h.run(0, "route", "list", "--token", "s3cret")
-	t.Setenv("FEDROUTER_TOKEN", "s3cret")
+	h.run(0, "route", "list", "--token", cliToken)
+	t.Setenv("FEDROUTER_TOKEN", cliToken)
 	t.Setenv("FEDROUTER_ROUTER", strings.TrimPrefix(h.url, "http://")) // a bare host:port is taken as http
 	if _, errOut, code := runCLI("queue", "add", "b", "a", "amq.direct", "orders"); code != 0 {
 		t.Fatalf("token and router from the environment: exit %d: %s", code, errOut)
@@ -295,7 +301,7 @@ func TestCLITimeout(t *testing.T) {
 }
 
 func TestCLITopology(t *testing.T) {
-	h := startRouterAPI(t, "")
+	h := startRouterAPI(t)
 	_, errOut, code := runCLI("topology", "--router", h.url)
 	if code != 1 || !strings.Contains(errOut, "flooding is off") {
 		t.Fatalf("topology with flooding off: exit %d: %s", code, errOut)
@@ -331,7 +337,7 @@ func TestCLITopology(t *testing.T) {
 }
 
 func TestCLIDynamicRoutes(t *testing.T) {
-	h := startRouterAPI(t, "")
+	h := startRouterAPI(t)
 	h.run(0, "dynamic", "add", "--divert-bindings", "b", "a", "amq.topic")
 	h.run(0, "dynamic", "add", "a", "b", "amq.topic")
 	h.run(0, "dynamic", "add", "c", "a", "events")
@@ -358,7 +364,7 @@ func (fullWriter) Write([]byte) (int, error) { return 0, errFull }
 
 // A command whose output cannot be written fails, saying so.
 func TestCLIOutputWriteFails(t *testing.T) {
-	h := startRouterAPI(t, "")
+	h := startRouterAPI(t)
 	h.run(0, "queue", "add", "b", "a", "amq.direct", "orders")
 	for _, args := range [][]string{{"profiles"}, {"route", "list", "--router", h.url}, {"route", "map", "--router", h.url},
 		{"broker", "list", "--router", h.url}, {"route", "flush", "--router", h.url}} {

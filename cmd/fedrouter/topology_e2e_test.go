@@ -141,7 +141,7 @@ func TestTopologyThreeRoutersConverge(t *testing.T) {
 	t.Logf("three routers converged %s after the first started (starting the three processes took %s):\n%s", converged.Round(time.Millisecond), started.Round(time.Millisecond), want)
 
 	// A forged advertisement on rabbit2's control exchange is rejected.
-	forged, err := topology.Encode(topology.LSA{Version: topology.ProtocolVersion, Router: "evil", Instance: 1, Seq: 1,
+	forged, err := topology.Encode(topology.LSA{Version: topology.ProtocolVersion, Router: "evil", Instance: 1, Seq: 1, Time: time.Now().UnixNano(),
 		Brokers: []topology.BrokerState{{Name: "rabbit2", State: "Operational"}, {Name: "evilbroker", State: "Operational"}},
 		Links:   []topology.Link{{From: "rabbit2", To: "evilbroker", Cost: 1, Up: true}}}, []byte("not-the-network-secret"))
 	if err != nil {

@@ -1,0 +1,86 @@
+package links
+
+import (
+	"testing"
+
+	goamqp "github.com/Azure/go-amqp"
+
+	"github.com/fedrouter/fedrouter/amqp"
+)
+
+// FuzzTransitAnnotations decodes arbitrary bytes as an AMQP message and
+// reads its transit header as a router does with anything a broker hands
+// it: it must never panic, and whatever it accepts must be within the
+// rules (a non-negative hop count, a bounded trace, strings in bounds).
+func FuzzTransitAnnotations(f *testing.F) {
+	for _, ann := range []goamqp.Annotations{
+		{AnnotationHops: int64(2), AnnotationDestBroker: "b", AnnotationDestAddress: "queue:q", AnnotationTrace: "a,b"},
+		{AnnotationHops: int64(-1), AnnotationDestBroker: "b", AnnotationDestAddress: "queue:q"},
+		{AnnotationHops: 2.5, AnnotationDestBroker: "b", AnnotationDestAddress: "exchange:amq.topic:k"},
+		{AnnotationHops: "0", AnnotationDestBroker: int32(7), AnnotationDestAddress: "queue:q"},
+		{AnnotationOrigin: "r1", AnnotationFanned: "x", AnnotationDestBroker: "b", AnnotationDestAddress: "topic:t"},
+	} {
+		m := &goamqp.Message{Annotations: ann, Data: [][]byte{[]byte("x")},
+			ApplicationProperties: map[string]any{PropDestBroker: "b", PropDestAddress: "queue:q"}}
+		b, err := m.MarshalBinary()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var m goamqp.Message
+		if !decodes(t, &m, data) {
+			return
+		}
+		msg := amqp.WrapMessage(&m)
+		h, err := ReadTransit(msg)
+		if err != nil {
+			return
+		}
+		if h.Hops < 0 || len(h.Trace) > MaxTraceLen || len(h.Dest) > MaxAnnotationLen {
+			t.Fatalf("accepted a header out of bounds: %+v", h)
+		}
+		if CheckAnnotations(msg) != nil {
+			t.Fatal("ReadTransit accepted what CheckAnnotations refuses")
+		}
+	})
+}
+
+// FuzzGlob: the ingress allow-list's matcher never panics, "*" matches
+// everything, and a pattern without wildcards matches only itself.
+func FuzzGlob(f *testing.F) {
+	f.Add("queue:orders.*", "queue:orders.eu")
+	f.Add("*:*", "exchange:amq.topic:k")
+	f.Add("a?c", "abc")
+	f.Fuzz(func(t *testing.T, pattern, s string) {
+		got := Glob(pattern, s)
+		if Glob("*", s) != true {
+			t.Fatalf("* does not match %q", s)
+		}
+		plain := true
+		for _, r := range pattern {
+			if r == '*' || r == '?' {
+				plain = false
+			}
+		}
+		if plain && got != (pattern == s) {
+			t.Fatalf("Glob(%q, %q) = %v", pattern, s, got)
+		}
+	})
+}
+
+// decodes runs go-amqp's decoder on data. go-amqp v1.7.0 panics on some
+// inputs — an annotation map with a binary key ("hash of unhashable type
+// []uint8"), e.g. 00 53 78 d1 00000030 00000020 a0 20 ... — in its
+// receiver's goroutine, which a router cannot recover from: known, see
+// docs/security.md ("Known gaps"). The fuzzer is about this package's
+// reading of what does decode, so such inputs are skipped here.
+func decodes(t *testing.T, m *goamqp.Message, data []byte) (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			t.Skipf("go-amqp's decoder panics on this input: %v", r)
+		}
+	}()
+	return m.UnmarshalBinary(data) == nil
+}

@@ -1,0 +1,134 @@
+package router
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fedrouter/fedrouter/topology"
+)
+
+// What the control transport lets in (issue 17, finding 4). Anyone who can
+// publish on a control address can send anything there; a message is
+// checked (topology.Decode) in the receive goroutine of its broker, before
+// it takes any room, and only a verified advertisement is queued, in its
+// router's slot. Everything dropped is counted by reason (Stats, the
+// fedrouter_control_dropped_total metric) and reported in the log at most
+// once per reason and LogEvery, with the count: a flood of junk costs a
+// few log lines, not one per message.
+
+// admit checks one received message and queues it if it is a verified
+// advertisement.
+func (c *Control) admit(broker string, data []byte, now time.Time) {
+	l, err := topology.Decode(data, c.secret)
+	if err != nil {
+		reason := topology.Reason(err)
+		c.count(reason)
+		c.report(reason, broker, err, now)
+		return
+	}
+	c.inMu.Lock()
+	res := c.inbox.Offer(topology.Received{Origin: l.Origin(), Data: data, From: broker})
+	switch res {
+	case topology.Replaced, topology.Older:
+		c.dropped[DropCoalesced]++
+	case topology.Full:
+		c.dropped[DropInboxFull]++
+	}
+	c.inMu.Unlock()
+	switch res {
+	case topology.Queued, topology.Replaced:
+		c.signal()
+	case topology.Full:
+		c.report(DropInboxFull, broker, fmt.Errorf("router %s: %d routers' advertisements are waiting already", l.Router, c.opts.Inbox), now)
+	}
+}
+
+func (c *Control) count(reason string) {
+	c.inMu.Lock()
+	c.dropped[reason]++
+	c.inMu.Unlock()
+}
+
+// report logs a drop if its reason has not been reported within LogEvery;
+// otherwise the drop waits, counted, for ReportDrops.
+func (c *Control) report(reason, broker string, err error, now time.Time) {
+	if !c.limit.allow(reason, now) {
+		return
+	}
+	c.opts.Log.Warn().Str("broker", broker).Str("reason", reason).Err(err).Dur("report_every", c.opts.LogEvery).
+		Msg("control message dropped; further drops for this reason are counted and reported at most once per interval")
+}
+
+// ReportDrops logs, for each reason, the drops counted since its last
+// report once LogEvery has passed. The driver calls it periodically, so
+// that the counts of a flood that stopped are reported too.
+func (c *Control) ReportDrops(now time.Time) {
+	for _, s := range c.limit.due(now) {
+		c.opts.Log.Warn().Str("reason", s.key).Uint64("dropped", s.count).Dur("over", s.over).
+			Msg("control messages dropped")
+	}
+}
+
+// logLimiter lets the first occurrence of a key be logged at once, then
+// counts the next ones and has them reported (due) at most once per
+// interval: nats' RateLimitWarnf, with counts. Keys are a fixed set
+// (reasons, event kinds), so it stays small. Safe for concurrent use; its
+// lock covers map updates only, the caller logs after.
+type logLimiter struct {
+	every time.Duration
+	mu    sync.Mutex
+	keys  map[string]*limitState
+}
+
+type limitState struct {
+	since      time.Time // of the last line logged for the key
+	suppressed uint64    // occurrences since, not logged yet
+}
+
+// summary is what a key suppressed over an interval.
+type summary struct {
+	key   string
+	count uint64
+	over  time.Duration
+}
+
+func newLogLimiter(every time.Duration) *logLimiter {
+	return &logLimiter{every: every, keys: map[string]*limitState{}}
+}
+
+// allow reports whether to log this occurrence now; if not, it is counted
+// for the key's next summary.
+func (l *logLimiter) allow(key string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s, ok := l.keys[key]
+	if !ok {
+		l.keys[key] = &limitState{since: now}
+		return true
+	}
+	if s.suppressed == 0 && !now.Before(s.since.Add(l.every)) {
+		s.since = now
+		return true
+	}
+	s.suppressed++
+	return false
+}
+
+// due returns, sorted by key, the summaries whose interval is over, and
+// starts a new interval for each.
+func (l *logLimiter) due(now time.Time) []summary {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []summary
+	for key, s := range l.keys {
+		if s.suppressed > 0 && !now.Before(s.since.Add(l.every)) {
+			out = append(out, summary{key, s.suppressed, now.Sub(s.since)})
+			s.since, s.suppressed = now, 0
+		}
+	}
+	slices.SortFunc(out, func(a, b summary) int { return strings.Compare(a.key, b.key) })
+	return out
+}
