@@ -140,6 +140,11 @@ type Core struct {
 	// storeDown: since when (local) beats fail; zero while they succeed.
 	storeDown time.Time
 	degraded  bool // holding routes past their leases, the store being down
+	// settleUntil: after a store outage, until then (local) the member
+	// claims no lease another member let expire: every holder kept
+	// forwarding through the outage and renews its leases at its first
+	// beat; claiming them first would move routes for nothing.
+	settleUntil time.Time
 }
 
 // NewCore returns a member's core holding nothing.
@@ -163,5 +168,11 @@ func (c *Core) Held() []store.Lease {
 // the data plane checks.
 func (c *Core) Holds(route string, now time.Time) bool {
 	h, ok := c.held[route]
-	return ok && !h.handoff && !h.stopped && (now.Before(h.Deadline) || c.degraded)
+	return ok && !h.handoff && !h.stopped && (now.Before(h.Deadline) || c.outageCovers(h))
+}
+
+// outageCovers says whether h is held past its deadline because the store
+// went down while it was good (Tick's rule, applied before Tick runs).
+func (c *Core) outageCovers(h *held) bool {
+	return !c.storeDown.IsZero() && c.storeDown.Before(h.Deadline)
 }

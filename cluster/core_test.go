@@ -190,14 +190,14 @@ func (h *coreHarness) view(now time.Time) View {
 }
 
 // renew is the store's side of a beat sent at sent: the member's row is
-// beaten, and each lease still its own with that epoch and not expired
-// runs a lease more.
+// beaten, and each lease still its own with that epoch (expired or not:
+// nobody took it) runs a lease more.
 func (h *coreHarness) renew(sent time.Time) store.Renewal {
 	h.members[h.p.Self] = &store.MemberRow{Member: store.Member{ID: h.p.Self, Brokers: h.p.Attached, Local: h.p.Local}, LastBeat: sent}
 	out := store.Renewal{Now: sent}
 	for _, l := range h.c.Held() {
 		r := h.routes[l.Route]
-		if r != nil && r.Owner == h.p.Self && r.Epoch == l.Epoch && !r.Until.Before(sent) {
+		if r != nil && r.Owner == h.p.Self && r.Epoch == l.Epoch { // expired but not taken: renewed too
 			r.Until = sent.Add(h.p.Lease)
 			out.Held = append(out.Held, store.Lease{Route: l.Route, Epoch: l.Epoch, Until: r.Until})
 		}
@@ -235,13 +235,4 @@ func contains(words []string, w string) bool {
 		}
 	}
 	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }

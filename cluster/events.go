@@ -14,8 +14,9 @@ import (
 // route stopped by Tick whose lease came back is started again.
 func (c *Core) Beaten(sent time.Time, r store.Renewal) []Action {
 	var out []Action
-	if c.degraded {
-		out = append(out, Action{Kind: Note, Msg: "store reachable again: leases renewed, routes held past their leases are checked"})
+	if !c.storeDown.IsZero() {
+		out = append(out, Action{Kind: Note, Msg: fmt.Sprintf("store reachable again after %s: leases renewed where nobody took them", sent.Sub(c.storeDown).Round(time.Millisecond))})
+		c.settleUntil = sent.Add(c.p.Lease)
 	}
 	c.storeDown, c.degraded = time.Time{}, false
 	kept := map[string]int64{}
@@ -66,7 +67,7 @@ func (c *Core) Tick(now time.Time) []Action {
 		if h.handoff || h.stopped || now.Before(h.Deadline) {
 			continue
 		}
-		if !c.storeDown.IsZero() && c.storeDown.Before(h.Deadline) {
+		if c.outageCovers(h) {
 			if !c.degraded {
 				c.degraded = true
 				out = append(out, Action{Kind: Note, Msg: fmt.Sprintf("store unreachable since %s: holding %d routes past their leases", c.storeDown.Format(time.TimeOnly), len(c.held))})

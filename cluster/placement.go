@@ -20,6 +20,8 @@ import (
 // free for two heartbeats, and beyond the quota after four (so that a
 // route nobody prefers or fits is never left behind). A member over the
 // quota hands one route a beat to a member under it that can run it.
+// After a store outage, the leases other members let expire are left to
+// them for a lease (settleUntil): they renew them at their first beat.
 func (c *Core) Observe(now time.Time, v View) []Action {
 	out := c.noteMembers(v)
 	live := c.liveMembers(v)
@@ -34,7 +36,7 @@ func (c *Core) Observe(now time.Time, v View) []Action {
 	for _, id := range c.sortedHeld() {
 		if !exists[id] {
 			delete(c.held, id)
-			out = append(out, Action{Kind: Stop, Route: id, Msg: "route deleted"})
+			out = append(out, Action{Kind: Stop, Route: id, Msg: msgDeleted})
 		}
 	}
 	out = append(out, c.adopt(now, v)...)
@@ -42,7 +44,7 @@ func (c *Core) Observe(now time.Time, v View) []Action {
 	mine := len(c.held)
 	var claims []string
 	for _, r := range v.Routes {
-		if r.Held(v.Now) || !c.fits(r, c.p.Attached) {
+		if r.Held(v.Now) || !c.fits(r, c.p.Attached) || (r.Owner != "" && now.Before(c.settleUntil)) {
 			delete(c.freeSince, r.ID)
 			continue
 		}
@@ -136,27 +138,61 @@ func (c *Core) preferred(r RouteView, live map[string][]string) bool {
 	return true
 }
 
-// balance hands off one route when this member holds more than quota and
-// a live member that can run it holds fewer.
+// MaxHandoffsPerBeat bounds the routes one member hands off in one
+// heartbeat: a thousand routes even out in a few beats, and a member
+// joining does not see everything move at once.
+const MaxHandoffsPerBeat = 128
+
+// balance hands off routes while this member holds more than quota and
+// live members that can run them hold fewer: as many as the others lack,
+// at most MaxHandoffsPerBeat a beat.
 func (c *Core) balance(v View, live map[string][]string, counts map[string]int, quota int) []Action {
-	if len(c.held) <= quota {
+	excess := 0
+	for _, h := range c.held {
+		if !h.handoff {
+			excess++
+		}
+	}
+	excess -= quota
+	if excess <= 0 {
 		return nil
 	}
 	brokers := map[string][]string{}
 	for _, m := range v.Members {
 		brokers[m.ID] = m.Brokers
 	}
+	lack := map[string]int{}
+	for id := range live {
+		if id != c.p.Self && counts[id] < quota {
+			lack[id] = quota - counts[id]
+		}
+	}
+	var out []Action
 	for _, r := range v.Routes {
 		h := c.held[r.ID]
+		if len(out) >= min(excess, MaxHandoffsPerBeat) {
+			break
+		}
 		if h == nil || h.handoff || h.stopped || r.Owner != c.p.Self {
 			continue
 		}
-		for id := range live {
-			if id != c.p.Self && counts[id] < quota && c.fits(r, brokers[id]) {
+		for _, id := range sortedKeys(lack) {
+			if lack[id] > 0 && c.fits(r, brokers[id]) {
+				lack[id]--
 				h.handoff = true
-				return []Action{{Kind: HandOff, Route: r.ID, Epoch: h.Epoch, Leases: []store.Lease{{Route: r.ID, Epoch: h.Epoch}}}}
+				out = append(out, Action{Kind: HandOff, Route: r.ID, Epoch: h.Epoch, Leases: []store.Lease{{Route: r.ID, Epoch: h.Epoch}}})
+				break
 			}
 		}
 	}
-	return nil
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
 }

@@ -50,6 +50,10 @@ type Config struct {
 	// fedrouter.ingress (ingress.go): off unless enabled, then only what
 	// its allow list names.
 	Ingress IngressSpec `yaml:"ingress"`
+	// Cluster, when present, makes this router a member of a router
+	// cluster (cluster.go, docs/cluster.md): routes live in the store and
+	// are shared; absent, the router is single, with its state file.
+	Cluster *ClusterSpec `yaml:"cluster"`
 
 	file   string              // path the config came from, for messages
 	lines  map[string]int      // "brokers[i]" → line, for validation messages

@@ -47,6 +47,7 @@ func (c *Config) validate() []string {
 		}
 	}
 	p = append(p, c.validateAdmin()...)
+	p = append(p, c.validateCluster(brokers)...)
 	p = append(p, c.validateTopology()...)
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

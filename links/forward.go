@@ -95,7 +95,16 @@ type Config struct {
 	// run ends so the destination link is rebuilt (go-amqp keeps a record
 	// of every unsettled delivery; this bounds it). Default 1000.
 	MaxAbandoned int
+	// Fence, when set, is asked before each message is sent: false ends
+	// the run with ErrFenced, that message unsent (it goes back to the
+	// source with the session). In a router cluster it says whether this
+	// router's lease on the route still covers it: a router paused past
+	// its lease must not forward a single message on waking.
+	Fence func() bool
 }
+
+// ErrFenced: the run ended because Config.Fence said no.
+var ErrFenced = errors.New("links: this router no longer holds the route's lease")
 
 // Counters are a route's message counts; safe for concurrent reads.
 type Counters struct {
@@ -246,6 +255,9 @@ func sendLoop(ctx context.Context, in <-chan receivedMsg, queue chan<- pending, 
 		}
 		if r.err != nil {
 			return fmt.Errorf("links: receive: %w", r.err)
+		}
+		if cfg.Fence != nil && !cfg.Fence() {
+			return ErrFenced
 		}
 		p := pending{msg: r.msg}
 		out := r.msg.ForwardCopy()

@@ -254,6 +254,7 @@ func (a *AdminServer) routes(reg *prometheus.Registry) http.Handler {
 	mux.HandleFunc("GET /api/v1/brokers", a.listBrokers)
 	mux.HandleFunc("GET /api/v1/router", a.routerInfo)
 	mux.HandleFunc("GET /api/v1/topology", a.topology)
+	mux.HandleFunc("GET /api/v1/cluster", a.clusterStatus)
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
@@ -525,6 +526,11 @@ func writeServiceError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusConflict, routes.ErrDuplicate.Error())
 		return
 	}
+	if errors.Is(err, ErrStoreUnavailable) {
+		// A cluster member whose store is down (or a takeover under way):
+		// the change can be made again in a moment.
+		w.Header().Set("Retry-After", "2")
+	}
 	writeError(w, serviceErrorStatus(err), err.Error())
 }
 
@@ -536,7 +542,7 @@ func serviceErrorStatus(err error) int {
 		return http.StatusConflict
 	case errors.Is(err, routes.ErrUnknownBroker):
 		return http.StatusBadRequest
-	case errors.Is(err, routes.ErrStopped), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+	case errors.Is(err, routes.ErrStopped), errors.Is(err, ErrStoreUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError

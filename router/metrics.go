@@ -69,10 +69,17 @@ func (c serviceCollector) Describe(ch chan<- *prometheus.Desc) {
 		descTopoRouters, descTopoLinks, descTopoLSAs, descControlDropped, descTransitMessages, descTransitUp, descIngressRefused} {
 		ch <- d
 	}
+	for _, d := range clusterDescs {
+		ch <- d
+	}
 }
 
 func (c serviceCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, st := range c.svc.Routes() {
+	list := c.svc.Routes
+	if own, ok := c.svc.(ownRouter); ok {
+		list = own.OwnRoutes
+	}
+	for _, st := range list() {
 		collectRoute(ch, st)
 	}
 	for _, st := range c.svc.Brokers() {
@@ -93,6 +100,7 @@ func (c serviceCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	c.collectTopology(ch)
+	c.collectCluster(ch)
 }
 
 // collectTopology exports the link-state view; nothing when flooding is

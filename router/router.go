@@ -41,6 +41,7 @@ type Router struct {
 	topo     *topoDriver             // set by Start when flooding is on
 	dests    *destWatcher            // set by Start when flooding is on
 	table    *table                  // the topology's latest shortest paths
+	cluster  *clusterPart            // set by Start in a router cluster (cluster.go)
 }
 
 // ErrTopologyOff: the router floods no link state (no topology secret).
@@ -84,8 +85,16 @@ func (r *Router) Start(ctx context.Context) error {
 			opts.Links = append(opts.Links, pair)
 		}
 	}
+	if r.cfg.Cluster != nil {
+		opts.StatePath = "" // a member's routes live in the cluster's store
+	}
 	r.routes = routes.NewManager(r.ctx, opts)
-	if err := r.routes.Restore(r.cfg.RouteSpecs()); err != nil {
+	if r.cfg.Cluster != nil {
+		if err := r.startCluster(brokers); err != nil {
+			r.Stop()
+			return err
+		}
+	} else if err := r.routes.Restore(r.cfg.RouteSpecs()); err != nil {
 		r.Stop()
 		return err
 	}
@@ -255,6 +264,9 @@ func (r *Router) Stop() {
 	if r.control != nil {
 		r.control.Stop()
 	}
+	if r.cluster != nil { // hands its routes off and leaves first
+		r.cluster.stop()
+	}
 	if r.routes != nil { // set only by Start, so r.ctx is too
 		// The routes' graceful stop has a deadline of its own and keeps
 		// it when the owner's context has already ended.
@@ -297,27 +309,57 @@ func (r *Router) snapshot() []*amqp.Conn {
 func (r *Router) RouterID() string { return r.cfg.RouterID }
 
 // AddRoute adds a runtime route.
-func (r *Router) AddRoute(_ context.Context, spec routes.Spec) (routes.Status, error) {
+func (r *Router) AddRoute(ctx context.Context, spec routes.Spec) (routes.Status, error) {
+	if r.cluster != nil {
+		return r.cluster.addRoute(ctx, spec)
+	}
 	return r.routes.Add(spec)
 }
 
 // DeleteRoute deletes the route with spec's identity.
 func (r *Router) DeleteRoute(ctx context.Context, spec routes.Spec) error {
+	if r.cluster != nil {
+		var err error
+		if spec, err = r.routes.Normalize(spec); err != nil {
+			return err
+		}
+		return r.cluster.deleteRouteID(ctx, spec.ID())
+	}
 	return r.routes.DeleteSpec(ctx, spec)
 }
 
 // DeleteRouteID deletes the route with id.
 func (r *Router) DeleteRouteID(ctx context.Context, id string) error {
+	if r.cluster != nil {
+		return r.cluster.deleteRouteID(ctx, id)
+	}
 	return r.routes.Delete(ctx, id)
 }
 
 // FlushRoutes deletes the runtime routes (to dest, if given).
 func (r *Router) FlushRoutes(ctx context.Context, dest string) (int, error) {
+	if r.cluster != nil {
+		return r.cluster.flush(ctx, dest)
+	}
 	return r.routes.Flush(ctx, dest)
 }
 
 // Routes lists the routes.
-func (r *Router) Routes() []routes.Status { return r.routes.List() }
+// In a cluster: every route of the cluster, with its holder; only this
+// member's own when the store cannot be read.
+func (r *Router) Routes() []routes.Status {
+	if r.cluster != nil {
+		ctx, cancel := context.WithTimeout(r.ctx, listStoreTimeout)
+		defer cancel()
+		list, err := r.cluster.list(ctx)
+		if err == nil {
+			return list
+		}
+		r.log.Warn().Err(err).Msg("route list: the cluster store cannot be read: listing this member's routes only")
+		return r.cluster.own()
+	}
+	return r.routes.List()
+}
 
 // Links lists the links.
 func (r *Router) Links() []routes.LinkStatus { return r.routes.Links() }

@@ -201,6 +201,12 @@ func (m *Manager) Add(spec Spec) (Status, error) {
 }
 
 func (m *Manager) add(spec Spec, origin Origin) (*route, error) {
+	return m.addFenced(spec, origin, nil)
+}
+
+// addFenced is add; fence, when set, is asked before each message (a
+// route held in a cluster: held.go).
+func (m *Manager) addFenced(spec Spec, origin Origin, fence func() bool) (*route, error) {
 	spec, steps, err := m.normalize(spec)
 	if err != nil {
 		return nil, err
@@ -215,6 +221,7 @@ func (m *Manager) add(spec Spec, origin Origin) (*route, error) {
 		return nil, ErrDuplicate
 	}
 	r := newRoute(m, spec, steps, origin, m.nextConn)
+	r.fence = fence
 	m.routes[id] = r
 	m.edgesLocked()
 	if !r.start(m.group) {

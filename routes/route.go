@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,6 +27,13 @@ type route struct {
 
 	cancel context.CancelFunc
 	done   chan struct{} // closed when run returns
+	// fence, when set (a route held in a cluster), is asked before each
+	// message: links.Config.Fence.
+	fence func() bool
+	// halt, closed by handOff, ends the route as a path change does: no
+	// more messages taken, those in flight settled, then the run returns.
+	halt     chan struct{}
+	haltOnce sync.Once
 }
 
 // stableRun: a run that forwarded for this long resets the backoff.
@@ -43,7 +51,7 @@ func newRoute(m *Manager, spec Spec, steps []NoPathStep, origin Origin, pick fun
 	log := m.log.With().Str("route", id).Str("src", spec.Src).Str("dest", spec.Dest).Logger()
 	b := &routeBase{m: m, id: id, spec: spec, origin: origin, src: src, dst: dst, log: log,
 		runState: runState{log: log, name: spec.String(), state: StateWaiting, since: time.Now()}}
-	r := &route{routeBase: b, done: make(chan struct{}),
+	r := &route{routeBase: b, done: make(chan struct{}), halt: make(chan struct{}),
 		policy: PathPolicy{Src: spec.Src, Dest: spec.Dest, Mode: ModeDirect, Steps: steps, Table: m.opts.Table != nil,
 			Started: m.started, Grace: m.opts.TableGrace, DeadLetterQueue: spec.DeadLetterQueue}}
 	_, attached := m.opts.Brokers[spec.Dest]
@@ -101,7 +109,7 @@ func (r *route) run(ctx context.Context) {
 			credit, limit = 1, r.spec.Credit+1
 		}
 		err := r.runOnce(ctx, path, credit, limit)
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || errors.Is(err, errHalted) {
 			return
 		}
 		if err == nil { // a probe passed the suspect's position
@@ -173,7 +181,7 @@ func (r *route) runOnce(ctx context.Context, path pathKind, credit, limit int) e
 	watched := make(chan struct{})
 	go func() { // owned by runOnce, which waits for it
 		defer close(watched)
-		if changed = r.watchPath(ctx, path); changed == nil {
+		if changed = r.watchPathOrHalt(ctx, path); changed == nil {
 			return
 		}
 		close(drain)
@@ -209,7 +217,7 @@ func (r *route) runLinks(ctx context.Context, path pathKind, drain <-chan struct
 	if w.close != nil {
 		defer w.close()
 	}
-	cfg := links.Config{Window: credit, Limit: limit, OutcomeTimeout: r.spec.OutcomeTimeout, Drain: drain, Prepare: w.prepare}
+	cfg := links.Config{Window: credit, Limit: limit, OutcomeTimeout: r.spec.OutcomeTimeout, Drain: drain, Prepare: w.prepare, Fence: r.fence}
 	if r.spec.OnReject == DeadLetter {
 		if cfg.DeadLetter, err = r.deadLetterSink(setup, srcSess); err != nil {
 			return err

@@ -55,6 +55,10 @@ type Status struct {
 	// DemandSource says how a dynamic route follows demand: binding events
 	// or polling.
 	DemandSource string `json:"demand_source,omitempty"`
+	// Holder is, in a router cluster, the member that holds the route's
+	// lease ("" while nobody does), and Epoch the lease's epoch.
+	Holder string `json:"holder,omitempty"`
+	Epoch  int64  `json:"epoch,omitempty"`
 	Counters
 }
 

@@ -21,9 +21,10 @@ import (
 type Store interface {
 	// Beat records member's heartbeat (inserting or updating its row, a
 	// member that left joins again) and renews every lease it holds with an
-	// epoch it names in held, for lease more; in the same transaction. It
-	// returns the leases still held (a lease missing from the answer was
-	// lost: taken over after it expired) and the store's time of the beat.
+	// epoch it names in held, for lease more — even one that expired, as
+	// long as nobody took it; in the same transaction. It returns the
+	// leases still held (a lease missing from the answer was lost: taken
+	// over) and the store's time of the beat.
 	Beat(ctx context.Context, m Member, held []Lease, lease time.Duration) (Renewal, error)
 	// Snapshot reads the members, the route definitions and their leases.
 	Snapshot(ctx context.Context) (Snapshot, error)

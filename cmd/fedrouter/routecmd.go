@@ -56,6 +56,7 @@ func apiCommands() []*cli.Command {
 			},
 		},
 		topologyCommand(),
+		clusterCommand(),
 		{
 			Name:  "broker",
 			Usage: "show broker connections",

@@ -119,6 +119,11 @@ func Temporary(err error) bool {
 func micros(d time.Duration) int64 { return d.Microseconds() }
 
 // Beat upserts the member's row and renews its leases, in one statement.
+// A lease that expired but is still the member's with the same epoch is
+// renewed too: nobody took it (a takeover changes owner and epoch, and a
+// claim re-checks the row after locking it), so the member has been its
+// only holder all along — after a store outage, the leases settle back
+// without moving a route.
 func (s *Store) Beat(ctx context.Context, m store.Member, held []store.Lease, lease time.Duration) (store.Renewal, error) {
 	routes, epochs := leaseArrays(held)
 	if m.Brokers == nil {
@@ -137,7 +142,7 @@ WITH m AS (
 ), r AS (
 	UPDATE fedrouter_leases l SET until = now() + $6 * interval '1 microsecond'
 	FROM unnest($7::text[], $8::bigint[]) AS h(route, epoch)
-	WHERE l.cluster = $1 AND l.route = h.route AND l.owner = $2 AND l.epoch = h.epoch AND l.until >= now()
+	WHERE l.cluster = $1 AND l.route = h.route AND l.owner = $2 AND l.epoch = h.epoch
 	RETURNING l.route, l.epoch, l.until
 )
 SELECT m.beat, r.route, r.epoch, r.until FROM m LEFT JOIN r ON true`,

@@ -1,0 +1,157 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/fedrouter/fedrouter/routes"
+	"github.com/fedrouter/fedrouter/store"
+)
+
+// The admin API's route calls on a cluster member: definitions are
+// written to the store, whichever member receives them; the member that
+// wins the route's lease runs it (within a heartbeat or two).
+
+// storeCallTimeout bounds one store call made for an API request.
+const storeCallTimeout = 5 * time.Second
+
+func (c *clusterPart) addRoute(ctx context.Context, spec routes.Spec) (routes.Status, error) {
+	n, err := c.r.routes.Normalize(spec)
+	if err != nil {
+		return routes.Status{}, err
+	}
+	st, err := c.store()
+	if err != nil {
+		return routes.Status{}, err
+	}
+	data, err := json.Marshal(n)
+	if err != nil {
+		return routes.Status{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
+	defer cancel()
+	created, err := st.PutRoute(ctx, store.RouteDef{ID: n.ID(), Spec: data, Origin: string(routes.OriginRuntime)})
+	if err != nil {
+		return routes.Status{}, storeErr(err)
+	}
+	if !created {
+		return routes.Status{}, routes.ErrDuplicate
+	}
+	c.log.Info().Str("route", n.ID()).Str("spec", n.String()).Msg("route added to the cluster")
+	return routes.Status{ID: n.ID(), Spec: n, Origin: routes.OriginRuntime, State: routes.StateWaiting, Since: time.Now(),
+		Detail: "added to the cluster: the member that claims it runs it"}, nil
+}
+
+// storeErr says a store failure in the admin API's terms: retry later.
+func storeErr(err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("%w: %v", routes.ErrNotFound, err)
+	}
+	return fmt.Errorf("%w: %v", ErrStoreUnavailable, err)
+}
+
+func (c *clusterPart) deleteRouteID(ctx context.Context, id string) error {
+	st, err := c.store()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
+	defer cancel()
+	snap, err := st.Snapshot(ctx)
+	if err != nil {
+		return storeErr(err)
+	}
+	for _, rr := range snap.Routes {
+		if rr.ID == id && rr.Origin == string(routes.OriginConfig) {
+			return fmt.Errorf("%w: %s (in a member's configuration file)", routes.ErrConfigRoute, id)
+		}
+	}
+	if err := st.DeleteRoute(ctx, id); err != nil {
+		return storeErr(err)
+	}
+	c.log.Info().Str("route", id).Msg("route deleted from the cluster")
+	return nil
+}
+
+func (c *clusterPart) flush(ctx context.Context, dest string) (int, error) {
+	list, err := c.list(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, s := range list {
+		if s.Origin != routes.OriginRuntime || (dest != "" && s.Spec.Dest != dest) {
+			continue
+		}
+		if err := c.deleteRouteID(ctx, s.ID); err != nil && !errors.Is(err, routes.ErrNotFound) {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// listStoreTimeout bounds the store read of a route list: past it the
+// member lists its own routes (the store is down; the data plane is not).
+const listStoreTimeout = 2 * time.Second
+
+// own is the routes this member runs, with itself as their holder.
+func (c *clusterPart) own() []routes.Status {
+	list := c.r.routes.List()
+	for i := range list {
+		list[i].Holder = c.params.Self
+	}
+	return list
+}
+
+// list is every route of the cluster: those this member runs with their
+// live status, the others as the store has them, with their holder.
+func (c *clusterPart) list(ctx context.Context) ([]routes.Status, error) {
+	local := map[string]routes.Status{}
+	for _, s := range c.own() {
+		local[s.ID] = s
+	}
+	st, err := c.store()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
+	defer cancel()
+	snap, err := st.Snapshot(ctx)
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	out := make([]routes.Status, 0, len(snap.Routes))
+	for _, rr := range snap.Routes {
+		if s, ok := local[rr.ID]; ok {
+			s.Epoch, s.Origin = rr.Epoch, routes.Origin(rr.Origin)
+			out = append(out, s)
+			continue
+		}
+		s := routes.Status{ID: rr.ID, Origin: routes.Origin(rr.Origin), State: routes.StateWaiting, Epoch: rr.Epoch}
+		if err := json.Unmarshal(rr.Spec, &s.Spec); err != nil {
+			s.LastError = "definition not understood by this member: " + err.Error()
+		}
+		if rr.Held(snap.Now) {
+			s.Holder, s.Detail = rr.Owner, "held by "+rr.Owner
+		} else {
+			s.Detail = "not held: waiting for a member to claim it"
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].Spec, out[j].Spec
+		if a.Dest != b.Dest {
+			return a.Dest < b.Dest
+		}
+		if a.Src != b.Src {
+			return a.Src < b.Src
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}

@@ -1,0 +1,76 @@
+package routes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// A router cluster (package cluster) runs each route on the one member
+// that holds its lease. The member starts a route it won with Hold, stops
+// it with Halt when the lease is lost or the route moves, and never
+// writes the state file: the definitions live in the cluster's store.
+
+// errHalted ends a route's run when it is halted gracefully.
+var errHalted = errors.New("routes: route handed off")
+
+// Hold runs spec as a route held under a cluster lease: fence is asked
+// before each message is sent, and the route stops forwarding as soon as
+// it says no. A route with spec's id already running is left as it is.
+func (m *Manager) Hold(spec Spec, origin Origin, fence func() bool) error {
+	if _, err := m.addFenced(spec, origin, fence); err != nil && !errors.Is(err, ErrDuplicate) {
+		return fmt.Errorf("routes: hold %s: %w", spec, err)
+	}
+	return nil
+}
+
+// Halt stops route id without deleting it anywhere. graceful (a planned
+// handoff): it stops taking messages and settles those in flight first,
+// so the next holder gets neither a loss nor a duplicate; bounded by ctx
+// and drainTimeout. deleted: the route was deleted from the store, so
+// what it made at its source goes too (as Delete does). An unknown id is
+// a no-op.
+func (m *Manager) Halt(ctx context.Context, id string, graceful, deleted bool) {
+	m.mu.Lock()
+	r, ok := m.routes[id]
+	delete(m.routes, id)
+	m.edgesLocked()
+	m.mu.Unlock()
+	if !ok {
+		return
+	}
+	if graceful && r.status().State == StateOperational { // a route not forwarding has nothing in flight
+		r.haltOnce.Do(func() { close(r.halt) })
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+		case <-time.After(drainTimeout + time.Second):
+		}
+	}
+	r.stop()
+	if deleted {
+		r.unsubscribe(ctx)
+	}
+	m.log.Info().Str("route", id).Bool("graceful", graceful).Bool("deleted", deleted).Msg("route halted")
+}
+
+// watchPathOrHalt is watchPath, ended also by a graceful halt.
+func (r *route) watchPathOrHalt(ctx context.Context, path pathKind) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { // ends with wctx, which this function's return cancels
+		select {
+		case <-r.halt:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	err := r.watchPath(wctx, path)
+	select {
+	case <-r.halt:
+		return errHalted
+	default:
+		return err
+	}
+}
