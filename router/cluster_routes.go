@@ -99,11 +99,21 @@ func (c *clusterPart) flush(ctx context.Context, dest string) (int, error) {
 // member lists its own routes (the store is down; the data plane is not).
 const listStoreTimeout = 2 * time.Second
 
-// own is the routes this member runs, with itself as their holder.
+// own is the routes this member runs, with itself as their holder and
+// the epoch it runs them under (0 before the member has joined).
 func (c *clusterPart) own() []routes.Status {
+	epochs := map[string]int64{}
+	select {
+	case <-c.ready:
+		_, _, held := c.member.Status()
+		for _, l := range held {
+			epochs[l.Route] = l.Epoch
+		}
+	default:
+	}
 	list := c.r.routes.List()
 	for i := range list {
-		list[i].Holder = c.params.Self
+		list[i].Holder, list[i].Epoch = c.params.Self, epochs[list[i].ID]
 	}
 	return list
 }
@@ -128,7 +138,12 @@ func (c *clusterPart) list(ctx context.Context) ([]routes.Status, error) {
 	out := make([]routes.Status, 0, len(snap.Routes))
 	for _, rr := range snap.Routes {
 		if s, ok := local[rr.ID]; ok {
-			s.Epoch, s.Origin = rr.Epoch, routes.Origin(rr.Origin)
+			// Its own epoch, not the store's: a run under a lease another
+			// member has since taken shows as such until it stops.
+			s.Origin = routes.Origin(rr.Origin)
+			if rr.Owner != c.params.Self || rr.Epoch != s.Epoch {
+				s.Detail = fmt.Sprintf("stopping: the store has it held by %s under epoch %d", rr.Owner, rr.Epoch)
+			}
 			out = append(out, s)
 			continue
 		}
