@@ -23,7 +23,7 @@ import (
 
 // clusterMember starts router id as a member of cluster name, attached to
 // rabbit brokers r1 and r2.
-func clusterMember(t *testing.T, id, name, store string, bs []brokertest.Broker, hb, lease string) *routerProc {
+func clusterMember(t *testing.T, id, name, store string, bs []brokertest.Broker, hb, lease string, local ...string) *routerProc {
 	t.Helper()
 	yaml := fmt.Sprintf(`router_id: %s
 brokers:
@@ -32,8 +32,8 @@ brokers:
 reconnect: {min: 100ms, max: 1s}
 admin: {listen: "127.0.0.1:0"}
 log: {level: info, format: json}
-cluster: {name: %s, store: %q, heartbeat: %s, lease: %s}
-`, id, bs[0].URL, bs[0].MgmtURL, bs[1].URL, bs[1].MgmtURL, name, store, hb, lease)
+cluster: {name: %s, store: %q, heartbeat: %s, lease: %s, local_brokers: [%s]}
+`, id, bs[0].URL, bs[0].MgmtURL, bs[1].URL, bs[1].MgmtURL, name, store, hb, lease, strings.Join(local, ", "))
 	path := filepath.Join(t.TempDir(), id+".yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
@@ -397,4 +397,47 @@ func TestClusterStoreKilledForwardingGoesOn(t *testing.T) {
 	}
 	dups := c.collect(n)
 	t.Logf("PostgreSQL kill -9 under load, restarted after ~5s: %d×%d sent, 0 lost, duplicates per route %v; no route moved, no epoch changed", len(c.srcs), n, dups)
+}
+
+// Placement honours qpid-route's pull and push: pa is local to r1, pb to
+// r2; pull routes r1 -> r2 run on pb (near their destination), push
+// routes (-s) on pa (near their source).
+func TestClusterPlacementPullAndPush(t *testing.T) {
+	url := storetest.URL(t)
+	bs := brokertest.Require(t, "rabbit1", "rabbit2")
+	name := strings.ReplaceAll(brokertest.UniqueName(t, "c"), ".", "-")
+	if len(name) > 60 {
+		name = name[len(name)-60:]
+	}
+	members := map[string]*routerProc{
+		"pa": clusterMember(t, "pa", name, url, bs, "500ms", "2s", "r1"),
+		"pb": clusterMember(t, "pb", name, url, bs, "500ms", "2s", "r2"),
+	}
+	want := map[string]string{}
+	for i, push := range []bool{false, true, false, true} {
+		src, ex, dq := brokertest.UniqueName(t, fmt.Sprint("src", i)), brokertest.UniqueName(t, fmt.Sprint("ex", i)), brokertest.UniqueName(t, fmt.Sprint("dq", i))
+		brokertest.DeclareQueue(t, bs[0].Config(), src)
+		brokertest.DeclareExchangeQueue(t, bs[1].Config(), ex, "fanout", dq, "")
+		args := []string{"queue", "add", "-d", "r2", "r1", ex, src}
+		holder := "pb"
+		if push {
+			args, holder = []string{"queue", "add", "-d", "-s", "r2", "r1", ex, src}, "pa"
+		}
+		if out, code := members["pa"].cli(args...); code != 0 {
+			t.Fatalf("queue add: exit %d: %s", code, out)
+		}
+		want[src] = holder
+	}
+	brokertest.Eventually(t, 30*time.Second, 100*time.Millisecond, func() error {
+		h := held(t, members)
+		if len(h) != len(want) {
+			return fmt.Errorf("%d of %d routes held", len(h), len(want))
+		}
+		for _, st := range h {
+			if w := want[st.Spec.Queue]; st.Holder != w || st.State != routes.StateOperational {
+				return fmt.Errorf("route %s (push %v) on %s (%s); want it Operational on %s", st.Spec, st.Spec.Push, st.Holder, st.State, w)
+			}
+		}
+		return nil
+	})
 }
