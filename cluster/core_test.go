@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -59,7 +60,7 @@ func (h *coreHarness) run(line string) (string, error) {
 		return "", h.member(kv, words)
 	case "route":
 		h.routes[kv["id"]] = &RouteView{RouteRow: store.RouteRow{RouteDef: store.RouteDef{ID: kv["id"]}}, Src: kv["src"], Dest: kv["dest"],
-			Push: contains(words, "push"), Remote: contains(words, "remote")}
+			Push: slices.Contains(words, "push"), Remote: slices.Contains(words, "remote")}
 		return "", nil
 	case "lease":
 		return "", h.lease(kv, words)
@@ -156,7 +157,7 @@ func (h *coreHarness) member(kv map[string]string, words []string) error {
 		return err
 	}
 	h.members[kv["id"]] = &store.MemberRow{Member: store.Member{ID: kv["id"], Brokers: list(kv["brokers"]), Local: list(kv["local"])},
-		LastBeat: beat, Left: contains(words, "left")}
+		LastBeat: beat, Left: slices.Contains(words, "left")}
 	return nil
 }
 
@@ -165,7 +166,7 @@ func (h *coreHarness) lease(kv map[string]string, words []string) error {
 	if r == nil {
 		return fmt.Errorf("no route %q", kv["id"])
 	}
-	if contains(words, "free") {
+	if slices.Contains(words, "free") {
 		r.Owner, r.Until = "", time.Time{}
 		return nil
 	}
@@ -226,13 +227,4 @@ func list(s string) []string {
 		return nil
 	}
 	return strings.Split(s, ",")
-}
-
-func contains(words []string, w string) bool {
-	for _, x := range words {
-		if x == w {
-			return true
-		}
-	}
-	return false
 }

@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -87,10 +86,7 @@ func (c *Config) StatePath() string {
 	if p == "" {
 		p = "fedrouter-" + c.RouterID + ".routes.json"
 	}
-	if filepath.IsAbs(p) {
-		return p
-	}
-	return filepath.Join(filepath.Dir(c.file), p)
+	return c.fromConfigDir(p)
 }
 
 // brokerConfig converts the file's form into the amqp layer's. readFiles

@@ -70,6 +70,11 @@ func (c *clusterPart) deleteRouteID(ctx context.Context, id string) error {
 			return fmt.Errorf("%w: %s (in a member's configuration file)", routes.ErrConfigRoute, id)
 		}
 	}
+	return c.deleteRuntime(ctx, st, id)
+}
+
+// deleteRuntime deletes a definition known to be a runtime route's.
+func (c *clusterPart) deleteRuntime(ctx context.Context, st store.Store, id string) error {
 	if err := st.DeleteRoute(ctx, id); err != nil {
 		return storeErr(err)
 	}
@@ -82,12 +87,19 @@ func (c *clusterPart) flush(ctx context.Context, dest string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	st, err := c.store()
+	if err != nil {
+		return 0, err
+	}
 	n := 0
-	for _, s := range list {
+	for _, s := range list { // the list says which are runtime routes: no read per delete
 		if s.Origin != routes.OriginRuntime || (dest != "" && s.Spec.Dest != dest) {
 			continue
 		}
-		if err := c.deleteRouteID(ctx, s.ID); err != nil && !errors.Is(err, routes.ErrNotFound) {
+		call, cancel := context.WithTimeout(ctx, storeCallTimeout)
+		err := c.deleteRuntime(call, st, s.ID)
+		cancel()
+		if err != nil && !errors.Is(err, routes.ErrNotFound) {
 			return n, err
 		}
 		n++

@@ -58,8 +58,10 @@ func (m *Manager) Halt(ctx context.Context, id string, graceful, deleted bool) {
 // watchPathOrHalt is watchPath, ended also by a graceful halt.
 func (r *route) watchPathOrHalt(ctx context.Context, path pathKind) error {
 	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() { // ends with wctx, which this function's return cancels
+	done := make(chan struct{})
+	defer func() { cancel(); <-done }()
+	go func() { // ends with wctx, cancelled and waited for on return
+		defer close(done)
 		select {
 		case <-r.halt:
 			cancel()
