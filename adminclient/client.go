@@ -328,6 +328,7 @@ func (c *Client) request(ctx context.Context, base, method, path string, in any)
 // one; otherwise what came, so a proxy's page or a redirect is plain.
 func (c *Client) answerError(resp *http.Response, body []byte) *Error {
 	e := c.fail(resp.Request, resp.StatusCode, nil)
+	e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"))
 	var eb router.ErrorBody
 	if json.Unmarshal(body, &eb) == nil && eb.Error != "" {
 		e.Message, e.Problems = c.redact(eb.Error), eb.Problems

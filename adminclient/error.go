@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // ErrBadURL is the error New gives for a base URL that cannot be the admin
@@ -35,6 +37,9 @@ type Error struct {
 	// URL points at something else, and following it could carry the
 	// token there.
 	Location string
+	// RetryAfter is the answer's Retry-After (a 503 during a cluster
+	// takeover or a store outage, a 429): 0 when it had none.
+	RetryAfter time.Duration
 	// Err is the cause when no answer came (dial, timeout, cancel) or a
 	// success answer could not be read or decoded.
 	Err error
@@ -47,6 +52,8 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("%s: %v", at, e.Err)
 	case e.Err != nil:
 		return fmt.Sprintf("%s: answer %s: %v", at, statusLine(e.Status), e.Err)
+	case e.Message != "" && e.RetryAfter > 0:
+		return fmt.Sprintf("%s: %s (HTTP %d, Retry-After %s)", at, e.Message, e.Status, e.RetryAfter)
 	case e.Message != "":
 		return fmt.Sprintf("%s: %s (HTTP %d)", at, e.Message, e.Status)
 	case e.Location != "":
@@ -79,4 +86,14 @@ func snippet(body []byte) string {
 		s = s[:200] + "..."
 	}
 	return s
+}
+
+// retryAfter reads a Retry-After header given in seconds (the form the
+// admin API sends); anything else is ignored.
+func retryAfter(h string) time.Duration {
+	n, err := strconv.Atoi(strings.TrimSpace(h))
+	if err != nil || n <= 0 || n > 3600 {
+		return 0
+	}
+	return time.Duration(n) * time.Second
 }

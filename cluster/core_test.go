@@ -28,6 +28,7 @@ import (
 //	claim at=5s sent=5s       the store grants what the last Claim asked, if free
 //	released id=r1            a handoff's release came back
 //	holds at=5s               the routes the data plane may forward on
+//	changes at=5s             which routes an admin change would be refused for (InTakeover)
 func TestCoreScripts(t *testing.T) {
 	golden.RunDir(t, "testdata", func(t *testing.T) golden.Runner {
 		return (&coreHarness{routes: map[string]*RouteView{}, members: map[string]*store.MemberRow{}}).run
@@ -93,6 +94,8 @@ func (h *coreHarness) run(line string) (string, error) {
 			r.Owner, r.Until = "", time.Time{}
 		}
 		return "", nil
+	case "changes":
+		return h.changes(at), nil
 	case "holds":
 		var ids []string
 		for id := range h.routes {
@@ -106,6 +109,20 @@ func (h *coreHarness) run(line string) (string, error) {
 		return "", fmt.Errorf("unknown command %q", cmd)
 	}
 	return h.format(acts), nil
+}
+
+// changes is InTakeover for every route at the store's time now.
+func (h *coreHarness) changes(now time.Time) string {
+	v := h.view(now)
+	var lines []string
+	for _, r := range v.Routes {
+		if t, ok := h.p.InTakeover(r.RouteRow, v.Members, now); ok {
+			lines = append(lines, "refuse "+t.String())
+		} else {
+			lines = append(lines, "allow "+r.ID)
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 func (h *coreHarness) format(acts []Action) string {

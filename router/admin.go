@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	stdlog "log"
+	"math"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -526,7 +528,10 @@ func writeServiceError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusConflict, routes.ErrDuplicate.Error())
 		return
 	}
-	if errors.Is(err, ErrStoreUnavailable) {
+	var te *TakeoverError
+	if errors.As(err, &te) {
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(te.RetryAfter.Seconds())))))
+	} else if errors.Is(err, ErrStoreUnavailable) {
 		// A cluster member whose store is down (or a takeover under way):
 		// the change can be made again in a moment.
 		w.Header().Set("Retry-After", "2")
@@ -542,7 +547,7 @@ func serviceErrorStatus(err error) int {
 		return http.StatusConflict
 	case errors.Is(err, routes.ErrUnknownBroker):
 		return http.StatusBadRequest
-	case errors.Is(err, routes.ErrStopped), errors.Is(err, ErrStoreUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+	case errors.Is(err, routes.ErrStopped), errors.Is(err, ErrStoreUnavailable), errors.Is(err, ErrTakeover), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError

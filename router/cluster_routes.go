@@ -70,6 +70,9 @@ func (c *clusterPart) deleteRouteID(ctx context.Context, id string) error {
 			return fmt.Errorf("%w: %s (in a member's configuration file)", routes.ErrConfigRoute, id)
 		}
 	}
+	if err := c.refuseTakeovers(snap, func(rr store.RouteRow) bool { return rr.ID == id }); err != nil {
+		return err
+	}
 	return c.deleteRuntime(ctx, st, id)
 }
 
@@ -83,21 +86,31 @@ func (c *clusterPart) deleteRuntime(ctx context.Context, st store.Store, id stri
 }
 
 func (c *clusterPart) flush(ctx context.Context, dest string) (int, error) {
-	list, err := c.list(ctx)
-	if err != nil {
-		return 0, err
-	}
 	st, err := c.store()
 	if err != nil {
 		return 0, err
 	}
-	n := 0
-	for _, s := range list { // the list says which are runtime routes: no read per delete
-		if s.Origin != routes.OriginRuntime || (dest != "" && s.Spec.Dest != dest) {
-			continue
+	read, cancel := context.WithTimeout(ctx, storeCallTimeout)
+	snap, err := st.Snapshot(read)
+	cancel()
+	if err != nil {
+		return 0, storeErr(err)
+	}
+	var ids []string // the snapshot says which are runtime routes: no read per delete
+	flushed := map[string]bool{}
+	for _, rr := range snap.Routes {
+		if runtimeRoute(rr) && (dest == "" || c.specOf(rr).Dest == dest) {
+			ids, flushed[rr.ID] = append(ids, rr.ID), true
 		}
+	}
+	// All or nothing: a flush that meets a takeover deletes nothing.
+	if err := c.refuseTakeovers(snap, func(rr store.RouteRow) bool { return flushed[rr.ID] }); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, id := range ids {
 		call, cancel := context.WithTimeout(ctx, storeCallTimeout)
-		err := c.deleteRuntime(call, st, s.ID)
+		err := c.deleteRuntime(call, st, id)
 		cancel()
 		if err != nil && !errors.Is(err, routes.ErrNotFound) {
 			return n, err
@@ -105,6 +118,14 @@ func (c *clusterPart) flush(ctx context.Context, dest string) (int, error) {
 		n++
 	}
 	return n, nil
+}
+
+// specOf is a store row's route spec (the zero Spec when this member
+// cannot read it: listed with its error by list).
+func (c *clusterPart) specOf(rr store.RouteRow) routes.Spec {
+	var s routes.Spec
+	_ = json.Unmarshal(rr.Spec, &s) // unreadable: matches no destination
+	return s
 }
 
 // listStoreTimeout bounds the store read of a route list: past it the

@@ -114,6 +114,14 @@ func cliError(c *cli.Context, api *adminclient.Client, err error) error {
 		return err
 	case ae.Status == 401:
 		text += " (give --config with the router's configuration file, or --token-file, --token; docs/cli.md)"
+	case ae.Status == 503 && ae.RetryAfter > 0:
+		// A takeover or a store outage: nothing was changed, the same
+		// command can be run again.
+		text += " (HTTP 503: nothing was changed"
+		if !strings.Contains(text, "retry in") {
+			text += fmt.Sprintf("; run the command again in %s", ae.RetryAfter)
+		}
+		text += ")"
 	}
 	return &shownError{text: text, err: err}
 }

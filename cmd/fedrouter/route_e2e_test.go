@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fedrouter/fedrouter/adminclient"
 	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/amqp/brokertest"
 	"github.com/fedrouter/fedrouter/routes"
@@ -24,6 +25,7 @@ type routerProc struct {
 	out    *syncBuffer
 	config string // its configuration file: the CLI finds the token from it
 	admin  string // scheme://host:port of its admin API
+	client *adminclient.Client // made by api, on first use
 }
 
 var adminField = regexp.MustCompile(`"admin":"([^"]+)","admin_scheme":"([^"]+)".*"message":"fedrouter started"`)
