@@ -23,8 +23,8 @@ type routerProc struct {
 	t      *testing.T
 	cmd    *exec.Cmd
 	out    *syncBuffer
-	config string // its configuration file: the CLI finds the token from it
-	admin  string // scheme://host:port of its admin API
+	config string              // its configuration file: the CLI finds the token from it
+	admin  string              // scheme://host:port of its admin API
 	client *adminclient.Client // made by api, on first use
 }
 
