@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/internal/glob"
 )
 
 // The ingress's rules. An application's request through a broker's
@@ -97,29 +98,5 @@ func (p *IngressPolicy) Check(dest string, node amqp.Node) (reason, why string) 
 }
 
 // Glob reports whether s matches pattern: '*' matches any run of bytes
-// (none included), '?' one byte, anything else itself. Linear in
-// len(pattern)×len(s) at worst: one backtrack point, the last '*'.
-func Glob(pattern, s string) bool {
-	p, i := 0, 0
-	star, mark := -1, 0
-	for i < len(s) {
-		switch {
-		case p < len(pattern) && pattern[p] == '*':
-			star, mark = p, i
-			p++
-		case p < len(pattern) && (pattern[p] == '?' || pattern[p] == s[i]):
-			p++
-			i++
-		case star >= 0:
-			p = star + 1
-			mark++
-			i = mark
-		default:
-			return false
-		}
-	}
-	for p < len(pattern) && pattern[p] == '*' {
-		p++
-	}
-	return p == len(pattern)
-}
+// (none included), '?' one byte, anything else itself (internal/glob).
+func Glob(pattern, s string) bool { return glob.Match(pattern, s) }

@@ -1,0 +1,81 @@
+package globaldest
+
+import (
+	"sort"
+	"strings"
+)
+
+// Status is one global destination as the core sees it, for `fedrouter
+// destination list` and the admin API.
+type Status struct {
+	Name       string     `json:"name"`
+	Entry      string     `json:"entry"` // the pattern of its entry
+	Kind       string     `json:"kind"`
+	State      string     `json:"state"` // global, local, deleting, deleted
+	Properties string     `json:"properties"`
+	Origin     string     `json:"origin"` // the broker it was first seen at
+	Instances  []Instance `json:"instances"`
+	Problems   []string   `json:"problems,omitempty"` // conflicts, orphans
+}
+
+// Instance is the destination at one broker of its span.
+type Instance struct {
+	Broker     string `json:"broker"`
+	State      string `json:"state"` // present, creating, deleting, absent, not listed
+	Messages   int    `json:"messages"`
+	Consumers  int    `json:"consumers"`
+	Properties string `json:"properties,omitempty"` // when they differ from the destination's
+}
+
+// Status lists the destinations, by name.
+func (c *Core) Status() []Status {
+	out := []Status{}
+	for _, name := range c.sortedNames() {
+		d := c.dests[name]
+		st := Status{Name: name, Entry: c.entries[d.entry].Pattern, Kind: d.kind.String(), Properties: d.props.String(), Origin: d.origin, Instances: []Instance{}}
+		switch {
+		case d.deleting != nil:
+			st.State = "deleting"
+		case d.deleted:
+			st.State = "deleted"
+		case c.propagates(d):
+			st.State = "global"
+		default:
+			st.State = "local"
+		}
+		for _, b := range c.entries[d.entry].Brokers {
+			st.Instances = append(st.Instances, c.instance(d, b))
+		}
+		for key, msg := range d.reported {
+			if strings.HasPrefix(key, "props:") || strings.HasPrefix(key, "orphan:") {
+				st.Problems = append(st.Problems, msg)
+			}
+		}
+		sort.Strings(st.Problems)
+		out = append(out, st)
+	}
+	return out
+}
+
+func (c *Core) instance(d *dest, b string) Instance {
+	in := d.inst[b]
+	is := Instance{Broker: b, State: "absent"}
+	switch {
+	case !c.brokers[b].up():
+		is.State = "not listed"
+	case in == nil:
+	case in.present && in.expectGone:
+		is.State = "deleting"
+	case in.present:
+		is.State = "present"
+	case in.pending:
+		is.State = "creating"
+	}
+	if in != nil && in.present {
+		is.Messages, is.Consumers = in.messages, in.consumers
+		if !in.props.Equal(d.props) {
+			is.Properties = in.props.String()
+		}
+	}
+	return is
+}
