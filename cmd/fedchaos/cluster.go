@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -58,6 +59,7 @@ func (s *suite) stopHolder(ctx context.Context, res *faultResult, tr *flowTracke
 	}
 	stopFor := s.opt.Lease + 2*s.opt.Heartbeat
 	s.watch(ctx, tr, time.Now().Add(stopFor), nil) // returns early only when ctx ends
+	logAt := fileSize(m.proc.logP)                 // paused: what follows is written after the wake
 	if err := s.fleet.resume(m); err != nil {
 		return err
 	}
@@ -66,7 +68,41 @@ func (s *suite) stopHolder(ctx context.Context, res *faultResult, tr *flowTracke
 		res.violate("no other member took the route over while %s was stopped for %v (lease %v + 2 heartbeats)", m.id, stopFor, s.opt.Lease)
 	}
 	s.checkWoken(ctx, res, m, before.st.Epoch, sent, woke)
+	res.Note += "; its log since: " + wokenLog(m.proc.logP, logAt)
 	return nil
+}
+
+// wokenLog says how the woken member's log (from offset on) says it
+// stopped the route: its lease deadline passed (the heartbeat's check),
+// or a send met the fence (links.ErrFenced).
+func wokenLog(path string, offset int64) string {
+	b, err := os.ReadFile(path)
+	if err != nil || offset > int64(len(b)) {
+		return "unreadable"
+	}
+	tail := string(b[offset:])
+	var says []string
+	for _, m := range []struct{ marker, meaning string }{
+		{"not renewed in time", "lease deadline passed"},
+		{"no longer holds the route's lease", "a send fenced"},
+		{`"message":"route halted"`, "route halted"},
+	} {
+		if n := strings.Count(tail, m.marker); n > 0 {
+			says = append(says, fmt.Sprintf("%s ×%d", m.meaning, n))
+		}
+	}
+	if len(says) == 0 {
+		return "nothing of the route"
+	}
+	return strings.Join(says, ", ")
+}
+
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
 }
 
 // checkWoken follows the woken member until it lets the route go. While it
