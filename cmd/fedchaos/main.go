@@ -76,7 +76,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.Fedrouter, "fedrouter", "bin/fedrouter", "the fedrouter binary to run")
 	fs.StringVar(&o.Src, "src", "rabbit3", "source broker (harness name); never killed")
 	fs.StringVar(&o.Dst, "dst", "rabbit4", "destination broker (harness name); KILLED AND RESTARTED")
-	fs.DurationVar(&o.Hold, "hold", 2*time.Second, "how long a cut, blackhole or store crash lasts (a cut at least until the router notices it)")
+	fs.DurationVar(&o.Hold, "hold", 2*time.Second, "how long a cut, blackhole or store crash lasts (a cut at least until the router notices it), and a killed cluster member stays down")
 	fs.DurationVar(&o.FaultTimeout, "fault-timeout", 2*time.Minute, "give up when the router has not forwarded again this long after a fault healed")
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", 3*time.Minute, "give up when the stream has not fully arrived this long after the last fault")
 	fs.DurationVar(&o.Timeout, "timeout", 20*time.Minute, "deadline for the whole run")

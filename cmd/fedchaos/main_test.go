@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -322,5 +323,25 @@ func TestJudgeHolder(t *testing.T) {
 		if (tc.fail == "") != (got == "") || !strings.Contains(got, tc.fail) || !strings.Contains(res.Note, tc.note) || res.Adopted != tc.adopted {
 			t.Errorf("%s → %s: violations %q, note %q, adopted %v", tc.kind, tc.after, got, res.Note, res.Adopted)
 		}
+	}
+}
+
+func TestWokenLogReadsOnlyWhatFollows(t *testing.T) {
+	p := t.TempDir() + "/chaos-1-1.log"
+	before := `{"message":"route halted"}` + "\n"
+	after := `{"message":"cluster: stopping route: lease epoch 2 not renewed in time (was this process paused?)"}` + "\n" +
+		`{"error":"links: this router no longer holds the route's lease","message":"route failed"}` + "\n" +
+		`{"route":"r","message":"route halted"}` + "\n"
+	if err := os.WriteFile(p, []byte(before+after), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := wokenLog(p, int64(len(before))), "lease deadline passed ×1, a send fenced ×1, route halted ×1"; got != want {
+		t.Fatalf("wokenLog: %q, want %q", got, want)
+	}
+	if got := wokenLog(p, int64(len(before)+len(after))); got != "nothing of the route" {
+		t.Fatalf("wokenLog at the end: %q", got)
+	}
+	if got := wokenLog(p+".missing", 0); got != "unreadable" {
+		t.Fatalf("wokenLog of no file: %q", got)
 	}
 }
