@@ -83,7 +83,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.Workdir, "workdir", "", "directory for the router's config, state file and logs (default: a new temporary one, removed after a pass)")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the work directory after a pass")
 	fs.IntVar(&o.Cluster, "cluster", 0, "run a router cluster of this many members (at least 2) instead of a single router")
-	fs.StringVar(&o.Store, "store", os.Getenv("DATABASE_URL"), "with -cluster: the cluster store's postgres:// URL (default $DATABASE_URL); store-kill KILLS IT")
+	// Not os.Getenv as the default: -h would print the password.
+	fs.StringVar(&o.Store, "store", "", "with -cluster: the cluster store's postgres:// URL (default $DATABASE_URL); store-kill KILLS IT")
 	fs.DurationVar(&o.Heartbeat, "heartbeat", 500*time.Millisecond, "with -cluster: the members' heartbeat")
 	fs.DurationVar(&o.Lease, "lease", 2*time.Second, "with -cluster: the routes' lease")
 	if err := fs.Parse(args); err != nil {
@@ -94,6 +95,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.Cluster > 0 && !set["store"] {
+		o.Store = os.Getenv("DATABASE_URL")
+	}
 	var err error
 	if *faults == "" {
 		o.Faults = defaultFaultsFor(o.Cluster > 0)

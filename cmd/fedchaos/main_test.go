@@ -345,3 +345,11 @@ func TestWokenLogReadsOnlyWhatFollows(t *testing.T) {
 		t.Fatalf("wokenLog of no file: %q", got)
 	}
 }
+
+func TestUsageDoesNotShowTheStoreURL(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://u:secret@127.0.0.1:55432/db")
+	var errb bytes.Buffer
+	if code := realMain([]string{"-h"}, io.Discard, &errb); code != exitPass || strings.Contains(errb.String(), "secret") {
+		t.Fatalf("-h: exit %d, usage shows the store's password:\n%s", code, errb.String())
+	}
+}

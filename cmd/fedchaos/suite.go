@@ -199,8 +199,8 @@ func (s *suite) writeConfigs() error {
 	return nil
 }
 
-// writeConfig writes m's configuration, tail its state file or cluster
-// section, and has fedrouter check it.
+// writeConfig writes m's configuration, with tail (its state file or its
+// cluster section), and has fedrouter check it.
 func (s *suite) writeConfig(m *member, tail string) error {
 	yaml := fmt.Sprintf(`# written by fedchaos for run %[1]s
 router_id: %[10]s
