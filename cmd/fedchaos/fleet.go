@@ -140,6 +140,24 @@ func (f *fleet) askOrder() []*member {
 	return out
 }
 
+// exitedAlone reports every router process that exited without the
+// suite killing or stopping it: a crash. In a cluster the others would
+// take its routes over and the counts would not show it.
+func (f *fleet) exitedAlone() error {
+	var errs []error
+	for _, m := range f.members {
+		if m.proc == nil {
+			continue
+		}
+		select {
+		case <-m.proc.exited:
+			errs = append(errs, fmt.Errorf("%s exited by itself (%v); log %s:\n%s", m.id, m.proc.err, m.proc.logP, tail(m.proc.logP, 10)))
+		default:
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // stopAll continues any paused member, then stops every member at once
 // (SIGTERM; SIGKILL after grace): one by one, each leaving member would
 // hand the route to the next, which is about to leave too.

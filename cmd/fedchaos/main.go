@@ -223,7 +223,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	if h, err := s.fleet.locate(ctx); err == nil {
 		s.lastRt, s.lastRun = h.st, h.run()
 	}
-	runErr = errors.Join(runErr, s.violations())
+	runErr = errors.Join(runErr, s.violations(), s.fleet.exitedAlone())
 	s.cleanup(ctx) // stops the routers and the consumer: the counts are final
 	_, acked, retries := s.pub.progress()
 	v := judge(opt, acked, retries, s.con.snapshot(true), s.audit, s.audited, len(s.results), runErr)

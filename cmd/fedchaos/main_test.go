@@ -353,3 +353,17 @@ func TestUsageDoesNotShowTheStoreURL(t *testing.T) {
 		t.Fatalf("-h: exit %d, usage shows the store's password:\n%s", code, errb.String())
 	}
 }
+
+func TestExitedAloneReportsOnlyUnexpectedExits(t *testing.T) {
+	gone := &routerProc{exited: make(chan struct{}), err: errors.New("exit status 2"), logP: t.TempDir() + "/chaos-2-1.log"}
+	close(gone.exited)
+	f := &fleet{members: []*member{
+		{id: "chaos-1", proc: &routerProc{exited: make(chan struct{})}}, // running
+		{id: "chaos-2", proc: gone},
+		{id: "chaos-3"}, // killed by the suite: no process
+	}}
+	err := f.exitedAlone()
+	if err == nil || !strings.Contains(err.Error(), "chaos-2 exited by itself (exit status 2)") || strings.Contains(err.Error(), "chaos-1") {
+		t.Fatalf("exitedAlone: %v", err)
+	}
+}
