@@ -107,16 +107,30 @@ clean:
 # through fault proxies; it fails on any loss, or on more duplicates than
 # the route's credit × faults. Only rabbit3 and rabbit4 are used (rabbit4 is
 # killed); -r 4 because the harness starts nodes 1..N. The brokers are left
-# running (make brokers-stop). chaos: 50,000 messages, 12 faults (~1.5 min);
-# chaos-short: 5,000 messages, 4 faults (~35 s).
-.PHONY: chaos chaos-short
+# running (make brokers-stop). chaos: 50,000 messages, 12 faults (~1.5 min),
+# then the same with a cluster of CHAOS_CLUSTER members (3; 0 skips it)
+# sharing the route through PostgreSQL, which the suite also kills, and 15
+# faults (~3 min); chaos-short: 5,000 messages, 4 faults (~35 s);
+# chaos-cluster-short: 5,000 messages, a cluster of 3, 5 faults (~45 s).
+# CHAOS_FLAGS go to both modes. The suite kills rabbit4 and PostgreSQL:
+# run it under the brokers' lock when others share them.
+.PHONY: chaos chaos-short chaos-cluster-short
 CHAOS_FLAGS ?=
-chaos: build
+CHAOS_CLUSTER ?= 3
+chaos: build postgres
 	$(BROKERS) start -r 4 -p 0
 	$(GO) build -o bin/fedchaos ./cmd/fedchaos
 	bin/fedchaos -fedrouter bin/fedrouter -n 50000 -rounds 3 -timeout 20m $(CHAOS_FLAGS)
+	if [ "$(CHAOS_CLUSTER)" != 0 ]; then DATABASE_URL=$$($(POSTGRES) start) && export DATABASE_URL && \
+	  bin/fedchaos -fedrouter bin/fedrouter -cluster $(CHAOS_CLUSTER) -n 50000 -rounds 3 -timeout 30m $(CHAOS_FLAGS); fi
 
 chaos-short: build
 	$(BROKERS) start -r 4 -p 0
 	$(GO) build -o bin/fedchaos ./cmd/fedchaos
 	bin/fedchaos -fedrouter bin/fedrouter -n 5000 -rounds 1 -timeout 5m $(CHAOS_FLAGS)
+
+chaos-cluster-short: build postgres
+	$(BROKERS) start -r 4 -p 0
+	$(GO) build -o bin/fedchaos ./cmd/fedchaos
+	DATABASE_URL=$$($(POSTGRES) start) && export DATABASE_URL && \
+	  bin/fedchaos -fedrouter bin/fedrouter -cluster 3 -n 5000 -rounds 1 -timeout 8m $(CHAOS_FLAGS)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -78,11 +79,19 @@ func report(w io.Writer, s *suite, v verdict) error {
 	if !v.Pass() {
 		status = "FAIL"
 	}
-	fmt.Fprintf(&b, "\nfedchaos %s: run %s, %d messages, %d faults, route credit %d, %v\n\n",
-		status, s.run, s.opt.N, len(s.results), s.opt.Credit, s.elapsed.Round(time.Second))
+	mode := ""
+	if s.opt.Cluster > 0 {
+		mode = fmt.Sprintf(", a cluster of %d (heartbeat %v, lease %v)", s.opt.Cluster, s.opt.Heartbeat, s.opt.Lease)
+	}
+	fmt.Fprintf(&b, "\nfedchaos %s: run %s, %d messages, %d faults, route credit %d%s, %v\n\n",
+		status, s.run, s.opt.N, len(s.results), s.opt.Credit, mode, s.elapsed.Round(time.Second))
 	b.WriteString(columns(faultRows(s, v)))
 	fmt.Fprintln(&b, "\n  outage: fault injected → broker restarted / router started / proxy healed;")
 	fmt.Fprintln(&b, "  recovery: → the router's forwarded counter moved again; dups after: duplicates received until the next fault")
+	if s.opt.Cluster > 0 {
+		fmt.Fprintln(&b, "  cluster: the counter of the route's holder at the time (a new holder, process or epoch counts from 0; recovery 0:")
+		fmt.Fprintln(&b, "  another member forwarded before the heal); takeover: fault → the route first seen run by another process or epoch")
+	}
 	b.WriteString(faultNotes(s.results))
 	b.WriteString(columns(totalRows(s, v)))
 	fmt.Fprintln(&b)
@@ -98,10 +107,28 @@ func report(w io.Writer, s *suite, v verdict) error {
 	return err
 }
 
+// violations are the faults' broken promises, one error a line.
+func (s *suite) violations() error {
+	var errs []error
+	for i, r := range s.results {
+		for _, v := range r.Violations {
+			errs = append(errs, fmt.Errorf("fault %d %s: %s", i+1, r.Kind, v))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // faultRows is the per-fault table: a row a fault, cells ending in tabs.
+// A cluster's adds when the route was taken over (from the fault) and
+// its holder and epoch before the fault and when flow resumed.
 func faultRows(s *suite, v verdict) string {
+	cluster := s.opt.Cluster > 0
 	var b strings.Builder
-	fmt.Fprintln(&b, "#\tfault\tround\toutage\trecovery\tfault→flow\tdups after")
+	b.WriteString("#\tfault\tround\toutage\trecovery\tfault→flow\tdups after")
+	if cluster {
+		b.WriteString("\ttakeover\tholder (epoch) before → after")
+	}
+	b.WriteString("\n")
 	for i, f := range s.results {
 		dups := v.Live.Duplicates - f.dupsAt
 		if i+1 < len(s.results) {
@@ -111,7 +138,18 @@ func faultRows(s *suite, v verdict) string {
 		if f.Err == nil {
 			rec, tot = dur(f.recovery()), dur(f.total())
 		}
-		fmt.Fprintf(&b, "%d\t%s\t%d\t%s\t%s\t%s\t%d\n", i+1, f.Kind, f.Round, dur(f.outage()), rec, tot, dups)
+		fmt.Fprintf(&b, "%d\t%s\t%d\t%s\t%s\t%s\t%d", i+1, f.Kind, f.Round, dur(f.outage()), rec, tot, dups)
+		if cluster {
+			take := "-"
+			if !f.Takeover.IsZero() {
+				take = dur(f.Takeover.Sub(f.Start))
+			}
+			if f.Adopted {
+				take += " adopted"
+			}
+			fmt.Fprintf(&b, "\t%s\t%s → %s", take, f.Before, f.After)
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }
@@ -135,10 +173,25 @@ func totalRows(s *suite, v verdict) string {
 		fmt.Fprintf(&b, "  by the router\t%d\tcopies %s accepted twice (audit queue: %d copies of %d ids); bound %d = credit %d × %d faults + %d repeated sends\n",
 			v.RouterDups, s.dst.Name, v.Audit.Total, v.Audit.Distinct, v.Bound, s.opt.Credit, len(s.results), v.Retries)
 		fmt.Fprintf(&b, "  by %s\t%d\tdelivered to the consumer again after its restarts (accepts it lost)\n", s.dst.Name, v.BrokerRedeliv)
+		if v.BrokerRedeliv < 0 {
+			// Likely a kill -9 between the two queues' writes of one
+			// message: the audit queue kept a copy the consumer's queue
+			// lost, and the router's resend is a duplicate there only
+			// (docs/chaos.md). Either way the audit count errs high.
+			fmt.Fprintf(&b, "\t\tnegative: the audit queue holds more duplicates than the consumer got (likely copies the consumer's queue lost in %s's kill -9); \"by the router\" overcounts by as many\n", s.dst.Name)
+		}
 	}
-	rt := s.lastRt
+	rt, starts := s.lastRt, 0
+	if s.fleet != nil {
+		starts = s.fleet.starts
+	}
+	if s.opt.Cluster > 0 {
+		fmt.Fprintf(&b, "router\t\tthe last holder, %s: forwarded %d, redelivered %d, rejected %d, no outcome %d; %d processes of %d members\n",
+			s.lastRun, rt.Forwarded, rt.Redelivered, rt.Rejected, rt.NoOutcome, starts, s.opt.Cluster)
+		return b.String()
+	}
 	fmt.Fprintf(&b, "router\t\tlast process: forwarded %d, redelivered %d, rejected %d, no outcome %d; %d processes\n",
-		rt.Forwarded, rt.Redelivered, rt.Rejected, rt.NoOutcome, s.incarnation)
+		rt.Forwarded, rt.Redelivered, rt.Rejected, rt.NoOutcome, starts)
 	return b.String()
 }
 
@@ -160,6 +213,9 @@ func faultNotes(rs []faultResult) string {
 		}
 		if f.Err != nil {
 			fmt.Fprintf(&b, "  %d %s: %v\n", i+1, f.Kind, f.Err)
+		}
+		for _, v := range f.Violations {
+			fmt.Fprintf(&b, "  %d %s: FAILED: %s\n", i+1, f.Kind, v)
 		}
 	}
 	return b.String()

@@ -33,21 +33,30 @@ type routerProc struct {
 // address, which is an ephemeral port (admin.listen 127.0.0.1:0).
 var adminLine = regexp.MustCompile(`"admin":"([^"]+)".*"message":"fedrouter started"`)
 
-// startRouter runs `bin run --config config`, logging to dir/router-N.log,
+// procSpec is how the suite starts a router process.
+type procSpec struct {
+	bin, config, dir string
+	logName          string        // the log is dir/<logName>.log
+	env              []string      // added to the suite's environment
+	apiTimeout       time.Duration // bound on each admin API call
+}
+
+// startRouter runs `bin run --config config`, logging to dir/logName.log,
 // and returns once the router reported its admin address.
-func startRouter(ctx context.Context, bin, config, dir string, n int) (*routerProc, error) {
-	logP := filepath.Join(dir, fmt.Sprintf("router-%d.log", n))
+func startRouter(ctx context.Context, ps procSpec) (*routerProc, error) {
+	logP := filepath.Join(ps.dir, ps.logName+".log")
 	f, err := os.Create(logP)
 	if err != nil {
 		return nil, err
 	}
 	w := &lineWatcher{w: f, re: adminLine, found: make(chan string, 1)}
-	cmd := exec.Command(bin, "run", "--config", config)
+	cmd := exec.Command(ps.bin, "run", "--config", ps.config)
 	cmd.Stdout, cmd.Stderr = w, w
+	cmd.Env = append(os.Environ(), ps.env...)
 	cmd.SysProcAttr = routerProcAttr()
 	if err := cmd.Start(); err != nil {
 		_ = f.Close() // empty: nothing was started to write to it
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+		return nil, fmt.Errorf("start %s: %w", ps.bin, err)
 	}
 	p := &routerProc{cmd: cmd, logP: logP, exited: make(chan struct{})}
 	go func() { // the reaper: exactly one per process, ends with it
@@ -58,7 +67,7 @@ func startRouter(ctx context.Context, bin, config, dir string, n int) (*routerPr
 	defer timer.Stop()
 	select {
 	case addr := <-w.found:
-		if p.api, err = apiClient(config, addr); err == nil {
+		if p.api, err = apiClient(ps.config, addr, ps.apiTimeout); err == nil {
 			return p, nil
 		}
 	case <-p.exited:
@@ -73,8 +82,9 @@ func startRouter(ctx context.Context, bin, config, dir string, n int) (*routerPr
 
 // apiClient is a client of the router at addr, with the token the router
 // generated beside its state file, found from its configuration as the
-// CLI's --config finds it.
-func apiClient(configPath, addr string) (*adminclient.Client, error) {
+// CLI's --config finds it. The timeout is short: the suite polls the
+// route during faults and must not stall on a router being killed.
+func apiClient(configPath, addr string, timeout time.Duration) (*adminclient.Client, error) {
 	cfg, err := config.Load(configPath)
 	if err != nil {
 		return nil, err
@@ -83,9 +93,7 @@ func apiClient(configPath, addr string) (*adminclient.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A short timeout: the suite polls the route during faults and must
-	// not stall on a router that is being killed.
-	o.Timeout = 2 * time.Second
+	o.Timeout = timeout
 	return adminclient.New("http://"+addr, o)
 }
 
@@ -118,6 +126,14 @@ func (p *routerProc) stop(grace time.Duration) error {
 		return err
 	}
 	return fmt.Errorf("router did not stop within %v of SIGTERM; killed", grace)
+}
+
+// signal sends sig (SIGSTOP, SIGCONT) to the process.
+func (p *routerProc) signal(sig syscall.Signal) error {
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("%v to router pid %d: %w", sig, p.cmd.Process.Pid, err)
+	}
+	return nil
 }
 
 // closeAPI drops the client's idle connections to a router that is gone.

@@ -17,32 +17,34 @@ import (
 
 	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/amqp/brokertest"
+	"github.com/fedrouter/fedrouter/config"
 	"github.com/fedrouter/fedrouter/routes"
 )
 
 // suite is one run of the fault suite: its brokers, proxies, router
-// process, publisher and consumer, and what the faults did.
+// processes, publisher and consumer, and what the faults did.
 type suite struct {
-	opt    options
-	log    *log.Logger
-	run    string // unique per run: names the queues and prefixes message ids
-	dir    string // configuration, state file and router logs
-	script string // testdata/brokers.sh
+	opt      options
+	log      *log.Logger
+	run      string // unique per run: names the queues, the cluster and prefixes message ids
+	dir      string // configuration, state file and router logs
+	script   string // testdata/brokers.sh
+	pgScript string // testdata/postgres.sh (store-kill)
 
 	src, dst                 brokertest.Broker
 	srcMgmt, dstMgmt         *amqp.RabbitManagement
 	srcProxy, dstProxy       *brokertest.FaultProxy
 	srcQueue, dstQueue       string
 	auditQueue               string
-	dstExchange, config      string
+	dstExchange              string
 	pubConn, conConn         *amqp.Conn
 	pub                      *publisher
 	con                      *consumer
 	workers                  sync.WaitGroup // publisher and consumer
 	stopWorkers              context.CancelFunc
-	router                   *routerProc
-	incarnation              int
+	fleet                    *fleet
 	dstDown                  bool // the suite killed dst and has not restarted it yet
+	storeDown                bool // the suite killed the store and has not restarted it yet
 	declaredSrc, declaredDst bool
 
 	chunk   int
@@ -50,6 +52,7 @@ type suite struct {
 	audit   counts // what the audit queue held at the end
 	audited bool
 	lastRt  routes.Status
+	lastRun runRef // who ran the route at the end
 	elapsed time.Duration
 }
 
@@ -64,6 +67,10 @@ func newRunID() string {
 func (s *suite) setup(ctx context.Context) error {
 	var err error
 	if s.script, err = brokertest.Script(); err != nil {
+		return err
+	}
+	s.pgScript = filepath.Join(filepath.Dir(s.script), "postgres.sh")
+	if err := s.checkStore(ctx); err != nil {
 		return err
 	}
 	reg, err := brokertest.Registered()
@@ -92,18 +99,20 @@ func (s *suite) setup(ctx context.Context) error {
 	if s.dstProxy, err = brokertest.NewFaultProxy(s.dst.Addr()); err != nil {
 		return err
 	}
-	if err := s.writeConfig(); err != nil {
+	if err := s.writeConfigs(); err != nil {
 		return err
 	}
-	if err := s.startRouter(ctx); err != nil {
-		return err
+	for _, m := range s.fleet.members {
+		if err := s.fleet.start(ctx, m); err != nil {
+			return err
+		}
 	}
 	if err := s.waitFor(ctx, "the route to be Operational", time.Minute, func() (bool, string) {
-		rt, err := s.router.route(ctx)
+		h, err := s.fleet.locate(ctx)
 		if err != nil {
 			return false, err.Error()
 		}
-		return rt.State == routes.StateOperational, fmt.Sprintf("state %s %s", rt.State, rt.LastError)
+		return h.st.State == routes.StateOperational, fmt.Sprintf("%s: state %s %s", h.m.id, h.st.State, h.st.LastError)
 	}); err != nil {
 		return err
 	}
@@ -160,40 +169,59 @@ func (s *suite) declare(ctx context.Context) error {
 	return nil
 }
 
-// writeConfig writes the router's configuration: its AMQP URLs are the
-// proxies (the links the suite cuts), the management API goes direct.
-func (s *suite) writeConfig() error {
-	s.config = filepath.Join(s.dir, "router.yaml")
+// writeConfigs writes the routers' configurations: their AMQP URLs are
+// the proxies (the links the suite cuts), the management API goes
+// direct. A single router keeps its route in a state file; cluster
+// members (chaos-1..N) share it through the store, and each has the same
+// route in its file (merged into the store by route id).
+func (s *suite) writeConfigs() error {
+	s.fleet = &fleet{bin: s.opt.Fedrouter, dir: s.dir, apiTimeout: 2 * time.Second, cluster: s.opt.Cluster > 0}
+	if !s.fleet.cluster {
+		m := &member{id: "chaos", logName: "router", config: filepath.Join(s.dir, "router.yaml")}
+		s.fleet.members = []*member{m}
+		return s.writeConfig(m, fmt.Sprintf("state_file: %q\n", filepath.Join(s.dir, "state.json")))
+	}
+	// The store URL goes to the members in their environment, not in the
+	// files: the work directory is kept after a failure.
+	s.fleet.env = []string{config.StoreURLEnv + "=" + s.opt.Store}
+	// A route list asks the store first and answers from the member alone
+	// after listStoreTimeout (2 s) when the store is down: wait longer.
+	s.fleet.apiTimeout = 4 * time.Second
+	for i := 1; i <= s.opt.Cluster; i++ {
+		id := fmt.Sprintf("chaos-%d", i)
+		m := &member{id: id, logName: id, config: filepath.Join(s.dir, id+".yaml")}
+		s.fleet.members = append(s.fleet.members, m)
+		tail := fmt.Sprintf("cluster: {name: %q, heartbeat: %s, lease: %s}\n", s.run, s.opt.Heartbeat, s.opt.Lease)
+		if err := s.writeConfig(m, tail); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeConfig writes m's configuration, with tail (its state file or its
+// cluster section), and has fedrouter check it.
+func (s *suite) writeConfig(m *member, tail string) error {
 	yaml := fmt.Sprintf(`# written by fedchaos for run %[1]s
-router_id: chaos
+router_id: %[10]s
 brokers:
   - {name: src, url: "amqp://%[2]s", profile: rabbitmq, username: guest, password: guest, management: {url: %[3]q}}
   - {name: dst, url: "amqp://%[4]s", profile: rabbitmq, username: guest, password: guest, management: {url: %[5]q}}
 reconnect: {min: 100ms, max: 2s, connect_timeout: 5s}
 log: {level: info, format: json}
 admin: {listen: "127.0.0.1:0"}
-state_file: %[6]q
-routes:
+%[6]sroutes:
   - {kind: queue, src: src, dest: dst, exchange: %[7]q, queue: %[8]q, credit: %[9]d, durable: true}
 `, s.run, s.srcProxy.Addr(), s.src.MgmtURL, s.dstProxy.Addr(), s.dst.MgmtURL,
-		filepath.Join(s.dir, "state.json"), s.dstExchange, s.srcQueue, s.opt.Credit)
-	if err := os.WriteFile(s.config, []byte(yaml), 0o600); err != nil {
+		tail, s.dstExchange, s.srcQueue, s.opt.Credit, m.id)
+	if err := os.WriteFile(m.config, []byte(yaml), 0o600); err != nil {
 		return err
 	}
-	out, err := exec.Command(s.opt.Fedrouter, "check-config", s.config).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%s check-config %s: %w\n%s", s.opt.Fedrouter, s.config, err, strings.TrimSpace(string(out)))
+	cmd := exec.Command(s.opt.Fedrouter, "check-config", m.config)
+	cmd.Env = append(os.Environ(), s.fleet.env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s check-config %s: %w\n%s", s.opt.Fedrouter, m.config, err, strings.TrimSpace(string(out)))
 	}
-	return nil
-}
-
-func (s *suite) startRouter(ctx context.Context) error {
-	s.incarnation++
-	p, err := startRouter(ctx, s.opt.Fedrouter, s.config, s.dir, s.incarnation)
-	if err != nil {
-		return err
-	}
-	s.router = p
 	return nil
 }
 
@@ -249,8 +277,12 @@ func (s *suite) stream(ctx context.Context) error {
 		if res.Err != nil {
 			return fmt.Errorf("fault %d %s: %w", i+1, f.Kind, res.Err)
 		}
-		s.log.Printf("fault %d/%d %s: outage %v, flow resumed %v after heal%s", i+1, len(plan), f.Kind,
-			res.outage().Round(time.Millisecond), res.recovery().Round(time.Millisecond), note(res.Note))
+		s.log.Printf("fault %d/%d %s: outage %v, flow resumed %v after heal, %v after the fault%s%s", i+1, len(plan), f.Kind,
+			res.outage().Round(time.Millisecond), res.recovery().Round(time.Millisecond), res.total().Round(time.Millisecond),
+			s.holderNote(res), note(res.Note))
+		for _, v := range res.Violations {
+			s.log.Printf("fault %d/%d %s: FAILED: %s", i+1, len(plan), f.Kind, v)
+		}
 		// Let the route forward until one chunk is left at the source before
 		// the next fault: the faults are spread over the stream, and each
 		// one still hits a route with a full window in flight (a chunk is
@@ -268,98 +300,6 @@ func note(s string) string {
 		return ""
 	}
 	return "; " + s
-}
-
-// fault injects one fault, heals it and waits until the router forwards
-// again.
-func (s *suite) fault(ctx context.Context, res *faultResult) error {
-	res.Start = time.Now()
-	switch res.Kind {
-	case dstKill:
-		s.dstDown = true
-		if err := harness(ctx, s.script, "kill", s.dst.Name); err != nil {
-			return err
-		}
-		if err := harness(ctx, s.script, "restart", s.dst.Name); err != nil {
-			return err
-		}
-		s.dstDown = false
-	case routerKill:
-		if err := s.router.kill(); err != nil {
-			return err
-		}
-		if err := s.startRouter(ctx); err != nil {
-			return err
-		}
-	case srcCut, dstCut:
-		p := s.proxyOf(res.Kind)
-		refused := p.Stats().Refused
-		p.Cut()
-		// Hold the cut until the router has seen it, and at least -hold,
-		// so its reconnect attempts are refused a few times. Noted: when
-		// the route was seen out of Operational, and the slowest admin API
-		// answer meanwhile (a slow answer, not a slow route, could delay
-		// the observation).
-		var seen time.Time
-		var slowest time.Duration
-		if err := s.waitFor(ctx, "the route to notice the cut", 30*time.Second, func() (bool, string) {
-			t0 := time.Now()
-			rt, err := s.router.route(ctx)
-			slowest = max(slowest, time.Since(t0))
-			if err != nil {
-				return false, err.Error()
-			}
-			seen = time.Now()
-			return rt.State != routes.StateOperational, "state " + string(rt.State)
-		}); err != nil {
-			p.Heal()
-			return err
-		}
-		pause(ctx, time.Until(res.Start.Add(s.opt.Hold)))
-		res.Note = fmt.Sprintf("route seen out of Operational after %v (slowest admin API answer %v), %d connections refused",
-			seen.Sub(res.Start).Round(time.Millisecond), slowest.Round(time.Millisecond), p.Stats().Refused-refused)
-		p.Heal()
-	case srcBlackhole, dstBlackhole:
-		p := s.proxyOf(res.Kind)
-		before, _ := s.router.route(ctx)
-		p.Blackhole()
-		pause(ctx, s.opt.Hold)
-		during, _ := s.router.route(ctx)
-		p.Heal()
-		res.Note = fmt.Sprintf("route %s at the end of the blackhole, %d forwarded during it",
-			during.State, int64(during.Forwarded)-int64(before.Forwarded))
-	default:
-		return fmt.Errorf("fault %q not implemented", res.Kind)
-	}
-	res.Healed = time.Now()
-	var base uint64 // a restarted router counts from zero
-	if res.Kind != routerKill {
-		rt, err := s.router.route(ctx)
-		if err == nil {
-			base = rt.Forwarded
-		}
-	}
-	err := s.waitFor(ctx, "the router to forward again", s.opt.FaultTimeout, func() (bool, string) {
-		rt, err := s.router.route(ctx)
-		if err != nil {
-			return false, err.Error()
-		}
-		// A router that recovers before base is read can have forwarded
-		// the whole backlog already: with every accepted message received
-		// and the route Operational, there is nothing left to move.
-		_, acked, _ := s.pub.progress()
-		caughtUp := rt.State == routes.StateOperational && s.con.snapshot(false).Distinct >= acked
-		return rt.Forwarded > base || caughtUp, fmt.Sprintf("route %s, forwarded %d (was %d), last error %q", rt.State, rt.Forwarded, base, rt.LastError)
-	})
-	res.Resumed = time.Now()
-	return err
-}
-
-func (s *suite) proxyOf(k faultKind) *brokertest.FaultProxy {
-	if k == srcCut || k == srcBlackhole {
-		return s.srcProxy
-	}
-	return s.dstProxy
 }
 
 // drain ends the run. After a complete schedule it releases the rest of
@@ -397,12 +337,13 @@ func (s *suite) quiet(ctx context.Context) error {
 	const quiet = 6 * time.Second
 	var since time.Time
 	return s.waitFor(ctx, "the route to go quiet", time.Minute, func() (bool, string) {
-		rt, err := s.router.route(ctx)
+		h, err := s.fleet.locate(ctx)
 		if err != nil {
 			since = time.Time{}
 			return false, err.Error()
 		}
-		s.lastRt = rt
+		rt := h.st
+		s.lastRt, s.lastRun = rt, h.run()
 		sq, err1 := s.srcMgmt.Queue(ctx, s.srcQueue)
 		dq, err2 := s.dstMgmt.Queue(ctx, s.dstQueue)
 		if err := errors.Join(err1, err2); err != nil {
@@ -481,24 +422,18 @@ func (s *suite) waitFor(ctx context.Context, what string, timeout time.Duration,
 	}
 }
 
-// cleanup leaves the shared brokers as it found them: the destination
-// restarted if the suite killed it, the router stopped, the run's queues
-// and exchange deleted. It runs on its own deadline, after ctx (the run's)
+// cleanup leaves the shared brokers and store as it found them: the
+// destination and the store restarted if the suite killed them, every
+// router stopped (a paused one continued first), the run's queues and
+// exchange deleted. It runs on its own deadline, after ctx (the run's)
 // may have ended: its values are kept, not its cancellation.
 func (s *suite) cleanup(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 4*time.Minute)
 	defer cancel()
-	if s.dstDown {
-		s.log.Printf("restarting %s, which the suite killed", s.dst.Name)
-		if err := harness(ctx, s.script, "restart", s.dst.Name); err != nil {
-			s.log.Printf("cleanup: %v", err)
-		} else {
-			s.dstDown = false
-		}
-	}
-	if s.router != nil {
-		if err := s.router.stop(10 * time.Second); err != nil {
-			s.log.Printf("cleanup: %v", err)
+	s.restartKilled(ctx) // first: members leaving the cluster tell the store
+	if s.fleet != nil {
+		if err := s.fleet.stopAll(15 * time.Second); err != nil {
+			s.log.Printf("cleanup: stopping the routers: %v", err)
 		}
 	}
 	if s.stopWorkers != nil {
@@ -531,6 +466,28 @@ func (s *suite) cleanup(ctx context.Context) {
 	for _, m := range []*amqp.RabbitManagement{s.srcMgmt, s.dstMgmt} {
 		if m != nil {
 			m.Close()
+		}
+	}
+}
+
+// restartKilled restarts the destination broker and the store if the
+// suite killed them and has not restarted them yet (a run interrupted in
+// the middle of a fault).
+func (s *suite) restartKilled(ctx context.Context) {
+	if s.dstDown {
+		s.log.Printf("restarting %s, which the suite killed", s.dst.Name)
+		if err := harness(ctx, s.script, "restart", s.dst.Name); err != nil {
+			s.log.Printf("cleanup: %v", err)
+		} else {
+			s.dstDown = false
+		}
+	}
+	if s.storeDown {
+		s.log.Printf("restarting PostgreSQL, which the suite killed")
+		if err := harness(ctx, s.pgScript, "restart"); err != nil {
+			s.log.Printf("cleanup: %v", err)
+		} else {
+			s.storeDown = false
 		}
 	}
 }
