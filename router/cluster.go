@@ -30,6 +30,8 @@ type clusterPart struct {
 	info   store.Member
 	group  *group.Group
 
+	listWarn *logLimiter // the route list's store errors
+
 	ready  chan struct{} // closed once st and member are set
 	st     store.Store
 	member *cluster.Member
@@ -58,7 +60,7 @@ func (r *Router) startCluster(brokers map[string]amqp.Broker) error {
 	if adminURL == "" && !r.cfg.AdminOff() {
 		adminURL = "http://" + r.cfg.Admin.Listen
 	}
-	c := &clusterPart{r: r, log: r.log.With().Str("cluster", cs.Name).Logger(), group: group.New(r.ctx), ready: make(chan struct{}),
+	c := &clusterPart{r: r, log: r.log.With().Str("cluster", cs.Name).Logger(), group: group.New(r.ctx), ready: make(chan struct{}), listWarn: newLogLimiter(10 * time.Second),
 		params: cluster.Params{Self: r.cfg.RouterID, Heartbeat: time.Duration(cs.Heartbeat), SuspectAfter: cs.SuspectAfter,
 			Lease: time.Duration(cs.Lease), Attached: attached, Local: cs.LocalBrokers},
 		info: store.Member{ID: r.cfg.RouterID, Incarnation: fmt.Sprintf("%x", time.Now().UnixNano()), AdminURL: adminURL,

@@ -355,7 +355,16 @@ func (r *Router) Routes() []routes.Status {
 		if err == nil {
 			return list
 		}
-		r.log.Warn().Err(err).Msg("route list: the cluster store cannot be read: listing this member's routes only")
+		// Once, then at most every 10 s with a count: a dashboard polling
+		// the list during an outage must not flood the log.
+		now := time.Now()
+		if r.cluster.listWarn.allow("list", now) {
+			r.log.Warn().Err(err).Msg("route list: the cluster store cannot be read: listing this member's routes only")
+		}
+		for _, sum := range r.cluster.listWarn.due(now) {
+			r.log.Warn().Err(err).Uint64("times", sum.count).Str("over", sum.over.Round(time.Second).String()).
+				Msg("route list: the cluster store cannot be read: listing this member's routes only")
+		}
 		return r.cluster.own()
 	}
 	return r.routes.List()
