@@ -101,6 +101,13 @@ func (m *Member) round(ctx context.Context) {
 	call, cancel := context.WithTimeout(ctx, m.p.Heartbeat)
 	ren, err := m.st.Beat(call, m.info, leases, m.p.Lease)
 	cancel()
+	if errors.Is(err, store.ErrSuperseded) {
+		// Another process runs as this member: hold nothing (every route
+		// stops as if its lease were lost), claim nothing, and beat again:
+		// once the other stops beating for a lease, this one takes over.
+		m.superseded(ctx, sent, err)
+		return
+	}
 	if err != nil {
 		m.storeError(ctx, "heartbeat", err)
 		return
@@ -118,6 +125,21 @@ func (m *Member) round(ctx context.Context) {
 	}
 	view := m.view(snap)
 	m.apply(ctx, m.locked(func(c *Core) []Action { return c.Observe(m.now(), view) }))
+}
+
+// superseded stops every route this member runs: its beat renewed nothing.
+func (m *Member) superseded(ctx context.Context, sent time.Time, err error) {
+	m.mu.Lock()
+	now := m.now()
+	say := now.Sub(m.lastErrLog) >= storeErrorLogEvery
+	if say {
+		m.lastErrLog = now
+	}
+	m.mu.Unlock()
+	if say {
+		m.log.Error().Err(err).Msg("cluster: another process is this member: running no route until it stops beating for a lease")
+	}
+	m.apply(ctx, m.locked(func(c *Core) []Action { return c.Beaten(sent, store.Renewal{}) }))
 }
 
 func (m *Member) storeError(ctx context.Context, what string, err error) {

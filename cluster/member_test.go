@@ -150,3 +150,54 @@ func waitRunning(t *testing.T, r *idle, n int) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A second process with the same member id (a copy started by mistake, a
+// paused process's replacement) runs nothing while the first beats — its
+// beats renew and claim nothing — and takes over once the first leaves.
+func TestMemberSecondIncarnationRunsNothing(t *testing.T) {
+	url := storetest.Schema(t)
+	ctx := context.Background()
+	const routes, hb = 10, 100 * time.Millisecond
+	open := func() store.Store {
+		st, err := pgstore.Open(ctx, url, "k", pgstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(st.Close)
+		return st
+	}
+	setup := open()
+	for i := range routes {
+		if _, err := setup.PutRoute(ctx, store.RouteDef{ID: fmt.Sprintf("r%d", i), Spec: []byte(`{}`), Origin: "runtime"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := Params{Self: "A", Heartbeat: hb, SuspectAfter: 3, Lease: 3 * hb, Attached: []string{"a", "b"}}
+	start := func(inc string, st store.Store, r *idle) (stop func()) {
+		mctx, cancel := context.WithCancel(ctx)
+		m := NewMember(p, store.Member{ID: "A", Incarnation: inc, Brokers: p.Attached}, st, r, zerolog.Nop())
+		done := make(chan struct{})
+		go func() { defer close(done); m.Run(mctx) }()
+		return func() { cancel(); <-done }
+	}
+	first, second := &idle{}, &idle{}
+	stopFirst := start("1", open(), first)
+	waitRunning(t, first, routes)
+	beats := &counting{Store: open()}
+	stopSecond := start("2", beats, second)
+	defer stopSecond()
+	deadline := time.Now().Add(30 * time.Second)
+	for beats.calls.Load() < 10 { // ten beats or more, all refused
+		n := 0
+		second.running.Range(func(any, any) bool { n++; return true })
+		if n != 0 {
+			t.Fatalf("the second incarnation runs %d routes while the first beats", n)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the second incarnation made %d store calls in 30s", beats.calls.Load())
+		}
+		time.Sleep(hb / 2)
+	}
+	stopFirst() // leaves: hands its routes off
+	waitRunning(t, second, routes)
+}

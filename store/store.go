@@ -24,7 +24,9 @@ type Store interface {
 	// epoch it names in held, for lease more — even one that expired, as
 	// long as nobody took it; in the same transaction. It returns the
 	// leases still held (a lease missing from the answer was lost: taken
-	// over) and the store's time of the beat.
+	// over) and the store's time of the beat. A row of another incarnation
+	// that beat less than a lease ago is not taken: ErrSuperseded, nothing
+	// renewed (two processes with one router_id never both hold a lease).
 	Beat(ctx context.Context, m Member, held []Lease, lease time.Duration) (Renewal, error)
 	// Snapshot reads the members, the route definitions and their leases.
 	Snapshot(ctx context.Context) (Snapshot, error)
@@ -114,6 +116,10 @@ var (
 	ErrSchemaNewer = errors.New("store: schema is newer than this fedrouter")
 	// ErrNotFound: no such route definition.
 	ErrNotFound = errors.New("store: not found")
+	// ErrSuperseded: another process beats as the same member (same id,
+	// another incarnation) and its last beat is younger than a lease. The
+	// beat renewed nothing: this process holds no lease.
+	ErrSuperseded = errors.New("store: another live process is this member")
 	// ErrConfig: the store's URL or settings are wrong.
 	ErrConfig = errors.New("store: bad configuration")
 )

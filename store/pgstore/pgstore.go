@@ -138,11 +138,12 @@ WITH m AS (
 	VALUES ($1, $2, $3, $4, $5, $9, now(), NULL)
 	ON CONFLICT (cluster, id) DO UPDATE SET incarnation = excluded.incarnation,
 		admin_url = excluded.admin_url, brokers = excluded.brokers, local = excluded.local, beat = now(), left_at = NULL
+	WHERE t.incarnation = excluded.incarnation OR t.left_at IS NOT NULL OR t.beat < now() - $6 * interval '1 microsecond'
 	RETURNING beat
 ), r AS (
 	UPDATE fedrouter_leases l SET until = now() + $6 * interval '1 microsecond'
 	FROM unnest($7::text[], $8::bigint[]) AS h(route, epoch)
-	WHERE l.cluster = $1 AND l.route = h.route AND l.owner = $2 AND l.epoch = h.epoch
+	WHERE l.cluster = $1 AND l.route = h.route AND l.owner = $2 AND l.epoch = h.epoch AND EXISTS (SELECT 1 FROM m)
 	RETURNING l.route, l.epoch, l.until
 )
 SELECT m.beat, r.route, r.epoch, r.until FROM m LEFT JOIN r ON true`,
@@ -166,7 +167,22 @@ SELECT m.beat, r.route, r.epoch, r.until FROM m LEFT JOIN r ON true`,
 	if err := rows.Err(); err != nil {
 		return store.Renewal{}, s.wrap("heartbeat", err)
 	}
+	if out.Now.IsZero() { // the member's row was not ours to update
+		return store.Renewal{}, s.superseded(ctx, m)
+	}
 	return out, nil
+}
+
+// superseded says which process holds member m's row.
+func (s *Store) superseded(ctx context.Context, m store.Member) error {
+	var inc string
+	var secs float64
+	err := s.pool.QueryRow(ctx, `SELECT incarnation, EXTRACT(EPOCH FROM now() - beat)::float8 FROM fedrouter_members WHERE cluster = $1 AND id = $2`, s.cluster, m.ID).Scan(&inc, &secs)
+	if err != nil {
+		return fmt.Errorf("%w: member %s: %v", store.ErrSuperseded, m.ID, s.wrap("heartbeat", err))
+	}
+	return fmt.Errorf("%w: member %s is incarnation %s (this process: %s), which beat %s ago; two routers have router_id %s",
+		store.ErrSuperseded, m.ID, inc, m.Incarnation, time.Duration(secs*float64(time.Second)).Round(time.Millisecond), m.ID)
 }
 
 func leaseArrays(ls []store.Lease) ([]string, []int64) {

@@ -189,3 +189,44 @@ func TestBadStore(t *testing.T) {
 		t.Fatalf("bad URL: %v; want ErrConfig, no password", err)
 	}
 }
+
+// Two processes beat as one member (one router_id twice, or a paused
+// process whose replacement started): the second is refused while the
+// first beats; once the first has not beaten for a lease, the second
+// takes the row over, and the first, waking, renews nothing.
+func TestBeatRefusesASecondIncarnation(t *testing.T) {
+	url := storetest.Schema(t)
+	s := open(t, url, "c1")
+	ctx := context.Background()
+	put(t, s, "r1")
+	first, second := store.Member{ID: "A", Incarnation: "i1"}, store.Member{ID: "A", Incarnation: "i2"}
+	const lease = 2 * time.Second
+	if _, err := s.Beat(ctx, first, nil, lease); err != nil {
+		t.Fatal(err)
+	}
+	won, err := s.Claim(ctx, "A", []string{"r1"}, lease)
+	if err != nil || len(won) != 1 {
+		t.Fatalf("claim: %+v, %v", won, err)
+	}
+	ren, err := s.Beat(ctx, second, won, lease)
+	if !errors.Is(err, store.ErrSuperseded) || len(ren.Held) != 0 || !strings.Contains(err.Error(), "member A is incarnation i1 (this process: i2)") {
+		t.Fatalf("the second incarnation's beat: %+v, %v; want ErrSuperseded naming both, nothing renewed", ren, err)
+	}
+	if ren, err := s.Beat(ctx, first, won, lease); err != nil || len(ren.Held) != 1 {
+		t.Fatalf("the first still beats: %+v, %v", ren, err)
+	}
+	// The first stops beating for a lease (its row's beat moved back).
+	if _, err := s.pool.Exec(ctx, `UPDATE fedrouter_members SET beat = now() - interval '3 seconds' WHERE cluster = $1`, s.cluster); err != nil {
+		t.Fatal(err)
+	}
+	if ren, err := s.Beat(ctx, second, won, lease); err != nil || len(ren.Held) != 1 {
+		t.Fatalf("the second, after the first's silence: %+v, %v; want the row and the lease", ren, err)
+	}
+	if ren, err := s.Beat(ctx, first, won, lease); !errors.Is(err, store.ErrSuperseded) || len(ren.Held) != 0 {
+		t.Fatalf("the first, waking: %+v, %v; want ErrSuperseded, nothing renewed", ren, err)
+	}
+	snap, err := s.Snapshot(ctx)
+	if err != nil || snap.Members[0].Incarnation != "i2" {
+		t.Fatalf("members: %+v, %v", snap.Members, err)
+	}
+}
