@@ -20,7 +20,7 @@ func (n *Node) recompute(now time.Time, r *Ready) {
 	if slices.Equal(edges, n.edges) {
 		return
 	}
-	p, err := Compute(edges)
+	p, err := compute(edges, n.paths)
 	if err != nil { // validate keeps bad edges out; keep the old table if one slips through
 		r.event(Event{Kind: EventRejected, Err: err})
 		return
@@ -43,15 +43,77 @@ func (n *Node) holdBack(now time.Time) bool {
 }
 
 // graph is the union of every fresh LSA's links and our own, sorted so two
-// graphs compare equal whatever order the LSAs came in.
+// graphs compare equal whatever order the LSAs came in. Each LSA's share
+// is worked out and sorted once (entry.graphEdges), so an update that
+// changed one LSA of a hundred costs a merge of sorted lists, not a sort
+// of the whole union.
 func (n *Node) graph() []Edge {
-	var es []Edge
-	es = appendEdges(es, n.brokers, n.links)
+	lists := make([][]Edge, 0, len(n.db)+1)
+	lists = append(lists, sortedEdges(n.brokers, n.links))
 	for _, e := range n.db {
-		es = appendEdges(es, e.lsa.Brokers, e.lsa.Links)
+		lists = append(lists, e.graphEdges())
 	}
-	slices.SortFunc(es, compareEdges)
+	return mergeEdges(lists)
+}
+
+// graphEdges returns the entry's share of the graph, sorted; an entry's
+// LSA never changes (a newer one is a new entry), so it is kept.
+func (e *entry) graphEdges() []Edge {
+	if !e.edgesDone {
+		e.edges, e.edgesDone = sortedEdges(e.lsa.Brokers, e.lsa.Links), true
+	}
+	return e.edges
+}
+
+func sortedEdges(brokers []BrokerState, links []Link) []Edge {
+	es := appendEdges(nil, brokers, links)
+	slices.SortFunc(es, func(a, b Edge) int { return compareEdges(&a, &b) })
 	return es
+}
+
+// mergeEdges merges sorted lists into one sorted list: a k-way merge over
+// a min-heap of the lists' heads, O(E log k) comparisons.
+func mergeEdges(lists [][]Edge) []Edge {
+	total := 0
+	h := lists[:0:0]
+	for _, l := range lists {
+		if len(l) > 0 {
+			total += len(l)
+			h = append(h, l)
+		}
+	}
+	out := make([]Edge, 0, total)
+	less := func(i, j int) bool { return compareEdges(&h[i][0], &h[j][0]) < 0 }
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		siftDown(h, i, less)
+	}
+	for len(h) > 0 {
+		out = append(out, h[0][0])
+		if h[0] = h[0][1:]; len(h[0]) == 0 {
+			h[0] = h[len(h)-1]
+			h = h[:len(h)-1]
+		}
+		siftDown(h, 0, less)
+	}
+	return out
+}
+
+// siftDown moves h[i] down the binary heap h to its place.
+func siftDown(h [][]Edge, i int, less func(i, j int) bool) {
+	for {
+		c := 2*i + 1
+		if c >= len(h) {
+			return
+		}
+		if r := c + 1; r < len(h) && less(r, c) {
+			c = r
+		}
+		if !less(c, i) {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
 }
 
 // appendEdges adds one router's links: an edge is up only if the router
@@ -73,9 +135,17 @@ func operational(brokers []BrokerState, name string) bool {
 	return false
 }
 
-func compareEdges(a, b Edge) int {
-	return cmp.Or(strings.Compare(a.From, b.From), strings.Compare(a.To, b.To),
-		cmp.Compare(a.Cost, b.Cost), boolCmp(a.Up, b.Up))
+// compareEdges orders edges by from, to, cost, then down before up. It
+// stops at the first difference: cmp.Or would compare every field, and
+// merging the graph makes tens of thousands of these comparisons.
+func compareEdges(a, b *Edge) int {
+	if c := strings.Compare(a.From, b.From); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.To, b.To); c != 0 {
+		return c
+	}
+	return cmp.Or(cmp.Compare(a.Cost, b.Cost), boolCmp(a.Up, b.Up))
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -165,6 +165,9 @@ type entry struct {
 	data []byte
 	at   time.Time
 	from string
+
+	edges     []Edge // the LSA's share of the graph, sorted (graphEdges)
+	edgesDone bool   // edges is worked out (an LSA without links has none)
 }
 
 // prevInstance is the last seen LSA of an instance that was superseded: if
