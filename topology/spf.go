@@ -59,7 +59,9 @@ func Compute(edges []Edge) (*Paths, error) { return compute(edges, nil) }
 
 // compute is Compute, sharing prev's broker names and index when the
 // graph has the same brokers (the usual case: a link changed): they are
-// read-only, and rebuilding the index is a large part of an update.
+// read-only, and rebuilding the index is a large part of an update. With
+// the index shared, prev's trees that the change cannot touch are carried
+// over (carry.go).
 func compute(edges []Edge, prev *Paths) (*Paths, error) {
 	for _, e := range edges {
 		if e.From == "" || e.To == "" || e.From == e.To {
@@ -70,7 +72,8 @@ func compute(edges []Edge, prev *Paths) (*Paths, error) {
 		}
 	}
 	p := &Paths{}
-	if prev == nil || !sameBrokers(edges, prev.index) {
+	shared := prev != nil && sameBrokers(edges, prev.index)
+	if !shared {
 		p.index = map[string]int{}
 		for _, e := range edges {
 			p.index[e.From], p.index[e.To] = 0, 0
@@ -87,6 +90,9 @@ func compute(edges []Edge, prev *Paths) (*Paths, error) {
 	}
 	p.adjacency(edges)
 	p.trees = make([]atomic.Pointer[tree], len(p.names))
+	if shared {
+		p.carry(prev)
+	}
 	return p, nil
 }
 
