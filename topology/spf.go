@@ -28,7 +28,10 @@ type Route struct {
 	Cost     int64
 	Hops     int
 	NextHop  string   // the chosen next hop (smallest name among equal-cost ones)
-	NextHops []string // every next hop on an equal-cost shortest path, sorted
+	// NextHops are every next hop on an equal-cost shortest path, sorted.
+	// Read-only: it may share memory with the table (a single next hop, or
+	// a run of consecutive neighbours, is a slice of the table's own list).
+	NextHops []string
 }
 
 // Paths holds the shortest paths of one graph snapshot from every broker.
@@ -43,6 +46,7 @@ type Paths struct {
 	index map[string]int // name → vertex
 	off   []int32        // v's up edges are arcs[off[v]:off[v+1]]
 	arcs  []arc          // ascending (from, to); the cheapest of parallel links
+	ends  []string       // ends[k] = names[arcs[k].to]: Route's next hops slice it
 	trees []atomic.Pointer[tree]
 }
 
@@ -147,6 +151,10 @@ func (p *Paths) adjacency(edges []Edge) {
 	for v := range p.names {
 		p.off[v+1] += p.off[v]
 	}
+	p.ends = make([]string, len(p.arcs))
+	for k, a := range p.arcs {
+		p.ends[k] = p.names[a.to]
+	}
 }
 
 // out returns v's up edges, ascending by far end.
@@ -203,13 +211,37 @@ func (p *Paths) Route(src, dst string) (r Route, ok bool) {
 // route is the Route to a destination d that t reaches.
 func (p *Paths) route(s, d int, t *tree) Route {
 	r := Route{Dest: p.names[d], Cost: t.dist[d], Hops: int(t.hops[d]), NextHop: p.names[t.first[d]]}
-	out := p.out(s)
+	ends := p.ends[p.off[s]:p.off[s+1]]
+	if i, j, ok := bitRun(t.nextHops(d)); ok { // the common case, without an allocation
+		r.NextHops = ends[i:j:j]
+		return r
+	}
 	for w, word := range t.nextHops(d) {
 		for ; word != 0; word &= word - 1 {
-			r.NextHops = append(r.NextHops, p.names[out[w*64+bits.TrailingZeros64(word)].to])
+			r.NextHops = append(r.NextHops, ends[w*64+bits.TrailingZeros64(word)])
 		}
 	}
 	return r
+}
+
+// bitRun reports whether the set bits of ws are one run, bits i to j-1,
+// as they are when there is a single next hop.
+func bitRun(ws []uint64) (i, j int, ok bool) {
+	for w, word := range ws {
+		if word == 0 {
+			continue
+		}
+		if ok { // bits in a second word
+			return 0, 0, false
+		}
+		lo := bits.TrailingZeros64(word)
+		run := word >> lo
+		if run&(run+1) != 0 { // a gap
+			return 0, 0, false
+		}
+		i, j, ok = w*64+lo, w*64+lo+bits.OnesCount64(run), true
+	}
+	return i, j, ok
 }
 
 // Routes returns src's route to every reachable broker, sorted by name.
