@@ -24,10 +24,10 @@ type Edge struct {
 
 // Route is how to reach one destination broker from a source broker.
 type Route struct {
-	Dest     string
-	Cost     int64
-	Hops     int
-	NextHop  string   // the chosen next hop (smallest name among equal-cost ones)
+	Dest    string
+	Cost    int64
+	Hops    int
+	NextHop string // the chosen next hop (smallest name among equal-cost ones)
 	// NextHops are every next hop on an equal-cost shortest path, sorted.
 	// Read-only: it may share memory with the table (a single next hop, or
 	// a run of consecutive neighbours, is a slice of the table's own list).
@@ -39,15 +39,16 @@ type Route struct {
 // use: the driver hands one table to every route. Each source's tree is
 // computed on the first question about that source and kept for the life
 // of the table (a table is one graph version: a changed graph is a new
-// Paths), so an update costs one Dijkstra per source a route asks about,
-// not one per broker.
+// Paths, which starts with the old trees the change cannot touch), so an
+// update costs at most one Dijkstra per source a route asks about, not one
+// per broker.
 type Paths struct {
-	names []string       // sorted broker names; index = graph vertex
-	index map[string]int // name → vertex
-	off   []int32        // v's up edges are arcs[off[v]:off[v+1]]
-	arcs  []arc          // ascending (from, to); the cheapest of parallel links
-	ends  []string       // ends[k] = names[arcs[k].to]: Route's next hops slice it
-	trees []atomic.Pointer[tree]
+	names []string               // sorted broker names; index = graph vertex
+	index map[string]int         // name → vertex
+	off   []int32                // v's up edges are arcs[off[v]:off[v+1]]
+	arcs  []arc                  // ascending (from, to); the cheapest of parallel links
+	ends  []string               // ends[k] = names[arcs[k].to]: Route's next hops slice it
+	trees []atomic.Pointer[tree] // by source; nil until asked (or carried over)
 }
 
 // arc is one up edge in an adjacency list: the far end and the cost.
