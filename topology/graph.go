@@ -44,16 +44,69 @@ func (n *Node) holdBack(now time.Time) bool {
 
 // graph is the union of every fresh LSA's links and our own, sorted so two
 // graphs compare equal whatever order the LSAs came in. Each LSA's share
-// is worked out and sorted once (entry.graphEdges), so an update that
-// changed one LSA of a hundred costs a merge of sorted lists, not a sort
-// of the whole union.
+// is worked out and sorted once (entry.graphEdges). When few shares
+// changed since the last call, the last graph is patched: the old shares
+// taken out, the new merged in, in two linear passes; otherwise all
+// shares are merged.
 func (n *Node) graph() []Edge {
-	lists := make([][]Edge, 0, len(n.db)+1)
-	lists = append(lists, sortedEdges(n.brokers, n.links))
-	for _, e := range n.db {
-		lists = append(lists, e.graphEdges())
+	shares := make(map[string][]Edge, len(n.db)+1)
+	shares[""] = sortedEdges(n.brokers, n.links) // "" is no router id: our own
+	for id, e := range n.db {
+		shares[id] = e.graphEdges()
 	}
-	return mergeEdges(lists)
+	es, ok := n.patchGraph(shares)
+	if !ok {
+		es = mergeEdges(slices.Collect(maps.Values(shares)))
+	}
+	n.lastGraph, n.lastShares = es, shares
+	return es
+}
+
+// patchGraph derives the graph from the last one by the shares that
+// changed (a share is an entry's cached slice, so an unchanged LSA gives
+// the very same slice); ok is false when there is no last graph, or so
+// much changed that a full merge costs no more.
+func (n *Node) patchGraph(shares map[string][]Edge) (es []Edge, ok bool) {
+	if n.lastShares == nil {
+		return nil, false
+	}
+	var gone, come [][]Edge
+	size := 0
+	for id, old := range n.lastShares {
+		if cur, held := shares[id]; !held || !sameSlice(old, cur) {
+			gone, size = append(gone, old), size+len(old)
+		}
+	}
+	for id, cur := range shares {
+		if old, held := n.lastShares[id]; !held || !sameSlice(old, cur) {
+			come, size = append(come, cur), size+len(cur)
+		}
+	}
+	if size > len(n.lastGraph)/4 {
+		return nil, false
+	}
+	kept, ok := subtractEdges(n.lastGraph, mergeEdges(gone))
+	if !ok {
+		return nil, false
+	}
+	return mergeEdges([][]Edge{kept, mergeEdges(come)}), true
+}
+
+func sameSlice(a, b []Edge) bool { return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0]) }
+
+// subtractEdges returns the sorted a without the sorted r (as multisets);
+// ok is false if r holds an edge a does not.
+func subtractEdges(a, r []Edge) (out []Edge, ok bool) {
+	out = make([]Edge, 0, max(len(a)-len(r), 0))
+	j := 0
+	for _, e := range a {
+		if j < len(r) && e == r[j] {
+			j++
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, j == len(r)
 }
 
 // graphEdges returns the entry's share of the graph, sorted; an entry's

@@ -153,6 +153,8 @@ type Node struct {
 	spfDue     time.Time // with SPFDelay: when the held-back recompute runs
 	edges      []Edge
 	paths      *Paths
+	lastGraph  []Edge            // what graph last returned (patchGraph starts from it)
+	lastShares map[string][]Edge // router id ("" ourselves) → its share of lastGraph
 
 	counters Counters
 }

@@ -77,23 +77,17 @@ func compute(edges []Edge, prev *Paths) (*Paths, error) {
 		}
 	}
 	p := &Paths{}
-	shared := prev != nil && sameBrokers(edges, prev.index)
-	if !shared {
-		p.index = map[string]int{}
-		for _, e := range edges {
-			p.index[e.From], p.index[e.To] = 0, 0
-		}
-		for n := range p.index {
-			p.names = append(p.names, n)
-		}
-		sort.Strings(p.names)
-		for i, n := range p.names {
-			p.index[n] = i
-		}
-	} else {
+	var ts []triple
+	shared := false
+	if prev != nil {
 		p.names, p.index = prev.names, prev.index
+		ts, shared = p.triples(edges)
 	}
-	p.adjacency(edges)
+	if !shared {
+		p.names, p.index = brokerIndex(edges)
+		ts, _ = p.triples(edges)
+	}
+	p.adjacency(ts)
 	p.trees = make([]atomic.Pointer[tree], len(p.names))
 	if shared {
 		p.carry(prev)
@@ -101,39 +95,59 @@ func compute(edges []Edge, prev *Paths) (*Paths, error) {
 	return p, nil
 }
 
-// sameBrokers reports whether the edges name exactly the brokers of index.
-func sameBrokers(edges []Edge, index map[string]int) bool {
-	seen := make([]bool, len(index))
-	left := len(index)
+// brokerIndex numbers the brokers the edges name, in name order.
+func brokerIndex(edges []Edge) ([]string, map[string]int) {
+	index := map[string]int{}
 	for _, e := range edges {
-		for _, name := range [2]string{e.From, e.To} {
-			v, ok := index[name]
-			if !ok {
-				return false
-			}
-			if !seen[v] {
-				seen[v] = true
+		index[e.From], index[e.To] = 0, 0
+	}
+	names := make([]string, 0, len(index))
+	for n := range index {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for i, n := range names {
+		index[n] = i
+	}
+	return names, index
+}
+
+// triple is an up edge by vertex numbers.
+type triple struct {
+	from, to int32
+	cost     int64
+}
+
+// triples numbers the up edges by p's index; ok is false unless the edges
+// name exactly the brokers of the index (each name looked up once: with
+// 5,000 links that is most of what making a table costs).
+func (p *Paths) triples(edges []Edge) (ts []triple, ok bool) {
+	seen := make([]bool, len(p.names))
+	left := len(p.names)
+	ts = make([]triple, 0, len(edges))
+	for _, e := range edges {
+		v, ok1 := p.index[e.From]
+		w, ok2 := p.index[e.To]
+		if !ok1 || !ok2 {
+			return nil, false
+		}
+		for _, x := range [2]int{v, w} {
+			if !seen[x] {
+				seen[x] = true
 				left--
 			}
 		}
+		if e.Up {
+			ts = append(ts, triple{int32(v), int32(w), e.Cost})
+		}
 	}
-	return left == 0
+	return ts, left == 0
 }
 
 // adjacency builds the sparse edge lists of the up edges: Dijkstra then
 // costs O(E log n) per source instead of O(n²), which is what makes 1,000
 // brokers affordable. Of parallel links, the cheapest counts.
-func (p *Paths) adjacency(edges []Edge) {
-	type triple struct {
-		from, to int32
-		cost     int64
-	}
-	ts := make([]triple, 0, len(edges))
-	for _, e := range edges {
-		if e.Up {
-			ts = append(ts, triple{int32(p.index[e.From]), int32(p.index[e.To]), e.Cost})
-		}
-	}
+func (p *Paths) adjacency(ts []triple) {
 	order := func(a, b triple) int {
 		return cmp.Or(cmp.Compare(a.from, b.from), cmp.Compare(a.to, b.to), cmp.Compare(a.cost, b.cost))
 	}
