@@ -46,7 +46,7 @@ func (n *Node) holdBack(now time.Time) bool {
 // graphs compare equal whatever order the LSAs came in. Each LSA's share
 // is worked out and sorted once (entry.graphEdges). When few shares
 // changed since the last call, the last graph is patched: the old shares
-// taken out, the new merged in, in two linear passes; otherwise all
+// taken out and the new merged in, in one linear pass; otherwise all
 // shares are merged.
 func (n *Node) graph() []Edge {
 	shares := make(map[string][]Edge, len(n.db)+1)
@@ -85,28 +85,28 @@ func (n *Node) patchGraph(shares map[string][]Edge) (es []Edge, ok bool) {
 	if size > len(n.lastGraph)/4 {
 		return nil, false
 	}
-	kept, ok := subtractEdges(n.lastGraph, mergeEdges(gone))
-	if !ok {
-		return nil, false
-	}
-	return mergeEdges([][]Edge{kept, mergeEdges(come)}), true
+	return patchEdges(n.lastGraph, mergeEdges(gone), mergeEdges(come))
 }
 
 func sameSlice(a, b []Edge) bool { return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0]) }
 
-// subtractEdges returns the sorted a without the sorted r (as multisets);
-// ok is false if r holds an edge a does not.
-func subtractEdges(a, r []Edge) (out []Edge, ok bool) {
-	out = make([]Edge, 0, max(len(a)-len(r), 0))
+// patchEdges returns the sorted base without the sorted gone and with the
+// sorted come (as multisets), in one pass; ok is false if gone holds an
+// edge base does not.
+func patchEdges(base, gone, come []Edge) (out []Edge, ok bool) {
+	out = make([]Edge, 0, max(len(base)-len(gone), 0)+len(come))
 	j := 0
-	for _, e := range a {
-		if j < len(r) && e == r[j] {
-			j++
-			continue
+	for len(base) > 0 || len(come) > 0 {
+		switch {
+		case len(base) > 0 && j < len(gone) && base[0] == gone[j]:
+			base, j = base[1:], j+1
+		case len(come) > 0 && (len(base) == 0 || compareEdges(&come[0], &base[0]) < 0):
+			out, come = append(out, come[0]), come[1:]
+		default:
+			out, base = append(out, base[0]), base[1:]
 		}
-		out = append(out, e)
 	}
-	return out, j == len(r)
+	return out, j == len(gone)
 }
 
 // graphEdges returns the entry's share of the graph, sorted; an entry's
