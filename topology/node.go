@@ -26,8 +26,9 @@ type Config struct {
 	MinOriginate time.Duration // at most one origination, and one database sync per broker, per interval
 	Jitter       float64       // at most this fraction of Refresh is taken off each refresh, at random
 	// SPFDelay holds a recompute back for this long after the graph first
-	// changes, so that a burst of LSAs costs one recompute (a full one
-	// takes ~0.2 s at 1,000 brokers). 0 (the default): recompute at once.
+	// changes, so that a burst of LSAs costs one new table. A table costs
+	// a few ms at 1,000 brokers (its trees are computed per source, when
+	// asked), so 0, the default — recompute at once — suits most networks.
 	SPFDelay time.Duration
 	// MaxSkew is how far the originator's clock may be from ours: an LSA
 	// is refused when its signed time is more than MaxAge + MaxSkew ago, or
@@ -152,6 +153,8 @@ type Node struct {
 	spfDue     time.Time // with SPFDelay: when the held-back recompute runs
 	edges      []Edge
 	paths      *Paths
+	lastGraph  []Edge            // what graph last returned (patchGraph starts from it)
+	lastShares map[string][]Edge // router id ("" ourselves) → its share of lastGraph
 
 	counters Counters
 }
@@ -165,6 +168,9 @@ type entry struct {
 	data []byte
 	at   time.Time
 	from string
+
+	edges     []Edge // the LSA's share of the graph, sorted (graphEdges)
+	edgesDone bool   // edges is worked out (an LSA without links has none)
 }
 
 // prevInstance is the last seen LSA of an instance that was superseded: if

@@ -101,7 +101,7 @@ func (n *Node) Snapshot(now time.Time) Snapshot {
 		}
 	}
 	slices.SortStableFunc(s.Links, func(a, b LinkView) int {
-		return compareEdges(Edge{From: a.From, To: a.To, Cost: a.Cost}, Edge{From: b.From, To: b.To, Cost: b.Cost})
+		return compareEdges(&Edge{From: a.From, To: a.To, Cost: a.Cost}, &Edge{From: b.From, To: b.To, Cost: b.Cost})
 	})
 	s.Routes = n.paths.routeViews()
 	return s
@@ -160,7 +160,7 @@ func (p *Paths) routeViews() []BrokerRoutes {
 		br := BrokerRoutes{Broker: src}
 		for _, r := range p.Routes(src) {
 			v := RouteView{Dest: r.Dest, NextHop: r.NextHop, NextHops: r.NextHops, Cost: r.Cost, Hops: r.Hops}
-			if p.cost[p.index[src]][p.index[r.Dest]] > 0 { // ValidOrigins only matter on a direct link
+			if p.link(p.index[src], p.index[r.Dest]) > 0 { // ValidOrigins only matter on a direct link
 				v.ValidOrigins = p.ValidOrigins(src, r.Dest)
 			}
 			br.Routes = append(br.Routes, v)

@@ -7,10 +7,12 @@
 package topology
 
 import (
+	"cmp"
 	"fmt"
+	"math/bits"
+	"slices"
 	"sort"
-
-	"github.com/yourbasic/graph"
+	"sync/atomic"
 )
 
 // Edge is a directed federation link from one broker to another.
@@ -22,36 +24,50 @@ type Edge struct {
 
 // Route is how to reach one destination broker from a source broker.
 type Route struct {
-	Dest     string
-	Cost     int64
-	Hops     int
-	NextHop  string   // the chosen next hop (smallest name among equal-cost ones)
-	NextHops []string // every next hop on an equal-cost shortest path, sorted
+	Dest    string
+	Cost    int64
+	Hops    int
+	NextHop string // the chosen next hop (smallest name among equal-cost ones)
+	// NextHops are every next hop on an equal-cost shortest path, sorted.
+	// Read-only: it may share memory with the table (a single next hop, or
+	// a run of consecutive neighbours, is a slice of the table's own list).
+	NextHops []string
 }
 
 // Paths holds the shortest paths of one graph snapshot from every broker.
+// It is immutable as far as its callers can tell, and safe for concurrent
+// use: the driver hands one table to every route. Each source's tree is
+// computed on the first question about that source and kept for the life
+// of the table (a table is one graph version: a changed graph is a new
+// Paths, which starts with the old trees the change cannot touch), so an
+// update costs at most one Dijkstra per source a route asks about, not one
+// per broker.
 type Paths struct {
-	names []string       // sorted broker names; index = graph vertex
-	index map[string]int // name → vertex
-	cost  [][]int64      // cost[v][w] of the direct up edge, 0 if none
-	out   [][]arc        // out[v]: up edges v→w, ascending w (cheapest of parallel links)
-	in    [][]arc        // in[w]: up edges v→w, ascending v
-	dist  [][]int64      // dist[src][dst], -1 if unreachable
-	hops  [][]int        // hops on the chosen path
-	par   [][]int        // par[src][dst]: predecessor of dst on src's tree, -1 if none
+	names []string               // sorted broker names; index = graph vertex
+	index map[string]int         // name → vertex
+	off   []int32                // v's up edges are arcs[off[v]:off[v+1]]
+	arcs  []arc                  // ascending (from, to); the cheapest of parallel links
+	ends  []string               // ends[k] = names[arcs[k].to]: Route's next hops slice it
+	trees []atomic.Pointer[tree] // by source; nil until asked (or carried over)
 }
 
 // arc is one up edge in an adjacency list: the far end and the cost.
 type arc struct {
-	to   int
+	to   int32
 	cost int64
 }
 
 // Compute builds the shortest paths of the up edges. Ties are broken by
 // broker name, so every router holding the same graph computes the same
 // trees — which the loop- and duplicate-free forwarding relies on.
-func Compute(edges []Edge) (*Paths, error) {
-	p := &Paths{index: map[string]int{}}
+func Compute(edges []Edge) (*Paths, error) { return compute(edges, nil) }
+
+// compute is Compute, sharing prev's broker names and index when the
+// graph has the same brokers (the usual case: a link changed): they are
+// read-only, and rebuilding the index is a large part of an update. With
+// the index shared, prev's trees that the change cannot touch are carried
+// over (carry.go).
+func compute(edges []Edge, prev *Paths) (*Paths, error) {
 	for _, e := range edges {
 		if e.From == "" || e.To == "" || e.From == e.To {
 			return nil, fmt.Errorf("topology: bad edge %q→%q", e.From, e.To)
@@ -59,167 +75,220 @@ func Compute(edges []Edge) (*Paths, error) {
 		if e.Cost <= 0 {
 			return nil, fmt.Errorf("topology: edge %s→%s: cost %d must be > 0", e.From, e.To, e.Cost)
 		}
-		p.index[e.From], p.index[e.To] = 0, 0
 	}
-	for n := range p.index {
-		p.names = append(p.names, n)
+	p := &Paths{}
+	var ts []triple
+	shared := false
+	if prev != nil {
+		p.names, p.index = prev.names, prev.index
+		ts, shared = p.triples(edges)
 	}
-	sort.Strings(p.names)
-	for i, n := range p.names {
-		p.index[n] = i
+	if !shared {
+		p.names, p.index = brokerIndex(edges)
+		ts, _ = p.triples(edges)
 	}
-	n := len(p.names)
-	p.cost = make([][]int64, n)
-	for i := range p.cost {
-		p.cost[i] = make([]int64, n)
-	}
-	for _, e := range edges {
-		if !e.Up {
-			continue
-		}
-		v, w := p.index[e.From], p.index[e.To]
-		if c := p.cost[v][w]; c == 0 || e.Cost < c { // parallel links: the cheapest counts
-			p.cost[v][w] = e.Cost
-		}
-	}
-	p.adjacency()
-	p.dist, p.par, p.hops = make([][]int64, n), make([][]int, n), make([][]int, n)
-	for s := 0; s < n; s++ {
-		_, p.dist[s] = graph.ShortestPaths(adjacency{p.out, nil}, s)
-		p.par[s], p.hops[s] = p.tree(s, p.dist[s], nil)
+	p.adjacency(ts)
+	p.trees = make([]atomic.Pointer[tree], len(p.names))
+	if shared {
+		p.carry(prev)
 	}
 	return p, nil
 }
 
-// adjacency derives the sparse edge lists from the cost matrix: Dijkstra
-// and the tie-breaking walk then cost O(E) per source instead of O(n²),
-// which is what makes 1,000 brokers affordable.
-func (p *Paths) adjacency() {
-	n := len(p.names)
-	p.out, p.in = make([][]arc, n), make([][]arc, n)
-	for v := 0; v < n; v++ {
-		for w, c := range p.cost[v] {
-			if c > 0 {
-				p.out[v] = append(p.out[v], arc{w, c})
-				p.in[w] = append(p.in[w], arc{v, c})
+// brokerIndex numbers the brokers the edges name, in name order.
+func brokerIndex(edges []Edge) ([]string, map[string]int) {
+	index := map[string]int{}
+	for _, e := range edges {
+		index[e.From], index[e.To] = 0, 0
+	}
+	names := make([]string, 0, len(index))
+	for n := range index {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for i, n := range names {
+		index[n] = i
+	}
+	return names, index
+}
+
+// triple is an up edge by vertex numbers.
+type triple struct {
+	from, to int32
+	cost     int64
+}
+
+// triples numbers the up edges by p's index; ok is false unless the edges
+// name exactly the brokers of the index (each name looked up once: with
+// 5,000 links that is most of what making a table costs).
+func (p *Paths) triples(edges []Edge) (ts []triple, ok bool) {
+	seen := make([]bool, len(p.names))
+	left := len(p.names)
+	ts = make([]triple, 0, len(edges))
+	for _, e := range edges {
+		v, ok1 := p.index[e.From]
+		w, ok2 := p.index[e.To]
+		if !ok1 || !ok2 {
+			return nil, false
+		}
+		for _, x := range [2]int{v, w} {
+			if !seen[x] {
+				seen[x] = true
+				left--
 			}
 		}
+		if e.Up {
+			ts = append(ts, triple{int32(v), int32(w), e.Cost})
+		}
+	}
+	return ts, left == 0
+}
+
+// adjacency builds the sparse edge lists of the up edges: Dijkstra then
+// costs O(E log n) per source instead of O(n²), which is what makes 1,000
+// brokers affordable. Of parallel links, the cheapest counts.
+func (p *Paths) adjacency(ts []triple) {
+	order := func(a, b triple) int {
+		return cmp.Or(cmp.Compare(a.from, b.from), cmp.Compare(a.to, b.to), cmp.Compare(a.cost, b.cost))
+	}
+	if !slices.IsSortedFunc(ts, order) { // the node's graph comes sorted
+		slices.SortFunc(ts, order)
+	}
+	p.off = make([]int32, len(p.names)+1)
+	p.arcs = make([]arc, 0, len(ts))
+	for i, t := range ts {
+		if i > 0 && ts[i-1].from == t.from && ts[i-1].to == t.to {
+			continue // a dearer parallel link
+		}
+		p.arcs = append(p.arcs, arc{t.to, t.cost})
+		p.off[t.from+1]++
+	}
+	for v := range p.names {
+		p.off[v+1] += p.off[v]
+	}
+	p.ends = make([]string, len(p.arcs))
+	for k, a := range p.arcs {
+		p.ends[k] = p.names[a.to]
 	}
 }
 
-// skipFunc reports whether the edge v→w is to be left out.
-type skipFunc func(v, w int) bool
+// out returns v's up edges, ascending by far end.
+func (p *Paths) out(v int) []arc { return p.arcs[p.off[v]:p.off[v+1]] }
 
-// adjacency is a graph.Iterator over edge lists, optionally leaving some
-// edges out (Alternative's avoided links).
-type adjacency struct {
-	lists [][]arc
-	skip  skipFunc
+// link returns the cost of the up edge v→w, 0 if there is none.
+func (p *Paths) link(v, w int) int64 {
+	as := p.out(v)
+	i, found := slices.BinarySearchFunc(as, int32(w), func(a arc, w int32) int { return cmp.Compare(a.to, w) })
+	if !found {
+		return 0
+	}
+	return as[i].cost
 }
 
-func (a adjacency) Order() int { return len(a.lists) }
-
-func (a adjacency) Visit(v int, do func(w int, c int64) bool) bool {
-	for _, e := range a.lists[v] {
-		if a.skip != nil && a.skip(v, e.to) {
-			continue
-		}
-		if do(e.to, e.cost) {
-			return true
-		}
+// tree returns s's shortest-path tree, computing it on first use. Two
+// callers asking at once may both compute it; the trees are identical and
+// the first stored wins, so no lock is needed.
+func (p *Paths) tree(s int) *tree {
+	if t := p.trees[s].Load(); t != nil {
+		return t
 	}
-	return false
-}
-
-// tree picks, for every destination, the predecessor with the smallest name
-// among those on a shortest path (the library's own choice depends on heap
-// order), and counts hops along the chosen path.
-func (p *Paths) tree(s int, dist []int64, skip skipFunc) (par, hops []int) {
-	n := len(p.names)
-	par, hops = make([]int, n), make([]int, n)
-	for v := 0; v < n; v++ {
-		par[v], hops[v] = -1, -1
-		if v == s || dist[v] < 0 {
-			continue
-		}
-		for _, e := range p.in[v] { // ascending: smallest name wins
-			u := e.to
-			if (skip == nil || !skip(u, v)) && dist[u] >= 0 && dist[u]+e.cost == dist[v] {
-				par[v] = u
-				break
-			}
-		}
+	t := p.grow(s, nil)
+	if p.trees[s].CompareAndSwap(nil, t) {
+		return t
 	}
-	hops[s] = 0
-	var chain []int
-	for v := 0; v < n; v++ {
-		chain = countHops(v, par, hops, chain[:0])
-	}
-	return par, hops
-}
-
-// countHops fills in hops[v] by walking up the chosen tree to the first
-// vertex whose count is known, then back down; every vertex is walked
-// once, so a whole tree costs O(n). A predecessor is strictly closer to
-// the source (costs are > 0), so the walk cannot loop.
-func countHops(v int, par, hops, chain []int) []int {
-	for ; v != -1 && hops[v] < 0; v = par[v] {
-		chain = append(chain, v)
-	}
-	if v == -1 { // unreachable: no chain to the source
-		return chain
-	}
-	for i := len(chain) - 1; i >= 0; i-- {
-		hops[chain[i]] = hops[par[chain[i]]] + 1
-	}
-	return chain
+	return p.trees[s].Load()
 }
 
 // Brokers lists the brokers of the graph, sorted.
 func (p *Paths) Brokers() []string { return append([]string(nil), p.names...) }
 
+// pair returns the vertices of two brokers; ok is false if either is
+// unknown.
+func (p *Paths) pair(a, b string) (u, v int, ok bool) {
+	u, ok1 := p.index[a]
+	v, ok2 := p.index[b]
+	return u, v, ok1 && ok2
+}
+
 // Route returns how src reaches dst; ok is false if no live path exists.
 func (p *Paths) Route(src, dst string) (r Route, ok bool) {
-	s, ok1 := p.index[src]
-	d, ok2 := p.index[dst]
-	if !ok1 || !ok2 || s == d || p.dist[s][d] < 0 {
+	s, d, ok := p.pair(src, dst)
+	if !ok || s == d {
 		return Route{}, false
 	}
-	r = Route{Dest: dst, Cost: p.dist[s][d], Hops: p.hops[s][d]}
-	// The chosen next hop: walk dst's predecessors back to src.
-	v := d
-	for p.par[s][v] != s {
-		v = p.par[s][v]
+	t := p.tree(s)
+	if t.dist[d] < 0 {
+		return Route{}, false
 	}
-	r.NextHop = p.names[v]
-	for _, e := range p.out[s] {
-		if w := e.to; p.dist[w][d] >= 0 && e.cost+p.dist[w][d] == p.dist[s][d] {
-			r.NextHops = append(r.NextHops, p.names[w])
+	return p.route(s, d, t), true
+}
+
+// route is the Route to a destination d that t reaches.
+func (p *Paths) route(s, d int, t *tree) Route {
+	r := Route{Dest: p.names[d], Cost: t.dist[d], Hops: int(t.hops[d]), NextHop: p.names[t.first[d]]}
+	ends := p.ends[p.off[s]:p.off[s+1]]
+	if i, j, ok := bitRun(t.nextHops(d)); ok { // the common case, without an allocation
+		r.NextHops = ends[i:j:j]
+		return r
+	}
+	for w, word := range t.nextHops(d) {
+		for ; word != 0; word &= word - 1 {
+			r.NextHops = append(r.NextHops, ends[w*64+bits.TrailingZeros64(word)])
 		}
 	}
-	return r, true
+	return r
+}
+
+// bitRun reports whether the set bits of ws are one run, bits i to j-1,
+// as they are when there is a single next hop.
+func bitRun(ws []uint64) (i, j int, ok bool) {
+	for w, word := range ws {
+		if word == 0 {
+			continue
+		}
+		if ok { // bits in a second word
+			return 0, 0, false
+		}
+		lo := bits.TrailingZeros64(word)
+		run := word >> lo
+		if run&(run+1) != 0 { // a gap
+			return 0, 0, false
+		}
+		i, j, ok = w*64+lo, w*64+lo+bits.OnesCount64(run), true
+	}
+	return i, j, ok
 }
 
 // Routes returns src's route to every reachable broker, sorted by name.
 func (p *Paths) Routes(src string) []Route {
+	s, ok := p.index[src]
+	if !ok {
+		return nil
+	}
+	t := p.tree(s)
 	var out []Route
-	for _, dst := range p.names {
-		if r, ok := p.Route(src, dst); ok {
-			out = append(out, r)
+	for d := range p.names {
+		if d != s && t.dist[d] >= 0 {
+			out = append(out, p.route(s, d, t))
 		}
 	}
 	return out
 }
 
+// Reachable reports whether any live path leads from src to dst now.
+func (p *Paths) Reachable(src, dst string) bool {
+	s, d, ok := p.pair(src, dst)
+	return ok && p.tree(s).dist[d] >= 0
+}
+
 // Radius is the largest hop count of any chosen shortest path: a message
-// that has made more hops than Radius+1 is looping.
+// that has made more hops than Radius+1 is looping. It needs the tree of
+// every broker: on a large graph, ask only when it is worth that.
 func (p *Paths) Radius() int {
 	max := 0
-	for s := range p.hops {
-		for _, h := range p.hops[s] {
-			if h > max {
-				max = h
-			}
+	for s := range p.names {
+		if h := int(p.tree(s).radius); h > max {
+			max = h
 		}
 	}
 	return max
@@ -228,15 +297,15 @@ func (p *Paths) Radius() int {
 // ValidOrigins returns the origins whose shortest-path tree uses the edge
 // from→to, sorted. A multicast copy from origin O crosses from→to only if O
 // is among them: every broker then gets one copy per origin, on a mesh too.
+// It needs the tree of every broker.
 func (p *Paths) ValidOrigins(from, to string) []string {
-	u, ok1 := p.index[from]
-	v, ok2 := p.index[to]
-	if !ok1 || !ok2 {
+	u, v, ok := p.pair(from, to)
+	if !ok {
 		return nil
 	}
 	var out []string
 	for o := range p.names {
-		if p.par[o][v] == u {
+		if int(p.tree(o).par[v]) == u {
 			out = append(out, p.names[o])
 		}
 	}
@@ -245,9 +314,8 @@ func (p *Paths) ValidOrigins(from, to string) []string {
 
 // LinkUp says whether the graph has an up link from→to.
 func (p *Paths) LinkUp(from, to string) bool {
-	u, ok1 := p.index[from]
-	v, ok2 := p.index[to]
-	return ok1 && ok2 && p.cost[u][v] > 0
+	u, v, ok := p.pair(from, to)
+	return ok && p.link(u, v) > 0
 }
 
 // OnTree says whether origin's shortest-path tree uses the edge from→to
@@ -255,29 +323,32 @@ func (p *Paths) LinkUp(from, to string) bool {
 // hold all three brokers.
 func (p *Paths) OnTree(origin, from, to string) (on, known bool) {
 	o, ok0 := p.index[origin]
-	u, ok1 := p.index[from]
-	v, ok2 := p.index[to]
-	if !ok0 || !ok1 || !ok2 {
+	u, v, ok := p.pair(from, to)
+	if !ok0 || !ok {
 		return false, false
 	}
-	return p.par[o][v] == u, true
+	return int(p.tree(o).par[v]) == u, true
 }
 
 // Path returns the brokers on the chosen path from src to dst, both
 // included; nil if there is none.
 func (p *Paths) Path(src, dst string) []string {
-	s, ok1 := p.index[src]
-	d, ok2 := p.index[dst]
-	if !ok1 || !ok2 || p.dist[s][d] < 0 {
+	s, d, ok := p.pair(src, dst)
+	if !ok {
 		return nil
 	}
-	var rev []string
-	for v := d; v != -1 && v != s; v = p.par[s][v] {
-		rev = append(rev, p.names[v])
+	return p.path(p.tree(s), d)
+}
+
+// path follows t's chosen predecessors back from d to the source (whose
+// hop count is 0).
+func (p *Paths) path(t *tree, d int) []string {
+	if t.dist[d] < 0 {
+		return nil
 	}
-	out := []string{src}
-	for i := len(rev) - 1; i >= 0; i-- {
-		out = append(out, rev[i])
+	out := make([]string, t.hops[d]+1)
+	for v, i := d, len(out)-1; i >= 0; v, i = int(t.par[v]), i-1 {
+		out[i] = p.names[v]
 	}
 	return out
 }

@@ -128,13 +128,13 @@ func (b *bench) run(ctx context.Context) error {
 		rep.Backlog = bl
 	}
 	if b.opt.Topology {
-		fmt.Fprintf(os.Stderr, "[%s] topology recompute benchmark ...\n", time.Since(start).Round(time.Second))
-		tp, err := runTopology(ctx, b.opt.Go)
+		fmt.Fprintf(os.Stderr, "[%s] topology benchmarks ...\n", time.Since(start).Round(time.Second))
+		full, update, err := runTopology(ctx, b.opt.Go)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "topology FAILED: %v\n", err)
-			tp = &topoResult{Error: err.Error()}
+			full = &topoResult{Benchmark: benchRecompute, Error: err.Error()}
 		}
-		rep.Topology = tp
+		rep.Topology, rep.TopologyUpdate = full, update
 	}
 	rep.finish(time.Since(start))
 	printErr := rep.print(os.Stdout) // the file below is written all the same
@@ -194,6 +194,14 @@ func median(runs []*sample, f func(*sample) float64) float64 {
 	v := make([]float64, len(runs))
 	for i, s := range runs {
 		v[i] = f(s)
+	}
+	return medianOf(v)
+}
+
+// medianOf returns the median of v (0 for none); v is sorted in place.
+func medianOf(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
 	}
 	slices.Sort(v)
 	if len(v)%2 == 1 {

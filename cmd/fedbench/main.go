@@ -2,9 +2,10 @@
 // of testdata/brokers.sh, all in one run on one machine: a raw go-amqp
 // pipe (the floor), fedrouter with one and with several queue routes, and
 // the RabbitMQ shovel plugin in its AMQP 0-9-1 and AMQP 1.0 modes; memory
-// under a large backlog; and the topology recompute benchmark. It prints a
-// table and writes the figures as JSON. `make bench` runs it; method and
-// results are in docs/performance.md.
+// under a large backlog; and the topology benchmarks (a full recompute, and
+// one advertisement up to the updated next hops). It prints a table and
+// writes the figures as JSON. `make bench` runs it; method and results are
+// in docs/performance.md.
 package main
 
 import (
@@ -82,7 +83,7 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "out", Value: "bench-results.json", EnvVars: []string{"BENCH_OUT"}, Usage: "write the results as JSON to `FILE`"},
 		&cli.StringFlag{Name: "fedrouter", Value: "bin/fedrouter", Usage: "the fedrouter binary to measure"},
 		&cli.StringFlag{Name: "go", Value: "go", Usage: "go command, for the topology benchmark"},
-		&cli.BoolFlag{Name: "topology", Value: true, Usage: "run the topology recompute benchmark"},
+		&cli.BoolFlag{Name: "topology", Value: true, Usage: "run the topology benchmarks (full recompute; advertisement to next hops)"},
 		&cli.DurationFlag{Name: "poll", Value: 20 * time.Millisecond, Usage: "how often completion is polled"},
 	}
 }

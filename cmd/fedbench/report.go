@@ -26,7 +26,10 @@ type report struct {
 	Options  options           `json:"options"`
 	Results  []*result         `json:"results"`
 	Backlog  *backlogResult    `json:"backlog,omitempty"`
-	Topology *topoResult       `json:"topology,omitempty"`
+	Topology *topoResult       `json:"topology,omitempty"` // full recompute
+	// TopologyUpdate is one changed advertisement up to the updated next
+	// hops of 20 origins.
+	TopologyUpdate *topoResult `json:"topology_update,omitempty"`
 }
 
 type machine struct {
@@ -153,11 +156,9 @@ func (r *report) print(out io.Writer) error {
 				kib(bl.RSSMinKiB), kib(bl.RSSMaxKiB), kib(bl.RSSFinalKiB), kib(bl.PeakKiB), len(bl.Samples), bl.Verified)
 		}
 	}
-	if tp := r.Topology; tp != nil {
-		if tp.Error != "" {
-			fmt.Fprintf(&b, "topology: FAILED: %s\n", tp.Error)
-		} else {
-			fmt.Fprintf(&b, "topology: %s median %.1f ms/op (%d runs: %v ns/op)\n", tp.Benchmark, tp.NsPerOp/1e6, len(tp.Runs), tp.Runs)
+	for _, tp := range []*topoResult{r.Topology, r.TopologyUpdate} {
+		if tp != nil {
+			fmt.Fprintf(&b, "topology: %s\n", tp)
 		}
 	}
 	_, err := out.Write(b.Bytes())
