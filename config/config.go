@@ -54,6 +54,9 @@ type Config struct {
 	// cluster (cluster.go, docs/cluster.md): routes live in the store and
 	// are shared; absent, the router is single, with its state file.
 	Cluster *ClusterSpec `yaml:"cluster"`
+	// Destinations are global destinations (destinations.go,
+	// docs/destinations.md): queues kept alike at every broker of a span.
+	Destinations []DestinationSpec `yaml:"destinations"`
 
 	file   string              // path the config came from, for messages
 	lines  map[string]int      // "brokers[i]" → line, for validation messages

@@ -99,7 +99,7 @@ func itemLines(root *yaml.Node) map[string]int {
 	}
 	m := root.Content[0]
 	for i := 0; i+1 < len(m.Content); i += 2 {
-		if key := m.Content[i].Value; key == "brokers" || key == "routes" || key == "links" {
+		if key := m.Content[i].Value; key == "brokers" || key == "routes" || key == "links" || key == "destinations" {
 			for j, item := range m.Content[i+1].Content {
 				out[fmt.Sprintf("%s[%d]", key, j)] = item.Line
 			}

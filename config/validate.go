@@ -33,6 +33,7 @@ func (c *Config) validate() []string {
 	p = append(p, c.validateRoutes(brokers)...)
 	p = append(p, c.validateLinks(brokers)...)
 	p = append(p, c.validateIngress(brokers)...)
+	p = append(p, c.validateDestinations(brokers)...)
 	if steps, err := routes.ParseNoPath(c.NoPath); err != nil {
 		add("no_path", "%v", err)
 	} else {

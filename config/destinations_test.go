@@ -1,0 +1,82 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+const destBase = "router_id: r\nbrokers:\n  - {name: r1, url: 'amqp://h', profile: rabbitmq}\n  - {name: r2, url: 'amqp://h2', profile: rabbitmq}\n" +
+	"  - {name: p1, url: 'amqp://h3', profile: proton}\n"
+
+// The destinations: entries' mistakes, each with its line and field
+// (issue 16: bad input).
+func TestDestinationConfigErrors(t *testing.T) {
+	cases := []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"name", destBase + "destinations:\n  - {brokers: [r1]}\n  - {name: " + strings.Repeat("q", 256) + "}\n",
+			[]string{"f.yaml:7: destinations[0].name: required", "f.yaml:8: destinations[1].name: 256 bytes long, at most 255"}},
+		{"the routers' own queues", destBase + "destinations:\n  - {name: 'fedrouter.transit.*'}\n  - {name: '*'}\n  - {name: 'fed*'}\n  - {name: fedrouter.control}\n",
+			[]string{`f.yaml:7: destinations[0].name: "fedrouter.transit.*" can name the routers' own queues`,
+				`f.yaml:8: destinations[1].name: "*" can name`, `f.yaml:9: destinations[2].name: "fed*" can name`,
+				`f.yaml:10: destinations[3].name: "fedrouter.control" can name`}},
+		{"brokers", destBase + "destinations:\n  - {name: q, brokers: [p1, nope]}\n",
+			[]string{"f.yaml:7: destinations[0].brokers: p1 (profile proton) cannot list or create queues",
+				`f.yaml:7: destinations[0].brokers: "nope" is not in brokers`}},
+		{"properties the profile cannot set", destBase + "destinations:\n  - {name: q, arguments: {x-foo: 1, x-max-length: -1, x-queue-type: 3}, max_length: 5}\n",
+			[]string{"f.yaml:7: destinations[0].arguments: x-foo: not a queue argument the rabbitmq profile can set (known: x-dead-letter-exchange",
+				"x-max-length: -1 is not a non-negative integer", "x-queue-type: 3 is not a non-empty string"}},
+		{"twice", destBase + "destinations:\n  - {name: q, max_length: 5, arguments: {x-max-length: 5}}\n  - {name: q}\n",
+			[]string{"f.yaml:7: destinations[0].arguments: x-max-length given twice (max_length and arguments)",
+				`f.yaml:8: destinations[1].name: "q" is already the name of destinations[0]`}},
+		{"no capable broker", "router_id: r\nbrokers:\n  - {name: p1, url: 'amqp://h3', profile: proton}\ndestinations:\n  - {name: q}\n",
+			[]string{"f.yaml:5: destinations[0].brokers: no broker of this router can hold global destinations"}},
+	}
+	for _, c := range cases {
+		_, err := Parse("f.yaml", []byte(c.yaml))
+		var ce *Error
+		if !errors.As(err, &ce) {
+			t.Errorf("%s: error %v, want a config error", c.name, err)
+			continue
+		}
+		for _, w := range c.want {
+			found := false
+			for _, p := range ce.Problems {
+				found = found || strings.Contains(p, w)
+			}
+			if !found {
+				t.Errorf("%s: no problem containing %q in:\n  %s", c.name, w, strings.Join(ce.Problems, "\n  "))
+			}
+		}
+	}
+}
+
+// Defaults: the span is every rabbitmq broker, 30s to confirm a deletion,
+// 2m idle; properties set make the destination's own (durable by default),
+// none leave them to the first instance.
+func TestGlobalDestinations(t *testing.T) {
+	cfg, err := Parse("f.yaml", []byte(destBase+"destinations:\n  - {name: 'orders.*', max_length: 100, message_ttl: 1m}\n"+
+		"  - {name: jobs, brokers: [r2], durable: false, delete_nonempty: true, confirm_delete: 5s, idle: 10s}\n  - {name: free}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	es := cfg.GlobalDestinations()
+	if len(es) != 3 {
+		t.Fatalf("%d entries", len(es))
+	}
+	o := es[0]
+	if strings.Join(o.Brokers, ",") != "r1,r2" || o.ConfirmDelete != 30*time.Second || o.Idle != 2*time.Minute || o.Props == nil ||
+		o.Props.String() != "durable=true x-max-length=100 x-message-ttl=60000" {
+		t.Errorf("orders.*: %+v %v", o, o.Props)
+	}
+	j := es[1]
+	if strings.Join(j.Brokers, ",") != "r2" || !j.DeleteNonEmpty || j.ConfirmDelete != 5*time.Second || j.Idle != 10*time.Second || j.Props.String() != "durable=false" {
+		t.Errorf("jobs: %+v %v", j, j.Props)
+	}
+	if es[2].Props != nil {
+		t.Errorf("free: properties %v, want none (the first instance's)", es[2].Props)
+	}
+}
