@@ -271,6 +271,31 @@ func (c *Core) gone(d *dest, broker string, afterRestart bool, now time.Time) []
 	return nil
 }
 
+// Result: the router carried a out; err is nil when the broker did it.
+// A created queue is known present from then on — an administrator who
+// deletes it before the next listing deletes the destination, not a
+// create that got lost — and a create or delete that failed is asked
+// again after the next listing.
+func (c *Core) Result(a Action, err error) {
+	d := c.dests[a.Name]
+	if d == nil || (a.Kind != Create && a.Kind != Delete) {
+		return
+	}
+	in := d.inst[a.Broker]
+	if in == nil {
+		return
+	}
+	switch {
+	case a.Kind == Create && err == nil:
+		in.present, in.props, in.messages, in.consumers, in.pending = true, a.Props, 0, 0, false
+	case a.Kind == Create:
+		// Still pending: the next listing of the broker, not showing it,
+		// clears that, and the create is asked again.
+	case err != nil: // a delete refused (the queue holds messages) or failed
+		in.expectGone = false
+	}
+}
+
 // Tick: the time is now. It returns what to do.
 func (c *Core) Tick(now time.Time) []Action {
 	var out []Action

@@ -2,7 +2,9 @@ package globaldest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,6 +19,7 @@ import (
 //	entry orders.* brokers=b1,b2 [confirm=30s] [idle=2m] [delete_nonempty] [props=durable,x-max-length=100]
 //	list b1 at=5s | orders.a configured m=0 c=1 durable x-max-length=100 | orders.b auto
 //	fail b1 at=5s        the listing of b1 failed
+//	... refuse           (on list, tick) the broker refuses the creates and deletes asked
 //	tick at=40s
 //	status               the destinations as `destination list` shows them
 func TestCoreScripts(t *testing.T) {
@@ -50,6 +53,15 @@ func (h *harness) run(line string) (string, error) {
 		at = t0.Add(d)
 	}
 	var acts []Action
+	defer func() { // the broker does what it is asked, unless refused
+		for _, a := range acts {
+			var err error
+			if slices.Contains(words, "refuse") {
+				err = errors.New("refused")
+			}
+			h.c.Result(a, err)
+		}
+	}()
 	switch cmd {
 	case "list":
 		var qs []Queue

@@ -257,6 +257,7 @@ func (a *AdminServer) routes(reg *prometheus.Registry) http.Handler {
 	mux.HandleFunc("GET /api/v1/router", a.routerInfo)
 	mux.HandleFunc("GET /api/v1/topology", a.topology)
 	mux.HandleFunc("GET /api/v1/cluster", a.clusterStatus)
+	mux.HandleFunc("GET /api/v1/destinations", a.destinations)
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))

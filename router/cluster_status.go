@@ -88,12 +88,19 @@ type clusterService interface {
 // clusterStatus serves GET /v1/cluster.
 func (a *AdminServer) clusterStatus(w http.ResponseWriter, r *http.Request) {
 	cs, ok := a.svc.(clusterService)
+	serveOptional(w, r, ok, ErrNotClustered, func() (ClusterStatus, error) { return cs.Cluster(r.Context()) })
+}
+
+// serveOptional answers a view only some routers have: 404 with absent's
+// words when the Service lacks it (ok false) or says absent, the view as
+// JSON otherwise.
+func serveOptional[T any](w http.ResponseWriter, r *http.Request, ok bool, absent error, get func() (T, error)) {
 	if !ok {
-		writeError(w, http.StatusNotFound, ErrNotClustered.Error())
+		writeError(w, http.StatusNotFound, absent.Error())
 		return
 	}
-	st, err := cs.Cluster(r.Context())
-	if errors.Is(err, ErrNotClustered) {
+	v, err := get()
+	if errors.Is(err, absent) {
 		writeError(w, http.StatusNotFound, err.Error())
 		return
 	}
@@ -101,5 +108,5 @@ func (a *AdminServer) clusterStatus(w http.ResponseWriter, r *http.Request) {
 		writeServiceError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, st)
+	writeJSON(w, http.StatusOK, v)
 }

@@ -40,6 +40,7 @@ type Router struct {
 	control  *Control                // set by Start when flooding is on
 	topo     *topoDriver             // set by Start when flooding is on
 	dests    *destWatcher            // set by Start when flooding is on
+	gdests   *globalDests            // set by Start when destinations: has entries
 	table    *table                  // the topology's latest shortest paths
 	cluster  *clusterPart            // set by Start in a router cluster (cluster.go)
 }
@@ -99,6 +100,10 @@ func (r *Router) Start(ctx context.Context) error {
 		return err
 	}
 	if err := r.startTopology(brokers); err != nil {
+		r.Stop()
+		return err
+	}
+	if err := r.startGlobalDests(brokers); err != nil {
 		r.Stop()
 		return err
 	}
@@ -257,6 +262,9 @@ func (r *Router) WaitOperational(ctx context.Context) error {
 // Stop stops the routes, then closes every connection and waits for their
 // goroutines. The closed connections stay listed (state Closed) in Status.
 func (r *Router) Stop() {
+	if r.gdests != nil {
+		r.gdests.stop()
+	}
 	if r.topo != nil {
 		r.topo.stop()
 		r.dests.stop()

@@ -57,6 +57,7 @@ func apiCommands() []*cli.Command {
 		},
 		topologyCommand(),
 		clusterCommand(),
+		destinationCommand(),
 		{
 			Name:  "broker",
 			Usage: "show broker connections",

@@ -1,0 +1,57 @@
+package amqp
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// QueueManager is a profile that can list, declare and delete its
+// broker's queues with their properties: what global destinations need
+// (globaldest, router/globaldest.go). The rabbitmq profile is one, through
+// the management API; the others cannot observe queues and are not.
+type QueueManager interface {
+	// ListQueues lists the vhost's queues with their arguments, message
+	// and consumer counts.
+	ListQueues(ctx context.Context) ([]QueueInfo, error)
+	// DeclareQueue creates queue name with args; an existing queue with
+	// other arguments is an error (the broker keeps it as it is).
+	DeclareQueue(ctx context.Context, name string, args QueueArgs) error
+	// DeleteQueue deletes queue name; with ifEmpty, only if it holds no
+	// message: the broker checks, so one that arrives meanwhile is kept
+	// (ErrQueueNotEmpty). A missing queue is not an error.
+	DeleteQueue(ctx context.Context, name string, ifEmpty bool) error
+}
+
+// ErrQueueNotEmpty: a delete if empty found messages in the queue.
+var ErrQueueNotEmpty = errors.New("amqp: the queue holds messages: not deleted")
+
+// ListQueues lists the vhost's queues with their arguments.
+func (p *rabbitProfile) ListQueues(ctx context.Context) ([]QueueInfo, error) {
+	var out []QueueInfo
+	err := p.mgmt.do(ctx, http.MethodGet, "/api/queues/"+p.mgmt.vh()+"?columns=name,durable,auto_delete,exclusive,messages,consumers,arguments", nil, &out)
+	return out, err
+}
+
+// DeclareQueue creates queue name.
+func (p *rabbitProfile) DeclareQueue(ctx context.Context, name string, args QueueArgs) error {
+	return p.mgmt.DeclareQueue(ctx, name, args)
+}
+
+// DeleteQueue deletes queue name, if empty when asked.
+func (p *rabbitProfile) DeleteQueue(ctx context.Context, name string, ifEmpty bool) error {
+	path := "/api/queues/" + p.mgmt.vh() + "/" + url.PathEscape(name)
+	if ifEmpty {
+		path += "?if-empty=true"
+	}
+	err := ignoreNotFound(p.mgmt.do(ctx, http.MethodDelete, path, nil, nil))
+	var me *MgmtError
+	if errors.As(err, &me) && me.Status == http.StatusBadRequest && strings.Contains(me.Body, "not empty") {
+		return ErrQueueNotEmpty
+	}
+	return err
+}
+
+var _ QueueManager = (*rabbitProfile)(nil)

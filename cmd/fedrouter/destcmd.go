@@ -1,0 +1,67 @@
+package main
+
+import (
+	"sort"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/fedrouter/fedrouter/adminclient"
+)
+
+// destinationCommand is `fedrouter destination list`: the global
+// destinations (docs/destinations.md), each with its instance, depth and
+// consumers at every broker of its span.
+func destinationCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "destination",
+		Usage: "show the global destinations (destinations: section)",
+		Subcommands: []*cli.Command{
+			apiCommand("destination", "list", "list the global destinations: state, properties, and at each broker the instance, messages and consumers", "", 0, 0, true, listDestinations),
+		},
+	}
+}
+
+func listDestinations(c *cli.Context, api *adminclient.Client) error {
+	st, err := api.Destinations(c.Context)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, st)
+	}
+	p := newPrinter(c.App.Writer)
+	p.table()
+	p.println("Destination\tKind\tState\tBroker\tInstance\tMessages\tConsumers\tProperties")
+	for _, d := range st.Destinations {
+		for i, in := range d.Instances {
+			name, kind, state, props := "", "", "", ""
+			if i == 0 {
+				name, kind, state, props = d.Name, d.Kind, d.State, d.Properties
+			}
+			if in.Properties != "" {
+				props = "differs: " + in.Properties
+			}
+			p.printf("%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", name, kind, state, in.Broker, in.State, in.Messages, in.Consumers, props)
+		}
+	}
+	p.endTable()
+	for _, d := range st.Destinations {
+		for _, pr := range d.Problems {
+			p.printf("%s: %s\n", d.Name, pr)
+		}
+	}
+	brokers := make([]string, 0, len(st.Unlisted))
+	for b := range st.Unlisted {
+		brokers = append(brokers, b)
+	}
+	sort.Strings(brokers)
+	for _, b := range brokers {
+		p.printf("%s cannot be listed: %s\n", b, st.Unlisted[b])
+	}
+	if len(st.Destinations) == 0 {
+		p.println("no global destination yet (none of the entries' queues exists at any broker)")
+	}
+	p.printf("since the start: %d created, %d deleted, %d kept (held messages), %d failed\n",
+		st.Counts.Created, st.Counts.Deleted, st.Counts.Kept, st.Counts.Failed)
+	return p.done()
+}

@@ -1,0 +1,260 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/globaldest"
+	"github.com/fedrouter/fedrouter/internal/group"
+	"github.com/fedrouter/fedrouter/links"
+)
+
+// globalDestPoll is how often the brokers of the destinations: spans are
+// listed: a queue created at one broker exists at the others within about
+// two of these.
+const globalDestPoll = 2 * time.Second
+
+// globalDestCall bounds one management call (a listing, a create, a
+// delete): a loaded broker answers a listing in seconds.
+const globalDestCall = 10 * time.Second
+
+// globalDests carries the global destinations' core out
+// (docs/destinations.md): one goroutine (run, in a group it owns) lists
+// every broker of the spans through its management API, feeds the core
+// and creates and deletes queues as the core says. The admin API reads
+// the status it publishes after each round.
+type globalDests struct {
+	core    *globaldest.Core // owned by run
+	mgrs    map[string]amqp.QueueManager
+	brokers []string // listed, sorted
+	control string   // the control address: never a global destination
+	log     zerolog.Logger
+	g       *group.Group
+
+	mu      sync.Mutex
+	status  []globaldest.Status // guarded by mu
+	counts  destCounts          // guarded by mu
+	listErr map[string]string   // guarded by mu: brokers whose last listing failed
+}
+
+// destCounts are the actions carried out since the start, for metrics.
+type destCounts struct {
+	Created uint64 `json:"created"`
+	Deleted uint64 `json:"deleted"`
+	Kept    uint64 `json:"kept"` // deletes refused: the queue held messages
+	Failed  uint64 `json:"failed"`
+}
+
+// ErrNoDestinations: the router has no destinations: section.
+var ErrNoDestinations = errors.New("router: no global destinations configured (destinations: section)")
+
+// startGlobalDests starts the global destinations when the configuration
+// has entries; every broker of their spans must manage queues (config
+// checks the profiles).
+func (r *Router) startGlobalDests(brokers map[string]amqp.Broker) error {
+	entries := r.cfg.GlobalDestinations()
+	if len(entries) == 0 {
+		return nil
+	}
+	g := &globalDests{core: globaldest.New(entries), mgrs: map[string]amqp.QueueManager{}, control: r.cfg.Topology.ControlAddress,
+		log: r.log.With().Str("subsystem", "destinations").Logger(), listErr: map[string]string{}}
+	for _, e := range entries {
+		for _, b := range e.Brokers {
+			if _, done := g.mgrs[b]; done {
+				continue
+			}
+			qm, ok := brokers[b].Profile.(amqp.QueueManager)
+			if !ok {
+				return fmt.Errorf("router: destinations: broker %s cannot list or create queues (profile %s)", b, brokers[b].Profile.Name())
+			}
+			g.mgrs[b] = qm
+			g.brokers = append(g.brokers, b)
+		}
+	}
+	sort.Strings(g.brokers)
+	g.g = group.New(r.ctx)
+	g.g.Go(g.run)
+	r.gdests = g
+	return nil
+}
+
+func (g *globalDests) stop() { g.g.Stop() }
+
+func (g *globalDests) run(ctx context.Context) {
+	t := time.NewTicker(globalDestPoll)
+	defer t.Stop()
+	for {
+		g.round(ctx)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// round lists every broker in turn and acts on what the core says after
+// each listing, so that the next broker's listing sees what was created.
+func (g *globalDests) round(ctx context.Context) {
+	for _, b := range g.brokers {
+		call, cancel := context.WithTimeout(ctx, globalDestCall)
+		qs, err := g.mgrs[b].ListQueues(call)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		now := time.Now()
+		if err != nil {
+			g.core.Failed(b, now)
+			g.listFailed(b, err)
+			continue
+		}
+		g.listed(b)
+		g.apply(ctx, g.core.Observe(b, g.observed(qs), now))
+	}
+	g.apply(ctx, g.core.Tick(time.Now()))
+	st := g.core.Status()
+	g.mu.Lock()
+	g.status = st
+	g.mu.Unlock()
+}
+
+// observed turns a listing into the core's terms: the routers' own queues
+// are never global destinations.
+func (g *globalDests) observed(qs []amqp.QueueInfo) []globaldest.Queue {
+	out := make([]globaldest.Queue, 0, len(qs))
+	for _, q := range qs {
+		if links.RouterOwned(amqp.Node{Kind: amqp.Queue, Name: q.Name}, g.control) {
+			continue
+		}
+		kind := globaldest.AutoCreated
+		switch {
+		case q.Exclusive || q.AutoDelete:
+			kind = globaldest.Temporary
+		case q.Durable:
+			kind = globaldest.Configured
+		}
+		// The listing's arguments are JSON already (numbers as float64).
+		out = append(out, globaldest.Queue{Name: q.Name, Kind: kind, Props: globaldest.Props{Durable: q.Durable, Args: q.Arguments},
+			Messages: q.Messages, Consumers: q.Consumers})
+	}
+	return out
+}
+
+// apply carries the core's actions out, one call at a time (no lock held).
+func (g *globalDests) apply(ctx context.Context, acts []globaldest.Action) {
+	for _, a := range acts {
+		switch a.Kind {
+		case globaldest.Create:
+			call, cancel := context.WithTimeout(ctx, globalDestCall)
+			err := g.mgrs[a.Broker].DeclareQueue(call, a.Name, amqp.QueueArgs{Durable: a.Props.Durable, Arguments: a.Props.Args})
+			cancel()
+			g.core.Result(a, err)
+			g.done(a, err, &g.counts.Created)
+		case globaldest.Delete:
+			call, cancel := context.WithTimeout(ctx, globalDestCall)
+			err := g.mgrs[a.Broker].DeleteQueue(call, a.Name, a.IfEmpty)
+			cancel()
+			g.core.Result(a, err)
+			g.done(a, err, &g.counts.Deleted)
+		case globaldest.Report:
+			ev := g.log.Info()
+			if strings.HasPrefix(a.Msg, "conflict") || strings.HasPrefix(a.Msg, "orphaned") {
+				ev = g.log.Warn()
+			}
+			ev.Str("destination", a.Name).Msg(a.Msg)
+		}
+	}
+}
+
+// done logs an action's result and counts it.
+func (g *globalDests) done(a globaldest.Action, err error, ok *uint64) {
+	g.mu.Lock()
+	switch {
+	case err == nil:
+		*ok++
+	case errors.Is(err, amqp.ErrQueueNotEmpty):
+		g.counts.Kept++
+	default:
+		g.counts.Failed++
+	}
+	g.mu.Unlock()
+	what := "created"
+	if a.Kind == globaldest.Delete {
+		what = "deleted"
+	}
+	ev := g.log.Info()
+	switch {
+	case errors.Is(err, amqp.ErrQueueNotEmpty):
+		ev, what = g.log.Warn().Err(err), "kept: it holds messages"
+	case err != nil:
+		// Tried again after the next listing.
+		ev, what = g.log.Warn().Err(err), "not "+what
+	}
+	ev.Str("destination", a.Name).Str("broker", a.Broker).Str("properties", a.Props.String()).Str("why", a.Msg).Msg("global destination " + what)
+}
+
+// listFailed logs a broker's listing failure once, until it answers again.
+func (g *globalDests) listFailed(b string, err error) {
+	g.mu.Lock()
+	_, said := g.listErr[b]
+	g.listErr[b] = err.Error()
+	g.mu.Unlock()
+	if !said {
+		g.log.Warn().Err(err).Str("broker", b).Msg("cannot list queues: nothing is concluded from this broker until it answers")
+	}
+}
+
+func (g *globalDests) listed(b string) {
+	g.mu.Lock()
+	_, was := g.listErr[b]
+	delete(g.listErr, b)
+	g.mu.Unlock()
+	if was {
+		g.log.Info().Str("broker", b).Msg("queues listed again")
+	}
+}
+
+// Destinations is the admin API's view: every global destination with its
+// instances, and the brokers that could not be listed.
+type Destinations struct {
+	Destinations []globaldest.Status `json:"destinations"`
+	Unlisted     map[string]string   `json:"unlisted,omitempty"` // broker → why its last listing failed
+	Counts       destCounts          `json:"counts"`
+}
+
+// GlobalDestinations returns the global destinations as last decided.
+func (r *Router) GlobalDestinations(context.Context) (Destinations, error) {
+	g := r.gdests
+	if g == nil {
+		return Destinations{}, ErrNoDestinations
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := Destinations{Destinations: append([]globaldest.Status{}, g.status...), Counts: g.counts, Unlisted: map[string]string{}}
+	for b, e := range g.listErr {
+		out.Unlisted[b] = e
+	}
+	return out, nil
+}
+
+// destinationService is the admin API's optional view of the global
+// destinations (Router has it; a fake Service need not).
+type destinationService interface {
+	GlobalDestinations(ctx context.Context) (Destinations, error)
+}
+
+// destinations serves GET /api/v1/destinations.
+func (a *AdminServer) destinations(w http.ResponseWriter, r *http.Request) {
+	ds, ok := a.svc.(destinationService)
+	serveOptional(w, r, ok, ErrNoDestinations, func() (Destinations, error) { return ds.GlobalDestinations(r.Context()) })
+}
