@@ -54,7 +54,7 @@ postgres-stop:
 	$(POSTGRES) stop
 
 # qpidd (Apache Qpid C++ broker) test peers for the qpid profile's tests:
-# qpidd1, qpidd2 strict, qpidd3 creating queues on demand, on 5901..5903
+# qpidd1, 2 and 4 strict, qpidd3 creating queues on demand, on 5901..5904
 # (testdata/qpidd.sh). The binaries are not in this repository: they are
 # found at $$FEDROUTER_QPIDD_DIR or ../shared/peers/qpidd beside it. Without
 # them the qpidd tests skip, except under CI=true (or with

@@ -97,11 +97,11 @@ func (m *mesh) start(id, a, b, extra string) {
 	broker := func(name string) string {
 		br := m.brokers[name]
 		url := br.URL
-		if p := m.proxies[id]; p != nil && name == "rabbit4" {
+		if p := m.proxies[id]; p != nil && p.Target() == br.Addr() {
 			url = "amqp://" + p.Addr()
 		}
-		if br.Kind == "proton" {
-			return fmt.Sprintf("  - {name: %s, url: %q, profile: proton}\n", name, url)
+		if br.Kind == "proton" || br.Kind == "qpid" {
+			return fmt.Sprintf("  - {name: %s, url: %q, profile: %s}\n", name, url, br.Kind)
 		}
 		return fmt.Sprintf("  - {name: %s, url: %q, profile: rabbitmq, username: guest, password: guest, management: {url: %q}}\n", name, url, br.MgmtURL)
 	}
@@ -135,6 +135,12 @@ func (m *mesh) start(id, a, b, extra string) {
 // removeControl deletes the control exchange and queues of the test.
 func (m *mesh) removeControl() {
 	for _, b := range m.brokers {
+		if b.Kind == "qpid" { // the routers' control queues went with their links
+			if qm, err := famqp.NewQpidManagement(b.Config()); err == nil {
+				_ = qm.Delete(context.Background(), "exchange", m.control)
+			}
+			continue
+		}
 		if b.Kind != "rabbitmq" {
 			continue
 		}
@@ -429,7 +435,11 @@ func (m *mesh) receiveN(broker, queue string, n int, stall time.Duration) []*goa
 	c := brokertest.Dial(m.t, m.brokers[broker].Config(), famqp.ConnOptions{})
 	s := brokertest.Session(m.t, c)
 	defer famqp.CloseSession(s)
-	r := brokertest.OpenReceiver(m.t, s, famqp.LinkSpec{Address: "/amq/queue/" + queue}, 100)
+	addr := queue
+	if m.brokers[broker].Kind == "rabbitmq" {
+		addr = "/amq/queue/" + queue
+	}
+	r := brokertest.OpenReceiver(m.t, s, famqp.LinkSpec{Address: addr}, 100)
 	var out []*goamqp.Message
 	for len(out) < n {
 		ctx, cancel := context.WithTimeout(m.t.Context(), stall)

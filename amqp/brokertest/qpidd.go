@@ -15,7 +15,8 @@ import (
 )
 
 // qpidd test peers (testdata/qpidd.sh, wrapping the shared qpidd build):
-// qpidd1 and qpidd2 are strict brokers, qpidd3 creates queues on demand.
+// qpidd1, qpidd2 and qpidd4 are strict brokers, qpidd3 creates queues on
+// demand.
 // Their binaries live outside the repository, so a machine without them
 // skips the tests that need them — except under CI=true, where a missing
 // qpidd is a failure (CI must run them).

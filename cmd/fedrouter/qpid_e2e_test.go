@@ -214,4 +214,3 @@ func exchangeAddr(b brokertest.Broker, ex string) string {
 	}
 	return ex
 }
-
