@@ -209,7 +209,7 @@ func (m *mesh) collect(broker, queue string) *collector {
 	m.t.Helper()
 	c := brokertest.Dial(m.t, m.brokers[broker].Config(), famqp.ConnOptions{})
 	s := brokertest.Session(m.t, c)
-	r := brokertest.OpenReceiver(m.t, s, famqp.LinkSpec{Address: "/amq/queue/" + queue}, 500)
+	r := brokertest.OpenReceiver(m.t, s, famqp.LinkSpec{Address: m.queueAddr(broker, queue)}, 500)
 	ctx, cancel := context.WithCancel(m.t.Context())
 	col := &collector{seen: map[int64]bool{}, stop: cancel, done: make(chan error, 1)}
 	go func() { // ends with ctx (stopped at cleanup)
@@ -428,6 +428,14 @@ func TestIntegrationMeshMultiHopAndReroute(t *testing.T) {
 		n3, len(got), dups, first.Sub(killed).Round(time.Millisecond))
 }
 
+// queueAddr is how an application on broker receives from queue.
+func (m *mesh) queueAddr(broker, queue string) string {
+	if m.brokers[broker].Kind == "rabbitmq" {
+		return "/amq/queue/" + queue
+	}
+	return queue
+}
+
 // receiveN takes n messages from a queue (its own session) and returns
 // them, failing after stall without one.
 func (m *mesh) receiveN(broker, queue string, n int, stall time.Duration) []*goamqp.Message {
@@ -435,11 +443,7 @@ func (m *mesh) receiveN(broker, queue string, n int, stall time.Duration) []*goa
 	c := brokertest.Dial(m.t, m.brokers[broker].Config(), famqp.ConnOptions{})
 	s := brokertest.Session(m.t, c)
 	defer famqp.CloseSession(s)
-	addr := queue
-	if m.brokers[broker].Kind == "rabbitmq" {
-		addr = "/amq/queue/" + queue
-	}
-	r := brokertest.OpenReceiver(m.t, s, famqp.LinkSpec{Address: addr}, 100)
+	r := brokertest.OpenReceiver(m.t, s, famqp.LinkSpec{Address: m.queueAddr(broker, queue)}, 100)
 	var out []*goamqp.Message
 	for len(out) < n {
 		ctx, cancel := context.WithTimeout(m.t.Context(), stall)

@@ -156,3 +156,60 @@ func checkQpidOwnQueues(t *testing.T, cfg famqp.BrokerConfig, names ...string) {
 		}
 	}
 }
+
+// The reroute no-path action on strict qpidd brokers: a triangle
+//
+//	qpidd2 ── rA (fault proxy) ── qpidd4
+//	   │                            │
+//	   rB ───────── qpidd1 ──────── rC
+//
+// rA's direct route qpidd2 → qpidd4 has no_path [reroute, hold]: when its
+// side to qpidd4 is cut, it goes on through transit over qpidd1, nothing
+// lost.
+func TestIntegrationQpidReroute(t *testing.T) {
+	src, ex, dq := brokertest.UniqueName(t, "rr"), brokertest.UniqueName(t, "ex"), brokertest.UniqueName(t, "dq")
+	m := brokersOf(t, "qpidd1", "qpidd2", "qpidd4")
+	brokertest.DeclareQueue(t, m.brokers["qpidd2"].Config(), src)
+	brokertest.DeclareExchangeQueue(t, m.brokers["qpidd4"].Config(), ex, "fanout", dq, "")
+	proxy, err := brokertest.NewFaultProxy(m.brokers["qpidd4"].Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = proxy.Close() }) // its only error is the listener's close
+	m.proxies["rA"] = proxy
+	m.start("rA", "qpidd2", "qpidd4", fmt.Sprintf("routes:\n  - {kind: queue, src: qpidd2, dest: qpidd4, exchange: %s, queue: %s, no_path: [reroute, hold]}\n", ex, src))
+	m.start("rB", "qpidd2", "qpidd1", "")
+	m.start("rC", "qpidd1", "qpidd4", "")
+	id := routes.Spec{Kind: routes.KindQueue, Src: "qpidd2", Dest: "qpidd4", Exchange: ex, Queue: src}.ID()
+	m.waitRoute("rA", id, operational)
+	s2 := m.session("qpidd2")
+	const n = 500
+	col := m.collect("qpidd4", dq)
+	brokertest.SendAll(t, s2, src, 100, n, brokertest.Numbered)
+	col.wait(t, n, 30*time.Second)
+
+	proxy.Cut()
+	st := m.waitRoute("rA", id, func(st routes.Status) error {
+		if err := operational(st); err != nil {
+			return err
+		}
+		if !strings.Contains(st.Detail, "rerouting") {
+			return fmt.Errorf("detail %q", st.Detail)
+		}
+		return nil
+	})
+	brokertest.SendAll(t, s2, src, 100, n, func(i int) *goamqp.Message { return brokertest.Numbered(n + i) })
+	col.wait(t, 2*n, 60*time.Second)
+	arrivals := col.snapshot()
+	got := seqs(arrivals)
+	dups := brokertest.CheckNoLoss(t, got, 2*n)
+	for _, a := range arrivals {
+		if a.seq >= n && !strings.Contains(a.trace, "qpidd1") {
+			t.Fatalf("message %d sent after the cut came by %q, not over qpidd1", a.seq, a.trace)
+		}
+	}
+	if st, _ := m.routers["rA"].routes.Get(id); st.Rerouted < n {
+		t.Errorf("rerouted count %d, want >= %d", st.Rerouted, n)
+	}
+	t.Logf("reroute on strict qpidd (%s): sent %d (%d after the cut), received %d, lost 0, duplicated %d", st.Detail, 2*n, n, len(got), dups)
+}
