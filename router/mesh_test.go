@@ -287,6 +287,17 @@ func (m *mesh) waitRoute(router, id string, ok func(routes.Status) error) routes
 	return st
 }
 
+// rerouting: a direct route Operational through transit, its link down.
+func rerouting(st routes.Status) error {
+	if err := operational(st); err != nil {
+		return err
+	}
+	if !strings.Contains(st.Detail, "rerouting") {
+		return fmt.Errorf("detail %q", st.Detail)
+	}
+	return nil
+}
+
 func operational(st routes.Status) error {
 	if st.State != routes.StateOperational {
 		return fmt.Errorf("route %s is %s (%s; %s)", st.Spec, st.State, st.Detail, st.LastError)
@@ -513,15 +524,7 @@ func TestIntegrationMeshCorrectiveAction(t *testing.T) {
 
 	// mB's side to rabbit4 is cut: its direct route reroutes.
 	m.proxies["mB"].Cut()
-	st := m.waitRoute("mB", idRR, func(st routes.Status) error {
-		if err := operational(st); err != nil {
-			return err
-		}
-		if !strings.Contains(st.Detail, "rerouting") {
-			return fmt.Errorf("detail %q", st.Detail)
-		}
-		return nil
-	})
+	st := m.waitRoute("mB", idRR, rerouting)
 	t.Logf("rerouting: %s", st.Detail)
 	brokertest.SendAll(t, s2, "/amq/queue/"+qRR, 100, 1000, func(i int) *goamqp.Message { return brokertest.Numbered(1000 + i) })
 	col.wait(t, 1010, 60*time.Second)

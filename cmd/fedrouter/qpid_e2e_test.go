@@ -54,6 +54,23 @@ func (p *routerProc) mustCLI(args ...string) string {
 	return out
 }
 
+// kill9After kills the router with SIGKILL once its only route has
+// forwarded at least atLeast messages, and returns the route as last seen.
+func (p *routerProc) kill9After(atLeast uint64) routes.Status {
+	p.t.Helper()
+	st := waitRoute(p.t, p, func(st routes.Status) error {
+		if st.Forwarded < atLeast {
+			return fmt.Errorf("forwarded %d", st.Forwarded)
+		}
+		return nil
+	})
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		p.t.Fatal(err)
+	}
+	_ = p.cmd.Wait() // killed: the exit status says so and nothing more
+	return st
+}
+
 func operational(st routes.Status) error {
 	if st.State != routes.StateOperational {
 		return fmt.Errorf("state %s (%s)", st.State, st.LastError)
@@ -81,16 +98,7 @@ func TestQpidDurableExchangeRouteRouterKill9(t *testing.T) {
 
 	pub := brokertest.Session(t, brokertest.Dial(t, bs[0].Config(), amqp.ConnOptions{}))
 	brokertest.SendAll(t, pub, ex, 200, n, brokertest.Numbered)
-	atKill := waitRoute(t, p, func(st routes.Status) error {
-		if st.Forwarded < n/10 {
-			return fmt.Errorf("forwarded %d", st.Forwarded)
-		}
-		return nil
-	})
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = p.cmd.Wait()
+	atKill := p.kill9After(n / 10)
 	if atKill.Forwarded >= n {
 		t.Fatalf("the kill came after all %d had crossed: nothing was in flight", n)
 	}
