@@ -102,6 +102,19 @@ func (p *qpidProfile) declareQueue(ctx context.Context, name string) error {
 
 // declareFanout creates the control exchange: a fanout of its own, so
 // control traffic never meets an application's (amq.fanout is shared).
+// One that exists with another type is refused: a receiver without a key
+// on it might get nothing.
 func (p *qpidProfile) declareFanout(ctx context.Context, name string) error {
-	return p.mgmt.Create(ctx, "exchange", name, map[string]any{"exchange-type": "fanout", "durable": true})
+	if err := p.mgmt.Create(ctx, "exchange", name, map[string]any{"exchange-type": "fanout", "durable": true}); err != nil {
+		return err
+	}
+	ex, err := p.mgmt.Exchange(ctx, name)
+	if err != nil {
+		return err
+	}
+	if typ := ex.String("type"); typ != "fanout" {
+		return fmt.Errorf("control exchange %s on %s is a %q exchange, not fanout: delete it or set topology.control_address: %w",
+			name, p.mgmt.broker, typ, ErrUnsupported)
+	}
+	return nil
 }

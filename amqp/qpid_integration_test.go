@@ -6,7 +6,9 @@ package amqp_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -257,5 +259,19 @@ func checkControlIsolated(t *testing.T, cfg famqp.BrokerConfig, p famqp.Profile,
 	q, err := m.Queue(ctx, app)
 	if err != nil || q["msgDepth"] != uint64(0) {
 		t.Fatalf("application queue after draining 3: %v depth %v", err, q["msgDepth"])
+	}
+}
+
+// A control address that already names an exchange of another type is
+// refused with a clear error rather than used (its routers might hear
+// nothing).
+func TestIntegrationQpidControlExchangeOfWrongType(t *testing.T) {
+	b := brokertest.Require(t, "qpidd1")[0]
+	cfg := b.Config()
+	name := brokertest.UniqueName(t, "fedrouter.control")
+	brokertest.DeclareExchangeQueue(t, cfg, name, "topic", "", "")
+	_, err := brokertest.Profile(t, cfg).Source(t.Context(), famqp.Node{Kind: famqp.Control, Name: name}, famqp.Subscription{Name: "r1"})
+	if !errors.Is(err, famqp.ErrUnsupported) || !strings.Contains(err.Error(), `"topic" exchange, not fanout`) {
+		t.Fatalf("control on a topic exchange: %v", err)
 	}
 }

@@ -31,7 +31,7 @@ const (
 	qmfTimeout    = 15 * time.Second
 )
 
-// NewQpidManagement prepares QMF calls to cfg's broker (its first URL).
+// NewQpidManagement prepares QMF calls to cfg's broker.
 func NewQpidManagement(cfg BrokerConfig) (*QpidManagement, error) {
 	targets, err := cfg.dialTargets("fedrouter-qmf-" + cfg.Name)
 	if err != nil {
@@ -133,16 +133,25 @@ func (m *QpidManagement) Objects(ctx context.Context, class string) ([]QMFObject
 
 // Queue returns the queue called name, or ErrNotFound.
 func (m *QpidManagement) Queue(ctx context.Context, name string) (QMFObject, error) {
-	qs, err := m.Objects(ctx, "queue")
+	return m.object(ctx, "queue", name)
+}
+
+// Exchange returns the exchange called name, or ErrNotFound.
+func (m *QpidManagement) Exchange(ctx context.Context, name string) (QMFObject, error) {
+	return m.object(ctx, "exchange", name)
+}
+
+func (m *QpidManagement) object(ctx context.Context, class, name string) (QMFObject, error) {
+	objs, err := m.Objects(ctx, class)
 	if err != nil {
 		return nil, err
 	}
-	for _, q := range qs {
-		if q.String("name") == name {
-			return q, nil
+	for _, o := range objs {
+		if o.String("name") == name {
+			return o, nil
 		}
 	}
-	return nil, fmt.Errorf("qpidd %s: queue %s: %w", m.broker, name, ErrNotFound)
+	return nil, fmt.Errorf("qpidd %s: %s %s: %w", m.broker, class, name, ErrNotFound)
 }
 
 func (m *QpidManagement) method(ctx context.Context, name string, args map[string]any) error {
@@ -159,10 +168,9 @@ func (m *QpidManagement) method(ctx context.Context, name string, args map[strin
 func (m *QpidManagement) call(ctx context.Context, opcode string, body map[string]any, each func(*goamqp.Message) error) error {
 	ctx, cancel := context.WithTimeout(ctx, qmfTimeout)
 	defer cancel()
-	t := m.targets[0]
-	conn, err := goamqp.Dial(ctx, t.addr, t.opts)
+	conn, err := m.dial(ctx)
 	if err != nil {
-		return fmt.Errorf("dial %s: %w", t.redacted, err)
+		return err
 	}
 	defer func() { _ = conn.Close() }() // the answer is in; a close error changes nothing
 	sess, err := conn.NewSession(ctx, nil)
@@ -189,6 +197,20 @@ func (m *QpidManagement) call(ctx context.Context, opcode string, body map[strin
 		return fmt.Errorf("send %s: %w", opcode, err)
 	}
 	return receiveQMF(ctx, rcv, each)
+}
+
+// dial connects to the broker's first URL that answers, as the routes'
+// connection does.
+func (m *QpidManagement) dial(ctx context.Context) (*goamqp.Conn, error) {
+	var errs []error
+	for _, t := range m.targets {
+		conn, err := goamqp.Dial(ctx, t.addr, t.opts)
+		if err == nil {
+			return conn, nil
+		}
+		errs = append(errs, fmt.Errorf("dial %s: %w", t.redacted, err))
+	}
+	return nil, errors.Join(errs...)
 }
 
 func receiveQMF(ctx context.Context, rcv *goamqp.Receiver, each func(*goamqp.Message) error) error {
