@@ -81,17 +81,23 @@ func (p *qpidProfile) Unsubscribe(ctx context.Context, n Node, sub Subscription)
 	return p.mgmt.Delete(ctx, "queue", sub.Name)
 }
 
-// CheckTarget creates fedrouter's own queues and control exchange; a
-// missing queue or exchange of the application's is refused by the broker
-// at attach, which the route reports.
+// CheckTarget creates fedrouter's own queues and control exchange, and
+// looks an application's queue or exchange up: a missing one is
+// ErrNotFound, which a message in transit is dead-lettered for, where a
+// refused attach would be retried forever and hold up the transit queue.
 func (p *qpidProfile) CheckTarget(ctx context.Context, n Node) error {
+	var err error
 	switch n.Kind {
 	case Transit:
 		return p.declareQueue(ctx, n.Name)
 	case Control:
 		return p.declareFanout(ctx, n.Name)
+	case Queue:
+		_, err = p.mgmt.Queue(ctx, n.Name)
+	case Exchange:
+		_, err = p.mgmt.Exchange(ctx, n.Name)
 	}
-	return nil
+	return err
 }
 
 // declareQueue creates a durable queue that outlives its consumers, as

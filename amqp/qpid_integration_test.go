@@ -275,3 +275,27 @@ func TestIntegrationQpidControlExchangeOfWrongType(t *testing.T) {
 		t.Fatalf("control on a topic exchange: %v", err)
 	}
 }
+
+// CheckTarget tells a missing queue or exchange (ErrNotFound) from one
+// that is there, on a strict and an on-demand broker alike.
+func TestIntegrationQpidCheckTarget(t *testing.T) {
+	for _, name := range []string{"qpidd1", "qpidd3"} {
+		b := brokertest.Require(t, name)[0]
+		p := brokertest.Profile(t, b.Config())
+		q := brokertest.UniqueName(t, "q")
+		brokertest.DeclareQueue(t, b.Config(), q)
+		for _, c := range []struct {
+			n    famqp.Node
+			want error
+		}{
+			{famqp.Node{Kind: famqp.Queue, Name: q}, nil},
+			{famqp.Node{Kind: famqp.Exchange, Name: "amq.topic", Key: "k"}, nil},
+			{famqp.Node{Kind: famqp.Queue, Name: "no-such-queue-here"}, famqp.ErrNotFound},
+			{famqp.Node{Kind: famqp.Exchange, Name: "no-such-exchange-here"}, famqp.ErrNotFound},
+		} {
+			if err := p.CheckTarget(t.Context(), c.n); !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
+				t.Errorf("%s: CheckTarget(%s) = %v, want %v", name, c.n, err, c.want)
+			}
+		}
+	}
+}

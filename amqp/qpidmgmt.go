@@ -109,8 +109,12 @@ func (m *QpidManagement) Delete(ctx context.Context, typ, name string) error {
 
 // Objects lists the objects of a QMF class (queue, exchange, binding).
 func (m *QpidManagement) Objects(ctx context.Context, class string) ([]QMFObject, error) {
+	return m.query(ctx, class, map[string]any{"_what": "OBJECT", "_schema_id": map[string]any{"_class_name": class}})
+}
+
+func (m *QpidManagement) query(ctx context.Context, class string, q map[string]any) ([]QMFObject, error) {
 	var out []QMFObject
-	err := m.call(ctx, "_query_request", map[string]any{"_what": "OBJECT", "_schema_id": map[string]any{"_class_name": class}},
+	err := m.call(ctx, "_query_request", q,
 		func(resp *goamqp.Message) error {
 			list, ok := resp.Value.([]any)
 			if !ok {
@@ -141,8 +145,11 @@ func (m *QpidManagement) Exchange(ctx context.Context, name string) (QMFObject, 
 	return m.object(ctx, "exchange", name)
 }
 
+// object asks for one object by its QMF name (not the whole class: a
+// broker may hold many queues).
 func (m *QpidManagement) object(ctx context.Context, class, name string) (QMFObject, error) {
-	objs, err := m.Objects(ctx, class)
+	objs, err := m.query(ctx, class, map[string]any{"_what": "OBJECT",
+		"_object_id": map[string]any{"_object_name": "org.apache.qpid.broker:" + class + ":" + name}})
 	if err != nil {
 		return nil, err
 	}

@@ -66,10 +66,22 @@ func TestIntegrationQpidMultiHopStrictBrokers(t *testing.T) {
 	s1 := m.session("qpidd1")
 	dst := brokertest.Dial(t, q4, famqp.ConnOptions{})
 
-	// Connected: a route and an ingress request cross two hops.
+	// Connected: a route and an ingress request cross two hops. A request
+	// for an exchange qpidd4 lacks goes first: it is dead-lettered where
+	// the last hop is taken (qpidd2), and holds up nothing behind it.
 	const n = 500
-	brokertest.SendAll(t, s1, qHold, 100, n, brokertest.Numbered)
+	marker := brokertest.UniqueName(t, "marker")
+	dead := m.deadLetters("qpidd2", marker)
 	waitTransit(t, m.routers["qX"], "qpidd1", "") // the ingress of qpidd1 is served
+	brokertest.SendAll(t, s1, links.IngressQueue, 1, 1, func(int) *goamqp.Message {
+		msg := brokertest.Numbered(-1)
+		msg.ApplicationProperties[links.PropDestBroker] = "qpidd4"
+		msg.ApplicationProperties[links.PropDestAddress] = "exchange:" + brokertest.UniqueName(t, "missing")
+		msg.ApplicationProperties["ingress-test"] = marker
+		msg.ApplicationProperties["case"] = "missing"
+		return msg
+	})
+	brokertest.SendAll(t, s1, qHold, 100, n, brokertest.Numbered)
 	brokertest.SendAll(t, s1, links.IngressQueue, 10, 10, func(i int) *goamqp.Message {
 		msg := brokertest.Numbered(n + i)
 		msg.ApplicationProperties[links.PropDestBroker] = "qpidd4"
@@ -81,6 +93,10 @@ func TestIntegrationQpidMultiHopStrictBrokers(t *testing.T) {
 	t.Logf("qpidd1 > qpidd2 > qpidd4: route %d + ingress 10 sent, %d received, lost 0, duplicated %d", n, len(got), dups)
 	if dups != 0 {
 		t.Errorf("%d duplicates without a fault", dups)
+	}
+	refused := dead.wait(t, 1, 30*time.Second)["missing"]
+	if cond, _ := refused.Annotations[links.AnnotationCondition].(string); cond != links.CondNoAddress {
+		t.Errorf("request for a missing exchange dead-lettered with %v", refused.Annotations)
 	}
 	checkQpidOwnQueues(t, q1, links.IngressQueue, links.RouterDeadLetterQueue, links.TransitPrefix+"qpidd4")
 	checkQpidOwnQueues(t, q2, links.TransitPrefix+"qpidd4")
