@@ -2,7 +2,7 @@ package amqp_test
 
 // Integration tests of the qpid profile against qpidd (testdata/qpidd.sh):
 // qpidd1 and qpidd2 are strict, qpidd3 creates queues on demand. Skipped
-// with -short, and without the shared qpidd build unless CI=true.
+// with -short, and without the shared qpidd build unless CI is set.
 
 import (
 	"context"

@@ -2,7 +2,7 @@ package main
 
 // fedrouter processes routing between qpidd brokers (testdata/qpidd.sh:
 // qpidd1 and qpidd2 strict) and RabbitMQ, issue 19. Skipped with -short,
-// and without the shared qpidd build unless CI=true.
+// and without the shared qpidd build unless CI is set.
 
 import (
 	"fmt"
