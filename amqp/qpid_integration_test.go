@@ -1,7 +1,7 @@
 package amqp_test
 
 // Integration tests of the qpid profile against qpidd (testdata/qpidd.sh):
-// qpidd1 and qpidd2 are strict, qpidd3 creates queues on demand. Skipped
+// qpidd1, qpidd2 and qpidd4 are strict, qpidd3 creates queues on demand. Skipped
 // with -short, and without the shared qpidd build unless CI is set.
 
 import (

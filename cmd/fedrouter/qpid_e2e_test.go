@@ -78,25 +78,32 @@ func operational(st routes.Status) error {
 	return nil
 }
 
-// A durable exchange route with a literal key out of qpidd, the router
-// killed with -9 mid-stream and started again: nothing is lost (the
-// subscription queue is durable and shared, its messages unsettled), the
-// literal key reaches the destination qpidd as the subject (items 1 and 2
-// of issue 19), and deleting the route deletes the subscription queue.
+// A durable exchange route with a literal key out of qpidd, to qpidd and
+// to RabbitMQ, the router killed with -9 mid-stream and started again:
+// nothing is lost (the subscription queue is durable and shared, its
+// messages unsettled), the literal key reaches the destination (on qpidd
+// as the subject; items 1 and 2 of issue 19), and deleting the route
+// deletes the subscription queue.
 func TestQpidDurableExchangeRouteRouterKill9(t *testing.T) {
-	const n, credit = 20000, 200
-	bs := brokertest.Require(t, "qpidd1", "qpidd2")
-	ex, dq := brokertest.UniqueName(t, "ex"), brokertest.UniqueName(t, "dq")
-	brokertest.DeclareExchangeQueue(t, bs[0].Config(), ex, "topic", "", "")
-	brokertest.DeclareExchangeQueue(t, bs[1].Config(), ex, "topic", dq, "orders.created")
+	bs := brokertest.Require(t, "qpidd1", "qpidd2", "rabbit1")
+	for _, dst := range bs[1:] {
+		t.Run("to "+dst.Name, func(t *testing.T) { durableRouteKill9(t, bs[0], dst) })
+	}
+}
 
-	dir := t.TempDir()
-	config := writeConfig(t, dir, "qk", "", bs...)
+func durableRouteKill9(t *testing.T, src, dst brokertest.Broker) {
+	const n, credit = 20000, 200
+	ex, dq := brokertest.UniqueName(t, "ex"), brokertest.UniqueName(t, "dq")
+	brokertest.DeclareExchangeQueue(t, src.Config(), ex, "topic", "", "")
+	brokertest.DeclareExchangeQueue(t, dst.Config(), ex, "topic", dq, "orders.created")
+
+	config := writeConfig(t, t.TempDir(), "qk", "", src, dst)
 	p := startRouter(t, config)
-	p.mustCLI("route", "add", "-d", "--credit", fmt.Sprint(credit), "qpidd2", "qpidd1", ex, "orders.created")
+	route := []string{dst.Name, src.Name, ex, "orders.created"}
+	p.mustCLI(append([]string{"route", "add", "-d", "--credit", fmt.Sprint(credit)}, route...)...)
 	waitRoute(t, p, operational)
 
-	pub := brokertest.Session(t, brokertest.Dial(t, bs[0].Config(), amqp.ConnOptions{}))
+	pub := brokertest.Session(t, brokertest.Dial(t, src.Config(), amqp.ConnOptions{}))
 	brokertest.SendAll(t, pub, ex, 200, n, brokertest.Numbered)
 	atKill := p.kill9After(n / 10)
 	if atKill.Forwarded >= n {
@@ -105,15 +112,27 @@ func TestQpidDurableExchangeRouteRouterKill9(t *testing.T) {
 
 	p = startRouter(t, config)
 	waitRoute(t, p, operational)
-	got := brokertest.Collect(t, brokertest.Dial(t, bs[1].Config(), amqp.ConnOptions{}), dq, n, 60*time.Second)
+	got := brokertest.Collect(t, brokertest.Dial(t, dst.Config(), amqp.ConnOptions{}), queueAddr(dst, dq), n, 60*time.Second)
 	dups := brokertest.CheckNoLoss(t, got, n)
-	t.Logf("qpidd1 -> qpidd2 durable exchange route, router kill -9 with %d forwarded: sent %d, received %d, lost 0, duplicates %d (credit %d)",
-		atKill.Forwarded, n, len(got), dups, credit)
+	t.Logf("%s -> %s durable exchange route, router kill -9 with %d forwarded: sent %d, received %d, lost 0, duplicates %d (credit %d)",
+		src.Name, dst.Name, atKill.Forwarded, n, len(got), dups, credit)
 	if dups > credit {
 		t.Fatalf("%d duplicates, more than the in-flight window %d", dups, credit)
 	}
+	checkSubscriptionDeleted(t, p, src, route)
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v", err)
+	}
+}
 
-	m := brokertest.QpidManagement(t, bs[0].Config())
+// checkSubscriptionDeleted: router qk's one subscription queue on qpidd
+// src goes when its route is deleted.
+func checkSubscriptionDeleted(t *testing.T, p *routerProc, src brokertest.Broker, route []string) {
+	t.Helper()
+	m := brokertest.QpidManagement(t, src.Config())
 	subQueues := func() []string {
 		qs, err := m.Objects(t.Context(), "queue")
 		if err != nil {
@@ -130,19 +149,13 @@ func TestQpidDurableExchangeRouteRouterKill9(t *testing.T) {
 	if qs := subQueues(); len(qs) != 1 {
 		t.Fatalf("subscription queues at the source while the route runs: %v", qs)
 	}
-	p.mustCLI("route", "del", "qpidd2", "qpidd1", ex, "orders.created")
+	p.mustCLI(append([]string{"route", "del"}, route...)...)
 	brokertest.Eventually(t, 20*time.Second, 50*time.Millisecond, func() error {
 		if qs := subQueues(); len(qs) != 0 {
 			return fmt.Errorf("subscription queues left after route del: %v", qs)
 		}
 		return nil
 	})
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Wait(); err != nil {
-		t.Fatalf("exit after SIGTERM: %v", err)
-	}
 }
 
 // routeCase is one route of TestQpidRouteKinds: the CLI arguments, where
