@@ -6,7 +6,7 @@ BROKERS  := bash testdata/brokers.sh
 TEST_BROKERS ?= -r 4 -p 1 -y 1
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build vet lint test test-short integration bench demo brokers brokers-stop brokers-status postgres postgres-stop fuzz clean
+.PHONY: all build vet lint test test-short integration bench demo brokers brokers-stop brokers-status postgres postgres-stop qpidd qpidd-stop fuzz clean
 
 all: build
 
@@ -34,11 +34,11 @@ test-short:
 # packages), started once for the run and stopped after (KEEP_BROKERS=1 leaves them running). Packages run
 # one at a time (-p 1): some tests kill and restart a shared broker, which
 # would break another package's test running beside them.
-test: lint postgres
+test: lint postgres qpidd
 	$(BROKERS) start $(TEST_BROKERS)
 	DATABASE_URL=$$($(POSTGRES) start) && export DATABASE_URL && \
 	  $(GO) test -p 1 -race -count=1 -timeout 20m ./... ; rc=$$?; \
-	  if [ "$(KEEP_BROKERS)" != 1 ]; then $(BROKERS) stop; $(POSTGRES) stop; fi; exit $$rc
+	  if [ "$(KEEP_BROKERS)" != 1 ]; then $(BROKERS) stop; $(POSTGRES) stop; $(MAKE) -s qpidd-stop; fi; exit $$rc
 
 # PostgreSQL for the cluster tests (store/, cluster/): Debian's server
 # installed if missing, a throwaway cluster on 127.0.0.1:55432 started by
@@ -52,6 +52,21 @@ postgres:
 
 postgres-stop:
 	$(POSTGRES) stop
+
+# qpidd (Apache Qpid C++ broker) test peers for the qpid profile's tests:
+# qpidd1, 2 and 4 strict, qpidd3 creating queues on demand, on 5901..5904
+# (testdata/qpidd.sh). The binaries are not in this repository: they are
+# found at $$FEDROUTER_QPIDD_DIR or ../shared/peers/qpidd beside it. Without
+# them the qpidd tests skip, except under CI (CI set; or with
+# FEDROUTER_QPIDD_DIR set), where this target and the tests fail.
+QPIDD := bash testdata/qpidd.sh
+qpidd:
+	@if $(QPIDD) dir >/dev/null 2>&1; then $(QPIDD) deps && $(QPIDD) start-test; \
+	elif [ -n "$$CI" ] || [ -n "$$FEDROUTER_QPIDD_DIR" ]; then $(QPIDD) dir; exit 1; \
+	else echo "qpidd: no shared qpidd build found (bash testdata/qpidd.sh dir): the qpidd tests will skip"; fi
+
+qpidd-stop:
+	@if $(QPIDD) dir >/dev/null 2>&1; then $(QPIDD) stop-test; fi
 
 # Benchmarks (docs/performance.md), every figure measured in this run on
 # this machine: a raw go-amqp pipe (the floor), fedrouter (one queue route,

@@ -70,6 +70,19 @@ func (m Message) SetSubject(s string) {
 	m.m.Properties.Subject = &s
 }
 
+// withSubject is m with subject s, m itself untouched: the caller may
+// send m again elsewhere (another route's sender, the dead-letter queue).
+func (m Message) withSubject(s string) Message {
+	out := *m.get()
+	p := goamqp.MessageProperties{}
+	if out.Properties != nil {
+		p = *out.Properties
+	}
+	p.Subject = &s
+	out.Properties = &p
+	return Message{&out}
+}
+
 // ForwardCopy returns the message to send onward for a received one.
 //
 // Kept: header, message annotations, properties, application properties,

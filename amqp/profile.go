@@ -118,7 +118,14 @@ type LinkSpec struct {
 	Capabilities []string // source capabilities (receiver) / target capabilities (sender)
 	Filters      []goamqp.LinkFilter
 	LinkName     string // fixed link name: durable subscriptions re-attach by name
-	Durable      bool   // terminus durability unsettled-state + expiry never
+	Durable      bool   // source terminus durability unsettled-state + expiry never
+	// Unsettled: the receiver asks the source to send unsettled (qpidd
+	// sends exchange subscriptions pre-settled otherwise: at-most-once).
+	// Not asked everywhere: the Proton brokers refuse the request.
+	Unsettled bool
+	// Subject, on a target: every message sent is given this subject,
+	// the routing key where the broker routes by subject (qpidd).
+	Subject string
 }
 
 // ReceiverOptions returns go-amqp receiver options for spec, with manual
@@ -130,9 +137,15 @@ func (s LinkSpec) ReceiverOptions() *goamqp.ReceiverOptions {
 		SourceCapabilities: s.Capabilities,
 		Filters:            s.Filters,
 	}
+	// The Source… options: go-amqp's Durability and ExpiryPolicy are the
+	// receiver's own (target) terminus, which keeps nothing at the broker.
 	if s.Durable {
-		o.Durability = goamqp.DurabilityUnsettledState
-		o.ExpiryPolicy = goamqp.ExpiryPolicyNever
+		o.SourceDurability = goamqp.DurabilityUnsettledState
+		o.SourceExpiryPolicy = goamqp.ExpiryPolicyNever
+	}
+	if s.Unsettled {
+		mode := goamqp.SenderSettleModeUnsettled
+		o.RequestedSenderSettleMode = &mode
 	}
 	return o
 }
@@ -180,7 +193,7 @@ var profiles = map[string]profileInfo{
 	"proton":   {true, func(BrokerConfig) (Profile, error) { return protonProfile{}, nil }},
 	"generic":  {true, func(BrokerConfig) (Profile, error) { return genericProfile{}, nil }},
 	"artemis":  {false, func(BrokerConfig) (Profile, error) { return artemisProfile{}, nil }},
-	"qpid":     {false, func(BrokerConfig) (Profile, error) { return qpidProfile{}, nil }},
+	"qpid":     {true, newQpidProfile},
 }
 
 // ProfileNames lists the known profiles, sorted.

@@ -6,7 +6,8 @@ import (
 )
 
 // This file holds the profiles that need no management API: proton and
-// generic (tested), artemis and qpid (from their documentation, untested).
+// generic (tested), artemis (from its documentation, untested). The qpid
+// profile is in profile_qpid.go.
 
 // protonProfile: the Qpid Proton example brokers. Every address is an
 // in-memory queue with competing consumers: no exchanges, no filters, no
@@ -142,45 +143,3 @@ func (artemisProfile) Source(_ context.Context, n Node, sub Subscription) (LinkS
 func (artemisProfile) Unsubscribe(context.Context, Node, Subscription) error { return nil }
 func (artemisProfile) CheckTarget(context.Context, Node) error               { return nil }
 func (artemisProfile) Close()                                                {}
-
-// qpidProfile (UNTESTED, from the qpidd AMQP 1.0 documentation): exchanges
-// are addressed by name; "X/K" sends with subject K; a source on an
-// exchange creates a private queue bound with the legacy topic or direct
-// binding filter; a fixed link name and durable terminus make it durable.
-type qpidProfile struct{}
-
-func (qpidProfile) Name() string    { return "qpid" }
-func (qpidProfile) Tested() bool    { return false }
-func (qpidProfile) Multicast() bool { return true }
-
-func (qpidProfile) Target(n Node) (LinkSpec, error) {
-	n = asQueue(n)
-	if err := checkNode(n); err != nil {
-		return LinkSpec{}, err
-	}
-	if n.Kind == Exchange && n.Key != "" {
-		return LinkSpec{Address: n.Name + "/" + n.Key}, nil
-	}
-	if n.Kind == Control {
-		return LinkSpec{Address: "amq.fanout"}, nil
-	}
-	return LinkSpec{Address: n.Name}, nil
-}
-
-func (qpidProfile) Source(_ context.Context, n Node, sub Subscription) (LinkSpec, error) {
-	n = asQueue(n)
-	if err := checkNode(n); err != nil {
-		return LinkSpec{}, err
-	}
-	switch n.Kind {
-	case Queue:
-		return LinkSpec{Address: n.Name}, nil
-	case Control:
-		return LinkSpec{Address: "amq.fanout", LinkName: sub.Name, Durable: sub.Durable}, nil
-	}
-	return LinkSpec{Address: n.Name, Filters: topicFilter(n.Key), LinkName: sub.Name, Durable: sub.Durable}, nil
-}
-
-func (qpidProfile) Unsubscribe(context.Context, Node, Subscription) error { return nil }
-func (qpidProfile) CheckTarget(context.Context, Node) error               { return nil }
-func (qpidProfile) Close()                                                {}

@@ -7,10 +7,16 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	goamqp "github.com/Azure/go-amqp"
 )
 
 func TestProfileTargets(t *testing.T) {
 	rabbit, err := NewProfile(BrokerConfig{Name: "r", URLs: []string{"amqp://h"}, Profile: "rabbitmq"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qpid, err := NewProfile(BrokerConfig{Name: "q", URLs: []string{"amqp://h"}, Profile: "qpid"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,8 +41,10 @@ func TestProfileTargets(t *testing.T) {
 		{genericProfile{}, Node{Kind: Control, Name: "fedrouter.control"}, "fedrouter.control", "[topic]"},
 		{artemisProfile{}, Node{Kind: Queue, Name: "orders"}, "orders", "[queue]"},
 		{artemisProfile{}, Node{Kind: Exchange, Name: "prices"}, "prices", "[topic]"},
-		{qpidProfile{}, Node{Kind: Exchange, Name: "amq.topic", Key: "eu.x"}, "amq.topic/eu.x", "[]"},
-		{qpidProfile{}, Node{Kind: Queue, Name: ""}, "error", ""},
+		{qpid, Node{Kind: Exchange, Name: "amq.topic", Key: "eu.x"}, "amq.topic", "[]"},
+		{qpid, Node{Kind: Control, Name: "fedrouter.control"}, "fedrouter.control", "[]"},
+		{qpid, Node{Kind: Transit, Name: "fedrouter.ingress"}, "fedrouter.ingress", "[]"},
+		{qpid, Node{Kind: Queue, Name: ""}, "error", ""},
 	}
 	for _, c := range cases {
 		spec, err := c.p.Target(c.n)
@@ -57,7 +65,10 @@ func TestProfileSourcesWithoutManagement(t *testing.T) {
 	if err != nil || spec.Address != "amq.topic" || len(spec.Filters) != 1 || !spec.Durable || spec.LinkName != sub.Name {
 		t.Fatalf("generic keyed subscription: %+v %v", spec, err)
 	}
-	if o := spec.ReceiverOptions(); o.Credit != -1 || o.Name != sub.Name || o.Durability == 0 {
+	// Durability is asked of the source terminus (the broker's), not of
+	// the receiver's own target terminus.
+	if o := spec.ReceiverOptions(); o.Credit != -1 || o.Name != sub.Name || o.SourceDurability == 0 ||
+		o.SourceExpiryPolicy != goamqp.ExpiryPolicyNever || o.Durability != 0 || o.ExpiryPolicy != "" || o.RequestedSenderSettleMode != nil {
 		t.Fatalf("receiver options %+v", o)
 	}
 	spec, err = protonProfile{}.Source(ctx, Node{Kind: Control, Name: "fedrouter.control"}, Subscription{Name: "r1"})
@@ -73,8 +84,39 @@ func TestProfileSourcesWithoutManagement(t *testing.T) {
 	}
 }
 
+// qpidd routes an exchange send by the message's subject: a literal key is
+// the subject, the address the bare exchange (qpidd parses no "X/K"). A
+// durable subscription is a shared, durable, unsettled source.
+func TestQpidProfileSpecs(t *testing.T) {
+	p, err := NewProfile(BrokerConfig{Name: "q", URLs: []string{"amqp://h"}, Profile: "qpid"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := p.Target(Node{Kind: Exchange, Name: "amq.topic", Key: "news.eu"})
+	if err != nil || spec.Address != "amq.topic" || spec.Subject != "news.eu" {
+		t.Fatalf("literal key target: %+v %v", spec, err)
+	}
+	if spec, _ := p.Target(Node{Kind: Exchange, Name: "amq.topic"}); spec.Subject != "" {
+		t.Fatalf("keyless target sets a subject: %+v", spec)
+	}
+	sub := Subscription{Name: "fedrouter.route.r1", Durable: true}
+	spec, err = p.Source(context.Background(), Node{Kind: Exchange, Name: "amq.topic", Key: "news.#"}, sub)
+	if err != nil || spec.Address != "amq.topic" || len(spec.Filters) != 1 || fmt.Sprint(spec.Capabilities) != "[shared]" {
+		t.Fatalf("durable subscription: %+v %v", spec, err)
+	}
+	o := spec.ReceiverOptions()
+	if o.SourceDurability == 0 || o.SourceExpiryPolicy != goamqp.ExpiryPolicyNever || o.RequestedSenderSettleMode == nil ||
+		*o.RequestedSenderSettleMode != goamqp.SenderSettleModeUnsettled || o.Name != sub.Name {
+		t.Fatalf("durable subscription receiver options %+v", o)
+	}
+	spec, err = p.Source(context.Background(), Node{Kind: Exchange, Name: "amq.topic"}, Subscription{Name: "t"})
+	if err != nil || spec.Capabilities != nil || spec.Durable || !spec.Unsettled {
+		t.Fatalf("transient subscription: %+v %v", spec, err)
+	}
+}
+
 func TestLookupProfile(t *testing.T) {
-	for name, tested := range map[string]bool{"rabbitmq": true, "proton": true, "generic": true, "artemis": false, "qpid": false} {
+	for name, tested := range map[string]bool{"rabbitmq": true, "proton": true, "generic": true, "artemis": false, "qpid": true} {
 		got, err := LookupProfile(name)
 		if err != nil || got != tested {
 			t.Errorf("LookupProfile(%s) = %v, %v", name, got, err)

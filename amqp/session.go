@@ -20,7 +20,7 @@ func (s *Session) NewSender(ctx context.Context, spec LinkSpec) (*Sender, error)
 	if err != nil {
 		return nil, err // callers say what they attached, and where
 	}
-	return &Sender{s: snd}, nil
+	return &Sender{s: snd, subject: spec.Subject}, nil
 }
 
 // Close ends the session and its links; prefer CloseSession, which bounds
@@ -33,11 +33,18 @@ func (s *Session) Close(ctx context.Context) error { return s.s.Close(ctx) }
 func (s *Session) GoAMQP() *goamqp.Session { return s.s }
 
 // Sender sends messages unsettled and hands back their receipts.
-type Sender struct{ s *goamqp.Sender }
+type Sender struct {
+	s       *goamqp.Sender
+	subject string // LinkSpec.Subject: set on every message sent
+}
 
 // Send sends msg unsettled and returns its receipt once the transfer is
-// written.
+// written. With a subject from the link's spec, msg's subject is replaced
+// by it (the routing key, on brokers that route by subject).
 func (s *Sender) Send(ctx context.Context, msg Message) (*Receipt, error) {
+	if s.subject != "" {
+		msg = msg.withSubject(s.subject)
+	}
 	r, err := s.s.SendWithReceipt(ctx, msg.m, nil)
 	if err != nil {
 		return nil, err

@@ -194,7 +194,7 @@ type deadLetterWatch struct {
 func (m *mesh) deadLetters(broker, marker string) *deadLetterWatch {
 	m.t.Helper()
 	s := m.session(broker)
-	rcv := brokertest.OpenReceiver(m.t, s, famqp.LinkSpec{Address: "/amq/queue/" + links.RouterDeadLetterQueue}, 100)
+	rcv := brokertest.OpenReceiver(m.t, s, famqp.LinkSpec{Address: m.queueAddr(broker, links.RouterDeadLetterQueue)}, 100)
 	m.t.Cleanup(func() { famqp.CloseSession(s) })
 	return &deadLetterWatch{m: m, rcv: rcv, marker: marker, got: map[string]*goamqp.Message{}}
 }

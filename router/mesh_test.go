@@ -97,11 +97,11 @@ func (m *mesh) start(id, a, b, extra string) {
 	broker := func(name string) string {
 		br := m.brokers[name]
 		url := br.URL
-		if p := m.proxies[id]; p != nil && name == "rabbit4" {
+		if p := m.proxies[id]; p != nil && p.Target() == br.Addr() {
 			url = "amqp://" + p.Addr()
 		}
-		if br.Kind == "proton" {
-			return fmt.Sprintf("  - {name: %s, url: %q, profile: proton}\n", name, url)
+		if br.Kind == "proton" || br.Kind == "qpid" {
+			return fmt.Sprintf("  - {name: %s, url: %q, profile: %s}\n", name, url, br.Kind)
 		}
 		return fmt.Sprintf("  - {name: %s, url: %q, profile: rabbitmq, username: guest, password: guest, management: {url: %q}}\n", name, url, br.MgmtURL)
 	}
@@ -135,6 +135,12 @@ func (m *mesh) start(id, a, b, extra string) {
 // removeControl deletes the control exchange and queues of the test.
 func (m *mesh) removeControl() {
 	for _, b := range m.brokers {
+		if b.Kind == "qpid" { // the routers' control queues went with their links
+			if qm, err := famqp.NewQpidManagement(b.Config()); err == nil {
+				_ = qm.Delete(context.Background(), "exchange", m.control)
+			}
+			continue
+		}
 		if b.Kind != "rabbitmq" {
 			continue
 		}
@@ -203,7 +209,7 @@ func (m *mesh) collect(broker, queue string) *collector {
 	m.t.Helper()
 	c := brokertest.Dial(m.t, m.brokers[broker].Config(), famqp.ConnOptions{})
 	s := brokertest.Session(m.t, c)
-	r := brokertest.OpenReceiver(m.t, s, famqp.LinkSpec{Address: "/amq/queue/" + queue}, 500)
+	r := brokertest.OpenReceiver(m.t, s, famqp.LinkSpec{Address: m.queueAddr(broker, queue)}, 500)
 	ctx, cancel := context.WithCancel(m.t.Context())
 	col := &collector{seen: map[int64]bool{}, stop: cancel, done: make(chan error, 1)}
 	go func() { // ends with ctx (stopped at cleanup)
@@ -279,6 +285,17 @@ func (m *mesh) waitRoute(router, id string, ok func(routes.Status) error) routes
 		return ok(st)
 	})
 	return st
+}
+
+// rerouting: a direct route Operational through transit, its link down.
+func rerouting(st routes.Status) error {
+	if err := operational(st); err != nil {
+		return err
+	}
+	if !strings.Contains(st.Detail, "rerouting") {
+		return fmt.Errorf("detail %q", st.Detail)
+	}
+	return nil
 }
 
 func operational(st routes.Status) error {
@@ -422,6 +439,14 @@ func TestIntegrationMeshMultiHopAndReroute(t *testing.T) {
 		n3, len(got), dups, first.Sub(killed).Round(time.Millisecond))
 }
 
+// queueAddr is how an application on broker receives from queue.
+func (m *mesh) queueAddr(broker, queue string) string {
+	if m.brokers[broker].Kind == "rabbitmq" {
+		return "/amq/queue/" + queue
+	}
+	return queue
+}
+
 // receiveN takes n messages from a queue (its own session) and returns
 // them, failing after stall without one.
 func (m *mesh) receiveN(broker, queue string, n int, stall time.Duration) []*goamqp.Message {
@@ -429,7 +454,7 @@ func (m *mesh) receiveN(broker, queue string, n int, stall time.Duration) []*goa
 	c := brokertest.Dial(m.t, m.brokers[broker].Config(), famqp.ConnOptions{})
 	s := brokertest.Session(m.t, c)
 	defer famqp.CloseSession(s)
-	r := brokertest.OpenReceiver(m.t, s, famqp.LinkSpec{Address: "/amq/queue/" + queue}, 100)
+	r := brokertest.OpenReceiver(m.t, s, famqp.LinkSpec{Address: m.queueAddr(broker, queue)}, 100)
 	var out []*goamqp.Message
 	for len(out) < n {
 		ctx, cancel := context.WithTimeout(m.t.Context(), stall)
@@ -499,15 +524,7 @@ func TestIntegrationMeshCorrectiveAction(t *testing.T) {
 
 	// mB's side to rabbit4 is cut: its direct route reroutes.
 	m.proxies["mB"].Cut()
-	st := m.waitRoute("mB", idRR, func(st routes.Status) error {
-		if err := operational(st); err != nil {
-			return err
-		}
-		if !strings.Contains(st.Detail, "rerouting") {
-			return fmt.Errorf("detail %q", st.Detail)
-		}
-		return nil
-	})
+	st := m.waitRoute("mB", idRR, rerouting)
 	t.Logf("rerouting: %s", st.Detail)
 	brokertest.SendAll(t, s2, "/amq/queue/"+qRR, 100, 1000, func(i int) *goamqp.Message { return brokertest.Numbered(1000 + i) })
 	col.wait(t, 1010, 60*time.Second)

@@ -97,7 +97,9 @@ func (d *dynamicMode) demandProfiles() (src amqp.Demand, dst demandReader, err e
 	src, okSrc := d.src.Profile.(amqp.Demand)
 	dst, okDst := demandReader(staticDemand(d.dst.StaticDemand)), len(d.dst.StaticDemand) > 0
 	if !okDst {
-		dst, okDst = d.dst.Profile.(amqp.Demand)
+		// Only the demand is read at the destination: a profile that can
+		// list bindings (qpidd) need not manage subscriptions.
+		dst, okDst = d.dst.Profile.(demandReader)
 	}
 	if !okSrc || !okDst {
 		return nil, nil, fmt.Errorf("%w: %s is %s, %s is %s (declare its bindings in the configuration if it cannot be asked)", errNoDemandSupport,

@@ -127,8 +127,9 @@ func listening(b Broker) bool {
 	return true
 }
 
-// Require returns the named brokers (rabbit1..rabbit4, proton1.., pyproton1..),
-// starting any that are not running. Skipped with -short.
+// Require returns the named brokers (rabbit1..rabbit4, proton1..,
+// pyproton1.., qpidd1..qpidd4), starting any that are not running. Skipped
+// with -short, and without the shared qpidd build outside CI (qpidd.go).
 func Require(t testing.TB, names ...string) []Broker {
 	t.Helper()
 	if testing.Short() {
@@ -136,6 +137,36 @@ func Require(t testing.TB, names ...string) []Broker {
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	var qpidds []int
+	var rest []string
+	for _, n := range names {
+		var i int
+		if sscan(n, "qpidd%d", &i) {
+			qpidds = append(qpidds, i)
+		} else {
+			rest = append(rest, n)
+		}
+	}
+	qb := requireQpidd(t, qpidds)
+	rb := requireHarness(t, rest)
+	out := make([]Broker, len(names))
+	for i, n := range names {
+		if strings.HasPrefix(n, "qpidd") {
+			out[i], qb = qb[0], qb[1:]
+		} else {
+			out[i], rb = rb[0], rb[1:]
+		}
+	}
+	return out
+}
+
+// requireHarness is Require for the brokers of testdata/brokers.sh; the
+// caller holds mu.
+func requireHarness(t testing.TB, names []string) []Broker {
+	t.Helper()
+	if len(names) == 0 {
+		return nil
+	}
 	reg, err := Registered()
 	if err != nil {
 		t.Fatal(err)

@@ -52,9 +52,14 @@ func Profile(t testing.TB, cfg famqp.BrokerConfig) famqp.Profile {
 	return p
 }
 
-// DeclareQueue makes q exist where the broker needs it declared first.
+// DeclareQueue makes q exist where the broker needs it declared first
+// (RabbitMQ; qpidd, which may be strict).
 func DeclareQueue(t testing.TB, cfg famqp.BrokerConfig, q string) {
 	t.Helper()
+	if cfg.Profile == "qpid" {
+		qpidDeclare(t, cfg, "", "", q, "")
+		return
+	}
 	if cfg.Profile != "rabbitmq" {
 		return
 	}
@@ -264,11 +269,15 @@ func CheckNoLossFrom(t testing.TB, got []int64, from, to int) int {
 	return len(got) - len(seen)
 }
 
-// DeclareExchangeQueue declares, on the RabbitMQ broker of cfg, exchange ex
-// of kind and, unless q is "", a durable queue q bound to it with key; both
-// are deleted at cleanup.
+// DeclareExchangeQueue declares, on the RabbitMQ or qpidd broker of cfg,
+// exchange ex of kind and, unless q is "", a durable queue q bound to it
+// with key; both are deleted at cleanup.
 func DeclareExchangeQueue(t testing.TB, cfg famqp.BrokerConfig, ex, kind, q, key string) {
 	t.Helper()
+	if cfg.Profile == "qpid" {
+		qpidDeclare(t, cfg, ex, kind, q, key)
+		return
+	}
 	m, err := famqp.NewRabbitManagement(cfg)
 	if err != nil {
 		t.Fatal(err)

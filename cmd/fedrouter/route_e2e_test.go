@@ -125,24 +125,10 @@ log: {level: info, format: json}
 	if out, code := p.cli("queue", "add", "r2"); code != 2 {
 		t.Fatalf("too few args: exit %d: %s", code, out)
 	}
-	waitRoute(t, p, func(st routes.Status) error {
-		if st.State != routes.StateOperational {
-			return fmt.Errorf("state %s (%s)", st.State, st.LastError)
-		}
-		return nil
-	})
+	waitRoute(t, p, operational)
 
 	brokertest.SendAll(t, brokertest.Session(t, brokertest.Dial(t, bs[0].Config(), amqp.ConnOptions{})), "/amq/queue/"+src, 500, n, brokertest.Numbered)
-	waitRoute(t, p, func(st routes.Status) error {
-		if st.Forwarded < n/4 {
-			return fmt.Errorf("forwarded %d", st.Forwarded)
-		}
-		return nil
-	})
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = p.cmd.Wait()
+	p.kill9After(n / 4)
 
 	p = startRouter(t, config)
 	st := waitRoute(t, p, func(st routes.Status) error {
