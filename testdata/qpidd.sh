@@ -18,7 +18,9 @@
 #
 # The shared folder is found at $FEDROUTER_QPIDD_DIR, else at
 # ../shared/peers/qpidd next to the repository's root (where the worktrees
-# of this project live), else at ../../shared/peers/qpidd.
+# of this project live), else at ../../shared/peers/qpidd, else at this
+# workplace's /work/shared/peers/qpidd (a clone made elsewhere, e.g. CI's;
+# FEDROUTER_QPIDD_FALLBACK= turns that last one off, or names another).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -31,8 +33,8 @@ locate() {
     echo "qpidd.sh: FEDROUTER_QPIDD_DIR=$FEDROUTER_QPIDD_DIR holds no executable qpidd.sh" >&2
     exit 2  # a wrong setting is an error, not a missing (skippable) peer
   fi
-  for d in "$ROOT/../shared/peers/qpidd" "$ROOT/../../shared/peers/qpidd"; do
-    [ -x "$d/qpidd.sh" ] && { (cd "$d" && pwd); return 0; }
+  for d in "$ROOT/../shared/peers/qpidd" "$ROOT/../../shared/peers/qpidd" "${FEDROUTER_QPIDD_FALLBACK-/work/shared/peers/qpidd}"; do
+    [ -n "$d" ] && [ -x "$d/qpidd.sh" ] && { (cd "$d" && pwd); return 0; }
   done
   return 1
 }

@@ -30,10 +30,10 @@ func TestQpiddScriptLocatesSharedBuild(t *testing.T) {
 	if err := os.WriteFile(copyScript, body, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := runQpiddScript(t.Context(), copyScript, []string{"FEDROUTER_QPIDD_DIR="}, "dir"); !errors.Is(err, errQpiddMissing) {
+	if _, err := runQpiddScript(t.Context(), copyScript, []string{"FEDROUTER_QPIDD_DIR=", "FEDROUTER_QPIDD_FALLBACK="}, "dir"); !errors.Is(err, errQpiddMissing) {
 		t.Errorf("no shared build: %v, want errQpiddMissing", err)
 	}
-	out, err := runQpiddScript(t.Context(), copyScript, []string{"FEDROUTER_QPIDD_DIR=" + filepath.Join(root, "nowhere")}, "dir")
+	out, err := runQpiddScript(t.Context(), copyScript, []string{"FEDROUTER_QPIDD_DIR=" + filepath.Join(root, "nowhere"), "FEDROUTER_QPIDD_FALLBACK="}, "dir")
 	if err == nil || errors.Is(err, errQpiddMissing) || !strings.Contains(out, "holds no executable qpidd.sh") {
 		t.Errorf("wrong FEDROUTER_QPIDD_DIR: %v (%q), want a plain error", err, out)
 	}
@@ -45,7 +45,7 @@ func TestQpiddScriptLocatesSharedBuild(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(shared, "qpidd.sh"), []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out, err = runQpiddScript(t.Context(), copyScript, []string{"FEDROUTER_QPIDD_DIR="}, "dir")
+	out, err = runQpiddScript(t.Context(), copyScript, []string{"FEDROUTER_QPIDD_DIR=", "FEDROUTER_QPIDD_FALLBACK="}, "dir")
 	if want, _ := filepath.Abs(shared); err != nil || strings.TrimSpace(out) != filepath.Clean(want) {
 		t.Errorf("beside the repository: %v, %q, want %s", err, out, want)
 	}
