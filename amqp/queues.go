@@ -55,3 +55,21 @@ func (p *rabbitProfile) DeleteQueue(ctx context.Context, name string, ifEmpty bo
 }
 
 var _ QueueManager = (*rabbitProfile)(nil)
+
+// destinationSupport is what each profile can observe and do for global
+// destinations: nothing that cannot be observed is guessed.
+var destinationSupport = map[string]string{
+	"rabbitmq": "yes: queues with their arguments, depth and consumers (management API); creates and deletes queues",
+	"qpid":     "no: QMF could list queues, not wired yet",
+	"proton":   "no: its queues are configured only, nothing to list",
+	"generic":  "no: AMQP 1.0 has no way to list a broker's queues",
+	"artemis":  "no: AMQP 1.0 has no way to list a broker's queues (its management API is not used)",
+}
+
+// DestinationSupport says what profile can do for global destinations.
+func DestinationSupport(profile string) string {
+	if s, ok := destinationSupport[profile]; ok {
+		return s
+	}
+	return "no"
+}

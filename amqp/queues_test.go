@@ -3,6 +3,7 @@ package amqp_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	goamqp "github.com/Azure/go-amqp"
@@ -50,5 +51,16 @@ func TestIntegrationRabbitQueueManager(t *testing.T) {
 	}
 	if err := qm.DeleteQueue(ctx, name, true); err != nil {
 		t.Fatalf("delete of a missing queue: %v", err)
+	}
+}
+
+// Every profile says what it can do for global destinations, and only
+// the rabbitmq profile (the one QueueManager) says yes.
+func TestDestinationSupportStated(t *testing.T) {
+	for _, n := range famqp.ProfileNames() {
+		s := famqp.DestinationSupport(n)
+		if s == "no" || (n == "rabbitmq") != strings.HasPrefix(s, "yes") {
+			t.Errorf("profile %s: %q", n, s)
+		}
 	}
 }
