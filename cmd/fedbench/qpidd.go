@@ -26,6 +26,10 @@ const (
 	qpiddSrc     = 1 // qpidd1, strict
 	qpiddDst     = 2 // qpidd2, strict
 	qpiddPortMin = 5900
+	// qpiddQueueLimit is the byte limit of the run's queues (qpid.max_size).
+	// qpidd's default, 100 MB with producer flow control from 80 %, stops
+	// a 10,000 x 16 KiB fill at about 5,000 messages.
+	qpiddQueueLimit = 1 << 30
 )
 
 // errNoQpidd is the shared qpidd build missing (qpidd.sh dir exit 3).
@@ -120,10 +124,12 @@ func qpiddVersion(ctx context.Context) string {
 
 // qpiddSetup creates a run's nodes on a qpidd pair: a durable queue per
 // route at the source; at the destination a fanout exchange per route
-// bound to a durable queue (a queue route delivers to an exchange).
+// bound to a durable queue (a queue route delivers to an exchange). The
+// queues may hold 1 GiB (qpiddQueueLimit).
 func qpiddSetup(ctx context.Context, o runObjs) error {
+	queueProps := map[string]any{"durable": true, "qpid.max_size": uint64(qpiddQueueLimit)}
 	for _, q := range o.srcQ {
-		if err := o.pair.Src.qmf.Create(ctx, "queue", q, map[string]any{"durable": true}); err != nil {
+		if err := o.pair.Src.qmf.Create(ctx, "queue", q, queueProps); err != nil {
 			return err
 		}
 	}
@@ -132,7 +138,7 @@ func qpiddSetup(ctx context.Context, o runObjs) error {
 		if err := m.Create(ctx, "exchange", o.dstX[k], map[string]any{"exchange-type": "fanout", "durable": true}); err != nil {
 			return err
 		}
-		if err := m.Create(ctx, "queue", o.dstQ[k], map[string]any{"durable": true}); err != nil {
+		if err := m.Create(ctx, "queue", o.dstQ[k], queueProps); err != nil {
 			return err
 		}
 		if err := m.Create(ctx, "binding", o.dstX[k]+"/"+o.dstQ[k], map[string]any{}); err != nil {
