@@ -79,12 +79,16 @@ qpidd-stop:
 # environment variables: BENCH_N (256-byte messages per case),
 # BENCH_N_LARGE (16 KiB), BENCH_REPS (runs per case; the median is
 # reported), BENCH_CREDIT, BENCH_ROUTES, BENCH_BACKLOG (0 skips it),
-# BENCH_PAIRS (rabbitmq,proton), BENCH_VARIANTS
-# (raw,fedrouter,shovel091,shovel10,fanout). Uses rabbit1, rabbit2, proton1 and
-# proton2, removes what it creates, and leaves the brokers running.
+# BENCH_PAIRS (rabbitmq,proton,qpidd: qpidd only with the shared qpidd
+# build, see the qpidd target), BENCH_VARIANTS
+# (raw,fedrouter,shovel091,shovel10,fanout,qpidfed). Uses rabbit1, rabbit2,
+# proton1, proton2, qpidd1 and qpidd2 (started if missing), removes what it
+# creates, and leaves the brokers running.
 BENCH_OUT ?= bench-results.json
 bench: build
 	$(BROKERS) start -r 2 -p 2
+	@if ! $(QPIDD) dir >/dev/null 2>&1; then echo "bench: no shared qpidd build found (bash testdata/qpidd.sh dir): the qpidd pair is skipped"; \
+	else case ",$${BENCH_PAIRS-qpidd}," in *,qpidd,*) $(QPIDD) deps >/dev/null && $(QPIDD) start 1 && $(QPIDD) start 2 ;; esac; fi
 	$(GO) build -o bin/fedbench ./cmd/fedbench
 	bin/fedbench run --fedrouter bin/fedrouter --go $(GO) --out $(BENCH_OUT)
 

@@ -22,6 +22,7 @@ type result struct {
 	VsRaw            *float64 `json:"fedrouter_vs_raw,omitempty"`
 	VsShovel         *float64 `json:"fedrouter_vs_best_shovel,omitempty"`
 	BestShovel       string   `json:"best_shovel,omitempty"`
+	VsQpidFed        *float64 `json:"fedrouter_vs_qpidd_federation,omitempty"`
 	Errors           []string `json:"errors,omitempty"`
 }
 
@@ -41,8 +42,14 @@ func (b *bench) pairs() ([]pairDef, error) {
 				return nil, err
 			}
 			out = append(out, pairDef{Name: "ProtonC->ProtonC", Src: bs["proton1"], Dst: bs["proton2"]})
+		case kindQpidd:
+			p, err := qpiddPair()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, p)
 		default:
-			return nil, fmt.Errorf("--pair %q: want rabbitmq or proton", p)
+			return nil, fmt.Errorf("--pair %q: want rabbitmq, proton or qpidd", p)
 		}
 	}
 	return out, nil
@@ -61,6 +68,9 @@ func (b *bench) cases(pairs []pairDef) []caseSpec {
 				for _, v := range b.opt.Variants {
 					if (v == vShovel091 || v == vShovel10 || v == vFanout) && !p.Shovel {
 						continue // RabbitMQ only
+					}
+					if v == vQpidFed && !p.QpidFed {
+						continue // qpidd only
 					}
 					m := n / routes * routes // every route gets the same share
 					out = append(out, caseSpec{Pair: p.Name, Size: size, Variant: v, Routes: routes, Messages: m})
@@ -154,7 +164,7 @@ func summarize(results []*result) {
 		pair         string
 		size, routes int
 	}
-	raw := map[key]float64{}
+	raw, qfed := map[key]float64{}, map[key]float64{}
 	shov := map[key]*result{}
 	for _, r := range results {
 		if len(r.Runs) == 0 {
@@ -172,6 +182,8 @@ func summarize(results []*result) {
 			if best := shov[k]; best == nil || r.Rate > best.Rate {
 				shov[k] = r
 			}
+		case vQpidFed:
+			qfed[k] = r.Rate
 		}
 	}
 	for _, r := range results {
@@ -186,6 +198,10 @@ func summarize(results []*result) {
 		if s := shov[k]; s != nil {
 			x := r.Rate / s.Rate
 			r.VsShovel, r.BestShovel = &x, s.Variant
+		}
+		if v := qfed[k]; v > 0 {
+			x := r.Rate / v
+			r.VsQpidFed = &x
 		}
 	}
 }
@@ -229,12 +245,13 @@ func (b *bench) warnStale(ctx context.Context, pairs []pairDef) {
 	}
 }
 
-// sweep deletes whatever this run left behind on the RabbitMQ nodes (a
-// failed or interrupted run).
+// sweep deletes whatever this run left behind on the RabbitMQ nodes and
+// the qpidd brokers (a failed or interrupted run).
 func (b *bench) sweep(pairs []pairDef) {
 	b.pending.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	b.sweepQpidd(ctx, pairs)
 	for _, br := range rabbitNodes(pairs) {
 		for _, k := range rabbitKinds(br.mgmt) {
 			names, err := k.list(ctx)
@@ -257,11 +274,16 @@ func (b *bench) sweep(pairs []pairDef) {
 // rabbitNodes are the brokers of the pairs that have a management API,
 // each once.
 func rabbitNodes(pairs []pairDef) []broker {
+	return pairBrokers(pairs, func(b broker) bool { return b.mgmt != nil })
+}
+
+// pairBrokers are the brokers of the pairs that keep accepts, each once.
+func pairBrokers(pairs []pairDef, keep func(broker) bool) []broker {
 	var out []broker
 	seen := map[string]bool{}
 	for _, p := range pairs {
 		for _, br := range []broker{p.Src, p.Dst} {
-			if br.mgmt != nil && !seen[br.Name] {
+			if keep(br) && !seen[br.Name] {
 				seen[br.Name] = true
 				out = append(out, br)
 			}

@@ -21,6 +21,8 @@ type broker struct {
 	// mgmt is the management API client of a RabbitMQ node (Mgmt set),
 	// made once by loadBrokers; nil for the Proton brokers.
 	mgmt *amqp.RabbitManagement
+	// qmf is the QMF client of a qpidd broker (qpidd.go); nil otherwise.
+	qmf *amqp.QpidManagement
 }
 
 func registryPath() string {
@@ -78,8 +80,11 @@ func loadBrokers(names ...string) (map[string]broker, error) {
 
 // profile is the fedrouter broker profile for a harness kind.
 func (b broker) profile() string {
-	if b.Kind == "rabbitmq" {
+	switch b.Kind {
+	case "rabbitmq":
 		return "rabbitmq"
+	case kindQpidd:
+		return "qpid"
 	}
 	return "proton"
 }

@@ -70,6 +70,11 @@ func newReport(ctx context.Context, b *bench, pairs []pairDef) *report {
 			}
 		}
 	}
+	if len(qpiddNodes(pairs)) > 0 {
+		if v := qpiddVersion(ctx); v != "" {
+			r.Versions["qpidd"] = v
+		}
+	}
 	if out, err := exec.Command("dpkg-query", "-W", "-f", "${Version}", "libqpid-proton11").Output(); err == nil {
 		r.Versions["qpid-proton"] = string(out)
 	}
@@ -169,7 +174,7 @@ func (r *report) print(out io.Writer) error {
 // tab, for a tabwriter.
 func (r *report) resultRows() string {
 	var b strings.Builder
-	fmt.Fprintln(&b, "pair\tsize\troutes\tvariant\tmsg/s\tvs raw\tvs shovel\tproc CPU\tbroker CPU\ttotal CPU\tpeak RSS MiB\truns\t")
+	fmt.Fprintln(&b, "pair\tsize\troutes\tvariant\tmsg/s\tvs raw\tvs native\tproc CPU\tbroker CPU\ttotal CPU\tpeak RSS MiB\truns\t")
 	for _, res := range r.Results {
 		ratio := func(p *float64) string {
 			if p == nil {
@@ -178,8 +183,12 @@ func (r *report) resultRows() string {
 			return fmt.Sprintf("%.2fx", *p)
 		}
 		proc, rss := fmt.Sprintf("%.2f", res.ProcCPUPer100k), fmt.Sprintf("%.1f", res.PeakRSSMiB)
-		if res.Variant == vShovel091 || res.Variant == vShovel10 {
+		if res.Variant == vShovel091 || res.Variant == vShovel10 || res.Variant == vQpidFed {
 			proc, rss = "(in broker)", "-"
+		}
+		native := res.VsShovel // the broker's own forwarder: the best shovel, or qpidd's federation
+		if res.VsQpidFed != nil {
+			native = res.VsQpidFed
 		}
 		ok := 0
 		for _, s := range res.Runs {
@@ -189,7 +198,7 @@ func (r *report) resultRows() string {
 		}
 		runs := fmt.Sprintf("%d/%d", ok, len(res.Runs)+len(res.Errors))
 		fmt.Fprintf(&b, "%s\t%s\t%d\t%s\t%.0f\t%s\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t\n", res.Pair, sizeName(res.Size), res.Routes, res.Variant,
-			res.Rate, ratio(res.VsRaw), ratio(res.VsShovel), proc, res.BrokerCPUPer100k, res.ProcCPUPer100k+res.BrokerCPUPer100k, rss, runs)
+			res.Rate, ratio(res.VsRaw), ratio(native), proc, res.BrokerCPUPer100k, res.ProcCPUPer100k+res.BrokerCPUPer100k, rss, runs)
 	}
 	return b.String()
 }

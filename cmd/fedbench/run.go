@@ -30,6 +30,7 @@ type pairDef struct {
 	Name     string // as shown: "RabbitMQ->RabbitMQ"
 	Src, Dst broker
 	Shovel   bool // RabbitMQ: the shovel plugin is a baseline
+	QpidFed  bool // qpidd: its own federation is a baseline
 }
 
 // caseSpec is one cell of the table: a variant on a pair with a message
@@ -66,7 +67,8 @@ type runObjs struct {
 	dstX  []string // destination exchanges (Proton: addresses)
 	dstQ  []string // destination queues bound to dstX (Proton: = dstX)
 	srcX  []string // fan-out: source exchanges (named as dstX), srcQ their shared queues
-	shovs []string // shovel parameter names (shovel variants)
+	shovs []string // shovel parameter names (shovel variants); qpidd bridge names
+	link  string   // qpidd federation: the link object on the destination
 }
 
 // bench holds one `fedbench run`.
@@ -87,7 +89,7 @@ func (b *bench) objects(c caseSpec, p pairDef) runObjs {
 	for k := 0; k < c.Routes; k++ {
 		o.srcQ = append(o.srcQ, fmt.Sprintf("%s.q%d", base, k))
 		o.dstX = append(o.dstX, fmt.Sprintf("%s.x%d", base, k))
-		if p.Dst.Kind == "rabbitmq" {
+		if p.Dst.Kind == "rabbitmq" || p.Dst.Kind == kindQpidd {
 			o.dstQ = append(o.dstQ, fmt.Sprintf("%s.d%d", base, k))
 		} else {
 			o.dstQ = append(o.dstQ, o.dstX[k])
@@ -100,12 +102,20 @@ func (b *bench) objects(c caseSpec, p pairDef) runObjs {
 			o.srcQ[k] = fanoutQueue(o.dstX[k])
 		}
 	}
+	if c.Variant == vQpidFed {
+		o.link = base + ".link"
+	}
 	return o
 }
 
 // setup declares the run's queues and exchanges and fills the sources
 // (not timed).
 func (b *bench) setup(ctx context.Context, o runObjs, size int) error {
+	if o.pair.Src.Kind == kindQpidd {
+		if err := qpiddSetup(ctx, o); err != nil {
+			return err
+		}
+	}
 	if o.pair.Src.Kind == "rabbitmq" {
 		m := o.pair.Src.mgmt
 		for k, q := range o.srcQ {
@@ -153,6 +163,9 @@ func (b *bench) setup(ctx context.Context, o runObjs, size int) error {
 // management statistics, which lag by up to 5 s: that is why this runs in
 // the background while the next run fills.
 func (b *bench) cleanup(ctx context.Context, o runObjs) string {
+	if o.pair.Src.Kind == kindQpidd { // the qpidd pair (qpidd.go)
+		return qpiddCleanup(ctx, o)
+	}
 	var problems []string
 	note := func(err error) {
 		if err != nil {
@@ -235,6 +248,8 @@ func (b *bench) runCase(ctx context.Context, c caseSpec, p pairDef) (*sample, er
 		err = b.runFanout(ctx, o, s)
 	case vShovel091, vShovel10:
 		err = b.runShovel(ctx, o, c.Variant == vShovel10, s)
+	case vQpidFed:
+		err = b.runQpidFed(ctx, o, s)
 	default:
 		err = fmt.Errorf("unknown variant %q", c.Variant)
 	}
