@@ -19,14 +19,22 @@ type QueueManager interface {
 	// DeclareQueue creates queue name with args; an existing queue with
 	// other arguments is an error (the broker keeps it as it is).
 	DeclareQueue(ctx context.Context, name string, args QueueArgs) error
-	// DeleteQueue deletes queue name; with ifEmpty, only if it holds no
-	// message: the broker checks, so one that arrives meanwhile is kept
-	// (ErrQueueNotEmpty). A missing queue is not an error.
-	DeleteQueue(ctx context.Context, name string, ifEmpty bool) error
+	// DeleteQueue deletes queue name, only if it holds no message when
+	// cond.IfEmpty and only if no consumer has it when cond.IfUnused: the
+	// broker checks, so a message or a consumer that arrives meanwhile
+	// keeps it (ErrQueueNotEmpty, ErrQueueInUse). A missing queue is not an
+	// error.
+	DeleteQueue(ctx context.Context, name string, cond DeleteCond) error
 }
 
-// ErrQueueNotEmpty: a delete if empty found messages in the queue.
-var ErrQueueNotEmpty = errors.New("amqp: the queue holds messages: not deleted")
+// DeleteCond are a delete's conditions, checked by the broker.
+type DeleteCond struct{ IfEmpty, IfUnused bool }
+
+// Errors of a conditional delete.
+var (
+	ErrQueueNotEmpty = errors.New("amqp: the queue holds messages: not deleted")
+	ErrQueueInUse    = errors.New("amqp: the queue has consumers: not deleted")
+)
 
 // ListQueues lists the vhost's queues with their arguments.
 func (p *rabbitProfile) ListQueues(ctx context.Context) ([]QueueInfo, error) {
@@ -40,16 +48,28 @@ func (p *rabbitProfile) DeclareQueue(ctx context.Context, name string, args Queu
 	return p.mgmt.DeclareQueue(ctx, name, args)
 }
 
-// DeleteQueue deletes queue name, if empty when asked.
-func (p *rabbitProfile) DeleteQueue(ctx context.Context, name string, ifEmpty bool) error {
+// DeleteQueue deletes queue name under cond.
+func (p *rabbitProfile) DeleteQueue(ctx context.Context, name string, cond DeleteCond) error {
+	q := url.Values{}
+	if cond.IfEmpty {
+		q.Set("if-empty", "true")
+	}
+	if cond.IfUnused {
+		q.Set("if-unused", "true")
+	}
 	path := "/api/queues/" + p.mgmt.vh() + "/" + url.PathEscape(name)
-	if ifEmpty {
-		path += "?if-empty=true"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
 	}
 	err := ignoreNotFound(p.mgmt.do(ctx, http.MethodDelete, path, nil, nil))
 	var me *MgmtError
-	if errors.As(err, &me) && me.Status == http.StatusBadRequest && strings.Contains(me.Body, "not empty") {
-		return ErrQueueNotEmpty
+	if errors.As(err, &me) && me.Status == http.StatusBadRequest {
+		switch {
+		case strings.Contains(me.Body, "not empty"):
+			return ErrQueueNotEmpty
+		case strings.Contains(me.Body, "in use"):
+			return ErrQueueInUse
+		}
 	}
 	return err
 }

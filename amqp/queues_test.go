@@ -27,7 +27,7 @@ func TestIntegrationRabbitQueueManager(t *testing.T) {
 	if err := qm.DeclareQueue(ctx, name, famqp.QueueArgs{Durable: true, Arguments: map[string]any{"x-max-length": 7}}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = qm.DeleteQueue(context.Background(), name, false) }) // best effort
+	t.Cleanup(func() { _ = qm.DeleteQueue(context.Background(), name, famqp.DeleteCond{}) }) // best effort
 	qs, err := qm.ListQueues(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -43,13 +43,18 @@ func TestIntegrationRabbitQueueManager(t *testing.T) {
 	}
 	s := brokertest.Session(t, brokertest.Dial(t, b.Config(), famqp.ConnOptions{}))
 	brokertest.SendAll(t, s, "/amq/queue/"+name, 1, 1, func(int) *goamqp.Message { return brokertest.Numbered(0) })
-	if err := qm.DeleteQueue(ctx, name, true); !errors.Is(err, famqp.ErrQueueNotEmpty) {
+	if err := qm.DeleteQueue(ctx, name, famqp.DeleteCond{IfEmpty: true}); !errors.Is(err, famqp.ErrQueueNotEmpty) {
 		t.Fatalf("delete if empty of a queue holding a message: %v, want ErrQueueNotEmpty", err)
 	}
-	if err := qm.DeleteQueue(ctx, name, false); err != nil {
+	// A consumer (left open: the connection's cleanup ends it).
+	brokertest.OpenReceiver(t, s, famqp.LinkSpec{Address: "/amq/queue/" + name}, 0)
+	if err := qm.DeleteQueue(ctx, name, famqp.DeleteCond{IfUnused: true}); !errors.Is(err, famqp.ErrQueueInUse) {
+		t.Fatalf("delete if unused of a queue with a consumer: %v, want ErrQueueInUse", err)
+	}
+	if err := qm.DeleteQueue(ctx, name, famqp.DeleteCond{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := qm.DeleteQueue(ctx, name, true); err != nil {
+	if err := qm.DeleteQueue(ctx, name, famqp.DeleteCond{IfEmpty: true, IfUnused: true}); err != nil {
 		t.Fatalf("delete of a missing queue: %v", err)
 	}
 }

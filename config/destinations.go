@@ -43,6 +43,7 @@ type DestinationSpec struct {
 const (
 	DefaultConfirmDelete   = 30 * time.Second
 	DefaultDestinationIdle = 2 * time.Minute
+	MinDestinationIdle     = 10 * time.Second
 	maxDestinationName     = 255 // RabbitMQ's limit on a queue name, in bytes
 )
 
@@ -90,8 +91,14 @@ func (c *Config) validateDestinations(brokers map[string]int) []string {
 		if len(d.Brokers) == 0 && len(c.destinationBrokers()) == 0 {
 			add("brokers", "no broker of this router can hold global destinations (the rabbitmq profile is needed)")
 		}
-		if d.ConfirmDelete < 0 || d.Idle < 0 {
-			add("confirm_delete", "confirm_delete and idle must be positive durations")
+		if d.ConfirmDelete < 0 {
+			add("confirm_delete", "%s: want a positive duration", time.Duration(d.ConfirmDelete))
+		}
+		if d.Idle != 0 && time.Duration(d.Idle) < MinDestinationIdle {
+			// RabbitMQ's management API counts consumers every 5 s: a
+			// shorter idle time could reap a queue whose consumer is not
+			// counted yet.
+			add("idle", "%s: at least %s (longer than the broker's statistics interval, 5s)", time.Duration(d.Idle), MinDestinationIdle)
 		}
 		if _, err := d.props(); err != nil {
 			add("arguments", "%v", err)

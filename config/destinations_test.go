@@ -32,6 +32,8 @@ func TestDestinationConfigErrors(t *testing.T) {
 		{"twice", destBase + "destinations:\n  - {name: q, max_length: 5, arguments: {x-max-length: 5}}\n  - {name: q}\n",
 			[]string{"f.yaml:7: destinations[0].arguments: x-max-length given twice (max_length and arguments)",
 				`f.yaml:8: destinations[1].name: "q" is already the name of destinations[0]`}},
+		{"idle under the statistics interval", destBase + "destinations:\n  - {name: q, idle: 3s, confirm_delete: -1s}\n",
+			[]string{"f.yaml:7: destinations[0].idle: 3s: at least 10s", "f.yaml:7: destinations[0].confirm_delete: -1s: want a positive duration"}},
 		{"no capable broker", "router_id: r\nbrokers:\n  - {name: p1, url: 'amqp://h3', profile: proton}\ndestinations:\n  - {name: q}\n",
 			[]string{"f.yaml:5: destinations[0].brokers: no broker of this router can hold global destinations"}},
 	}

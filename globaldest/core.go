@@ -73,8 +73,9 @@ type ActionKind int
 const (
 	// Create: declare Name at Broker with Props.
 	Create ActionKind = iota
-	// Delete: delete Name at Broker; IfEmpty: only if it holds no message
-	// (the broker checks, so a message that arrives meanwhile is kept).
+	// Delete: delete Name at Broker; IfEmpty: only if it holds no message,
+	// IfUnused: only if no consumer has it (the broker checks, so a message
+	// or a consumer that arrives meanwhile keeps it).
 	Delete
 	// Report: tell the operator Msg (a conflict, an orphan, a deletion
 	// being confirmed or cancelled).
@@ -87,7 +88,8 @@ type Action struct {
 	Broker  string
 	Name    string
 	Props   Props
-	IfEmpty bool
+	IfEmpty  bool
+	IfUnused bool
 	Msg     string // why (Create, Delete); what (Report)
 }
 
@@ -99,6 +101,9 @@ func (a Action) String() string {
 		cond := ""
 		if a.IfEmpty {
 			cond = " if empty"
+		}
+		if a.IfUnused {
+			cond += " if unused"
 		}
 		return fmt.Sprintf("delete %s at %s%s: %s", a.Name, a.Broker, cond, a.Msg)
 	}
@@ -130,6 +135,7 @@ type dest struct {
 	inst      map[string]*inst // by broker: instances seen
 	deleting  *deletion        // a deletion at one broker being confirmed
 	deleted   bool             // confirmed: kept while orphans remain
+	reaped    bool             // deleted for being idle (auto-created)
 	idleSince time.Time        // auto-created: no consumer, no message anywhere since
 	reported  map[string]string
 }
@@ -225,7 +231,7 @@ func (c *Core) seen(broker string, e int, q Queue) []Action {
 	was, wasProps := in.present, in.props
 	if d.deleted && !was && !in.pending {
 		// Declared anew (not a copy the routers asked for): a new life.
-		d.deleted, d.origin, d.kind, d.idleSince = false, broker, q.Kind, time.Time{}
+		d.deleted, d.reaped, d.origin, d.kind, d.idleSince = false, false, broker, q.Kind, time.Time{}
 		if c.entries[e].Props == nil {
 			d.props = q.Props
 		}

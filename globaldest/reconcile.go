@@ -26,6 +26,11 @@ func (c *Core) propagates(d *dest) bool {
 // reconcile decides what d needs at now.
 func (c *Core) reconcile(d *dest, now time.Time) []Action {
 	e := c.entries[d.entry]
+	if d.reaped && c.busy(d) {
+		// A consumer or a message came back before the reaping was done
+		// (a delete refused, if unused or if empty): not idle after all.
+		d.deleted, d.reaped, d.idleSince = false, false, time.Time{}
+	}
 	switch {
 	case d.deleting != nil && now.Sub(d.deleting.since) >= e.ConfirmDelete:
 		return c.confirmDeletion(d)
@@ -66,12 +71,24 @@ func (c *Core) sweep(d *dest, why string) []Action {
 		case in.expectGone:
 		case in.messages == 0 || e.DeleteNonEmpty:
 			in.expectGone = true
-			out = append(out, Action{Kind: Delete, Broker: b, Name: d.name, IfEmpty: !e.DeleteNonEmpty, Msg: why})
+			// Reaping an idle destination never takes a consumer's queue
+			// away: the listing's consumer count can lag behind.
+			out = append(out, Action{Kind: Delete, Broker: b, Name: d.name, IfEmpty: !e.DeleteNonEmpty || d.reaped, IfUnused: d.reaped, Msg: why})
 		default:
 			out = append(out, d.report("orphan:"+b, fmt.Sprintf("orphaned at %s: deleted elsewhere, kept here because it holds %d messages (delete it, or set delete_nonempty)", b, in.messages))...)
 		}
 	}
 	return out
+}
+
+// busy says whether an instance of d has a consumer or a message.
+func (c *Core) busy(d *dest) bool {
+	for _, b := range d.present() {
+		if in := d.inst[b]; in.consumers > 0 || in.messages > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // reap removes an auto-created destination idle everywhere for the
@@ -80,11 +97,9 @@ func (c *Core) reap(d *dest, now time.Time) []Action {
 	if d.kind != AutoCreated {
 		return nil
 	}
-	for _, b := range d.present() {
-		if in := d.inst[b]; in.consumers > 0 || in.messages > 0 {
-			d.idleSince = time.Time{}
-			return nil
-		}
+	if c.busy(d) {
+		d.idleSince = time.Time{}
+		return nil
 	}
 	if d.idleSince.IsZero() {
 		d.idleSince = now
@@ -93,7 +108,7 @@ func (c *Core) reap(d *dest, now time.Time) []Action {
 	if now.Sub(d.idleSince) < idle {
 		return nil
 	}
-	d.deleted = true
+	d.deleted, d.reaped = true, true
 	return c.sweep(d, fmt.Sprintf("auto-created, no consumer and no message for %s", idle))
 }
 

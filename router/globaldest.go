@@ -162,7 +162,7 @@ func (g *globalDests) apply(ctx context.Context, acts []globaldest.Action) {
 			g.done(a, err, &g.counts.Created)
 		case globaldest.Delete:
 			call, cancel := context.WithTimeout(ctx, globalDestCall)
-			err := g.mgrs[a.Broker].DeleteQueue(call, a.Name, a.IfEmpty)
+			err := g.mgrs[a.Broker].DeleteQueue(call, a.Name, amqp.DeleteCond{IfEmpty: a.IfEmpty, IfUnused: a.IfUnused})
 			cancel()
 			g.core.Result(a, err)
 			g.done(a, err, &g.counts.Deleted)
@@ -182,7 +182,7 @@ func (g *globalDests) done(a globaldest.Action, err error, ok *uint64) {
 	switch {
 	case err == nil:
 		*ok++
-	case errors.Is(err, amqp.ErrQueueNotEmpty):
+	case errors.Is(err, amqp.ErrQueueNotEmpty), errors.Is(err, amqp.ErrQueueInUse):
 		g.counts.Kept++
 	default:
 		g.counts.Failed++
@@ -196,6 +196,8 @@ func (g *globalDests) done(a globaldest.Action, err error, ok *uint64) {
 	switch {
 	case errors.Is(err, amqp.ErrQueueNotEmpty):
 		ev, what = g.log.Warn().Err(err), "kept: it holds messages"
+	case errors.Is(err, amqp.ErrQueueInUse):
+		ev, what = g.log.Info().Err(err), "kept: a consumer has it"
 	case err != nil:
 		// Tried again after the next listing.
 		ev, what = g.log.Warn().Err(err), "not "+what

@@ -167,3 +167,77 @@ func TestGlobalDestinationsPropagate(t *testing.T) {
 	t.Logf("created at rabbit1: at rabbit2..4 with its arguments %s later; deleted at rabbit3: gone everywhere %s later (confirm_delete 3s); deleted at rabbit1 while rabbit4's held 3 messages: kept there, reported; counts %+v\n%s",
 		propagated.Round(time.Millisecond), gone.Round(time.Millisecond), st.Counts, out)
 }
+
+// Seed 000's auto-created destinations, for real: a non-durable queue a
+// producer made stays local; a consumer attaches, and it is declared at
+// the other brokers; the consumer leaves, nothing moves for the idle time
+// (10 s here, the least: the management API counts consumers every 5 s),
+// and it is removed everywhere — never while the consumer is there.
+func TestGlobalDestinationsAutoCreatedReaped(t *testing.T) {
+	d := newDestRig(t, "idle: 10s")
+	ctx := context.Background()
+	q := d.prefix + ".orders"
+	if err := d.mgmt[0].DeclareQueue(ctx, q, amqp.QueueArgs{Durable: false}); err != nil {
+		t.Fatal(err)
+	}
+	s := brokertest.Session(t, brokertest.Dial(t, d.bs[0].Config(), amqp.ConnOptions{}))
+	brokertest.SendAll(t, s, "/amq/queue/"+q, 3, 3, func(i int) *goamqp.Message { return brokertest.Numbered(i) })
+	// A producer's queue (holding its messages: not idle): local, as the
+	// router's own status says.
+	brokertest.Eventually(t, 30*time.Second, 200*time.Millisecond, func() error {
+		out, code := d.p.cli("destination", "list", "--json")
+		var st router.Destinations
+		if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil {
+			return fmt.Errorf("destination list: exit %d, %v: %s", code, err, out)
+		}
+		if len(st.Destinations) != 1 || st.Destinations[0].State != "local" {
+			return fmt.Errorf("want %s local: %+v", q, st.Destinations)
+		}
+		return nil
+	})
+	for i := 1; i < 4; i++ {
+		if _, err := d.args(i, q); !errors.Is(err, amqp.ErrNotFound) {
+			t.Fatalf("a producer's auto-created queue was propagated to %s (%v)", d.bs[i].Name, err)
+		}
+	}
+	// A consumer at rabbit1: propagated (non-durable) with it.
+	r := brokertest.OpenReceiver(t, s, amqp.LinkSpec{Address: "/amq/queue/" + q}, 10)
+	attached := time.Now()
+	d.waitEverywhere(q, map[string]any{}, 30*time.Second)
+	propagated := time.Since(attached)
+	for i := range 4 {
+		if info, err := d.mgmt[i].Queue(ctx, q); err != nil || info.Durable {
+			t.Fatalf("%s at %s: %+v %v, want non-durable", q, d.bs[i].Name, info, err)
+		}
+	}
+	for range 3 { // consumed: the queue is empty when the consumer leaves
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		msg, err := r.Receive(rctx)
+		if err == nil {
+			err = r.Accept(rctx, msg)
+		}
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := d.args(0, q); err != nil {
+		t.Fatalf("%s reaped at rabbit1 while a consumer had it: %v", q, err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := r.Close(cctx); err != nil {
+		t.Fatal(err)
+	}
+	left := time.Now()
+	brokertest.Eventually(t, 60*time.Second, 200*time.Millisecond, func() error {
+		for i, b := range d.bs {
+			if _, err := d.args(i, q); !errors.Is(err, amqp.ErrNotFound) {
+				return fmt.Errorf("%s still at %s (%v)", q, b.Name, err)
+			}
+		}
+		return nil
+	})
+	t.Logf("auto-created %s: local while only a producer's; with a consumer at rabbit1, at rabbit2..4 %s later; idle 10s: after the consumer left: gone everywhere %s after it left",
+		q, propagated.Round(time.Millisecond), time.Since(left).Round(time.Millisecond))
+}
