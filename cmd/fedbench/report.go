@@ -27,6 +27,7 @@ type report struct {
 	Results  []*result         `json:"results"`
 	Backlog  *backlogResult    `json:"backlog,omitempty"`
 	Topology *topoResult       `json:"topology,omitempty"`
+	Control  *controlResult    `json:"control_plane,omitempty"`
 }
 
 type machine struct {
@@ -124,6 +125,9 @@ func (r *report) failures() error {
 	if r.Backlog != nil && (r.Backlog.Error != "" || r.Backlog.Verified != "ok") {
 		return errFailures
 	}
+	if r.Control != nil && r.Control.Error != "" {
+		return errFailures
+	}
 	return nil
 }
 
@@ -159,6 +163,10 @@ func (r *report) print(out io.Writer) error {
 		} else {
 			fmt.Fprintf(&b, "topology: %s median %.1f ms/op (%d runs: %v ns/op)\n", tp.Benchmark, tp.NsPerOp/1e6, len(tp.Runs), tp.Runs)
 		}
+	}
+	if r.Control != nil {
+		fmt.Fprintln(&b)
+		r.Control.print(&b)
 	}
 	_, err := out.Write(b.Bytes())
 	return err
