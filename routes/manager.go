@@ -84,18 +84,20 @@ type Options struct {
 }
 
 // Manager runs the routes: one goroutine per route, owned here and
-// stopped by Delete or Stop. Lock order: Manager.saveMu, then Manager.mu,
+// stopped by Delete or Stop. Lock order: Manager.mu, then stateLog.mu,
 // then route.mu; no I/O under mu or route.mu.
 type Manager struct {
 	opts Options
 	log  zerolog.Logger
+	// state writes the durable runtime routes (journal.go); nil without
+	// a state file. A change is queued for it under mu, so the journal
+	// has the changes in their order, and acknowledged once synced.
+	state *stateLog
 
 	// group owns every route's goroutine and the transit reconciler: its
 	// context, from NewManager's caller, is their parent; Stop waits for
 	// them all.
 	group *group.Group
-
-	saveMu sync.Mutex // serialises state-file writes
 
 	mu      sync.Mutex
 	routes  map[string]*route // by Spec.ID(); guarded by mu
@@ -144,6 +146,9 @@ func NewManager(ctx context.Context, opts Options) *Manager {
 		opts.TransitOutcomeTimeout = DefaultOutcomeTimeout
 	}
 	m := &Manager{opts: opts, log: opts.Log, group: group.New(ctx), routes: map[string]*route{}, started: time.Now()}
+	if opts.StatePath != "" {
+		m.state = newStateLog(opts.StatePath, m.durableSpecs)
+	}
 	if opts.Table != nil {
 		m.group.Go(m.runTransit)
 	}
@@ -167,14 +172,21 @@ func (m *Manager) Restore(configured []Spec) error {
 	} else if n > 0 {
 		m.log.Info().Int("files", n).Str("state_file", m.opts.StatePath).Msg("removed the temporary state files an interrupted save left behind")
 	}
-	saved, err := LoadState(m.opts.StatePath)
+	saved, torn, err := LoadJournaled(m.opts.StatePath)
 	if err != nil {
 		return err
+	}
+	if torn {
+		m.log.Warn().Str("state_file", m.opts.StatePath).Msg("the state journal ended in a torn line (a crash while it was written; that change was never acknowledged): dropped")
 	}
 	for _, s := range saved {
 		if _, err := m.add(s, OriginRuntime); err != nil && !errors.Is(err, ErrDuplicate) {
 			return fmt.Errorf("routes: restore %s: %w", s, err)
 		}
+	}
+	// A fresh snapshot and an empty journal: nothing torn to append after.
+	if err := m.state.enqueueCompact()(); err != nil {
+		return err
 	}
 	m.log.Info().Int("configured", len(configured)).Int("restored", len(saved)).Msg("routes started")
 	return nil
@@ -183,18 +195,19 @@ func (m *Manager) Restore(configured []Spec) error {
 // Add adds a runtime route; durable ones are in the state file when Add
 // returns.
 func (m *Manager) Add(spec Spec) (Status, error) {
-	m.saveMu.Lock()
-	defer m.saveMu.Unlock()
-	r, err := m.add(spec, OriginRuntime)
+	r, durable, err := m.insert(spec, OriginRuntime, nil, true)
 	if err != nil {
 		return Status{}, err
 	}
-	if r.spec.Durable {
-		if err := m.save(); err != nil {
-			m.remove(r.id)
-			r.stop()
-			return Status{}, err
+	if err := durable(); err != nil {
+		m.mu.Lock()
+		if m.routes[r.id] == r {
+			delete(m.routes, r.id)
+			m.edgesLocked()
 		}
+		m.mu.Unlock()
+		r.stop()
+		return Status{}, err
 	}
 	m.log.Info().Str("route", r.id).Str("spec", r.spec.String()).Bool("durable", r.spec.Durable).Msg("route added")
 	return r.status(), nil
@@ -205,31 +218,55 @@ func (m *Manager) add(spec Spec, origin Origin) (*route, error) {
 }
 
 // addFenced is add; fence, when set, is asked before each message (a
-// route held in a cluster: held.go).
+// route held in a cluster: held.go). Nothing is journaled: restored and
+// configured routes are on disk already, a cluster's are in its store.
 func (m *Manager) addFenced(spec Spec, origin Origin, fence func() bool) (*route, error) {
+	r, _, err := m.insert(spec, origin, fence, false)
+	return r, err
+}
+
+// insert starts a route and, with journal, queues its journal line (for a
+// durable runtime route); durable waits until it is synced.
+func (m *Manager) insert(spec Spec, origin Origin, fence func() bool, journal bool) (r *route, durable func() error, err error) {
 	spec, steps, err := m.normalize(spec)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	id := spec.ID()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.stopped {
-		return nil, ErrStopped
+		return nil, nil, ErrStopped
 	}
 	if _, dup := m.routes[id]; dup {
-		return nil, ErrDuplicate
+		return nil, nil, ErrDuplicate
 	}
-	r := newRoute(m, spec, steps, origin, m.nextConn)
+	r = newRoute(m, spec, steps, origin, m.nextConn)
 	r.fence = fence
 	m.routes[id] = r
 	m.edgesLocked()
 	if !r.start(m.group) {
 		delete(m.routes, id)
 		m.edgesLocked()
-		return nil, ErrStopped
+		return nil, nil, ErrStopped
 	}
-	return r, nil
+	durable = noWait
+	if journal {
+		durable = m.journalLocked(journalLine{Add: &r.spec}, r)
+	}
+	return r, durable, nil
+}
+
+// noWait is the durable wait of a change that is not journaled.
+func noWait() error { return nil }
+
+// journalLocked queues lines for r's changes when r is a durable runtime
+// route and there is a state file; the caller holds mu.
+func (m *Manager) journalLocked(line journalLine, r *route) func() error {
+	if m.state == nil || r.origin != OriginRuntime || !r.spec.Durable {
+		return noWait
+	}
+	return m.state.enqueue(line)
 }
 
 // nextConn picks the pool connection for a new route on a broker, round
@@ -312,27 +349,25 @@ func (m *Manager) remoteBroker(name string) bool {
 // removes its subscription at the source (messages queued there for this
 // route are dropped with it).
 func (m *Manager) Delete(ctx context.Context, id string) error {
-	m.saveMu.Lock()
-	defer m.saveMu.Unlock()
 	m.mu.Lock()
 	r, ok := m.routes[id]
-	if ok && r.origin == OriginConfig {
+	if !ok {
+		m.mu.Unlock()
+		return fmt.Errorf("%w: id %s", ErrNotFound, id)
+	}
+	if r.origin == OriginConfig {
 		m.mu.Unlock()
 		return fmt.Errorf("%w: %s", ErrConfigRoute, r.spec)
 	}
 	delete(m.routes, id)
 	m.edgesLocked()
+	durable := m.journalLocked(journalLine{Del: id}, r)
 	m.mu.Unlock()
-	if !ok {
-		return fmt.Errorf("%w: id %s", ErrNotFound, id)
-	}
+	err := durable()
 	r.stop()
 	r.unsubscribe(ctx)
 	m.log.Info().Str("route", id).Str("spec", r.spec.String()).Msg("route deleted")
-	if r.spec.Durable {
-		return m.save()
-	}
-	return nil
+	return err
 }
 
 // DeleteSpec deletes the route with spec's identity.
@@ -347,7 +382,11 @@ func (m *Manager) DeleteSpec(ctx context.Context, spec Spec) error {
 	return m.Delete(ctx, spec.ID())
 }
 
-// Flush deletes every runtime route, or those to dest when dest != "".
+// Flush deletes every runtime route, or those to dest when dest != "",
+// as one change: one journal write, then the routes stop together and
+// their subscriptions are removed (flushParallel at a time) while ctx
+// lasts. Once ctx has ended nothing is deleted; a subscription not
+// removed by then is left at its source, and logged.
 func (m *Manager) Flush(ctx context.Context, dest string) (int, error) {
 	if dest != "" {
 		var err error
@@ -355,38 +394,86 @@ func (m *Manager) Flush(ctx context.Context, dest string) (int, error) {
 			return 0, err
 		}
 	}
-	n := 0
-	for _, st := range m.List() {
-		if st.Origin != OriginRuntime || (dest != "" && st.Spec.Dest != dest) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("routes: flush: %w", err)
+	}
+	m.mu.Lock()
+	var gone []*route
+	var lines []journalLine
+	for id, r := range m.routes {
+		if r.origin != OriginRuntime || (dest != "" && r.spec.Dest != dest) {
 			continue
 		}
-		if err := m.Delete(ctx, st.ID); err != nil && !errors.Is(err, ErrNotFound) {
-			return n, err
+		delete(m.routes, id)
+		gone = append(gone, r)
+		if r.spec.Durable {
+			lines = append(lines, journalLine{Del: id})
 		}
-		n++
 	}
-	return n, nil
-}
-
-func (m *Manager) remove(id string) {
-	m.mu.Lock()
-	delete(m.routes, id)
 	m.edgesLocked()
+	durable := noWait
+	if m.state != nil && len(lines) > 0 {
+		durable = m.state.enqueue(lines...)
+	}
 	m.mu.Unlock()
+	err := durable()
+	for _, r := range gone {
+		r.cancel() // all at once: each stop then takes no longer than the slowest
+	}
+	for _, r := range gone {
+		<-r.done
+	}
+	m.unsubscribeAll(ctx, gone)
+	m.log.Info().Int("deleted", len(gone)).Str("dest", dest).Msg("routes flushed")
+	return len(gone), err
 }
 
-// save writes the durable runtime routes; the caller holds saveMu.
-func (m *Manager) save() error {
-	if m.opts.StatePath == "" {
-		return nil
+// flushParallel bounds the subscriptions a flush removes at once (each
+// is a management API call at the source).
+const flushParallel = 8
+
+// unsubscribeAll removes the routes' subscriptions, flushParallel at a
+// time, until ctx ends.
+func (m *Manager) unsubscribeAll(ctx context.Context, rs []*route) {
+	work := make(chan *route)
+	var wg sync.WaitGroup
+	for range min(flushParallel, len(rs)) {
+		wg.Add(1)
+		go func() { // owned by this call, which waits for it
+			defer wg.Done()
+			for r := range work {
+				r.unsubscribe(ctx)
+			}
+		}()
 	}
+	left := 0
+	for i, r := range rs {
+		if ctx.Err() != nil {
+			left = len(rs) - i
+			break
+		}
+		work <- r
+	}
+	close(work)
+	wg.Wait()
+	if left > 0 {
+		m.log.Warn().Int("routes", left).Msg("flush cancelled: the subscriptions of some deleted exchange routes were not removed at their source; remove the fedrouter.* queues there by hand")
+	}
+}
+
+// durableSpecs are the durable runtime routes, for a snapshot of the
+// state file, sorted by id.
+func (m *Manager) durableSpecs() []Spec {
+	m.mu.Lock()
 	var specs []Spec
-	for _, st := range m.List() {
-		if st.Origin == OriginRuntime && st.Spec.Durable {
-			specs = append(specs, st.Spec)
+	for _, r := range m.routes {
+		if r.origin == OriginRuntime && r.spec.Durable {
+			specs = append(specs, r.spec)
 		}
 	}
-	return SaveState(m.opts.StatePath, specs)
+	m.mu.Unlock()
+	sort.Slice(specs, func(i, j int) bool { return specs[i].ID() < specs[j].ID() })
+	return specs
 }
 
 // List returns every route's status, sorted by dest, src, exchange, id.
@@ -525,6 +612,12 @@ func (m *Manager) Stop(ctx context.Context) {
 	for _, r := range rs {
 		if _, fanout := r.mode.(*fanoutMode); !r.spec.Durable && !fanout { // a fan-out queue is shared and durable: kept
 			r.unsubscribe(ctx)
+		}
+	}
+	if m.state != nil {
+		// Folded into the snapshot: an older fedrouter reads only that.
+		if err := m.state.close(); err != nil {
+			m.log.Error().Err(err).Str("state_file", m.opts.StatePath).Msg("could not fold the state journal into the state file at stop; the next start replays it")
 		}
 	}
 }
