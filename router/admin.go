@@ -10,6 +10,7 @@ import (
 	stdlog "log"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -307,7 +308,46 @@ func (s *statusRecorder) Write(p []byte) (int, error) {
 }
 
 func (a *AdminServer) listRoutes(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, nonNil(a.svc.Routes()))
+	q := r.URL.Query()
+	if !q.Has("limit") && !q.Has("after") {
+		writeJSON(w, http.StatusOK, nonNil(a.svc.Routes())) // the whole list, as before paging
+		return
+	}
+	limit, err := pageLimit(q.Get("limit"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	page, next, err := routes.Page(a.svc.Routes(), q.Get("after"), limit)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, RoutePage{Routes: nonNil(page), Next: next})
+}
+
+// RoutePage is a page of GET /api/v1/routes?limit=N&after=CURSOR: the
+// routes in list order, and the cursor of the next page ("" after the
+// last).
+type RoutePage struct {
+	Routes []routes.Status `json:"routes"`
+	Next   string          `json:"next,omitempty"`
+}
+
+// DefaultPageLimit is a page's size when only after is given.
+const DefaultPageLimit = 1000
+
+// pageLimit reads ?limit: 1..routes.MaxPageLimit, DefaultPageLimit when
+// absent.
+func pageLimit(s string) (int, error) {
+	if s == "" {
+		return DefaultPageLimit, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > routes.MaxPageLimit {
+		return 0, fmt.Errorf("limit %q: want a number of routes from 1 to %d", s, routes.MaxPageLimit)
+	}
+	return n, nil
 }
 
 func (a *AdminServer) addRoute(w http.ResponseWriter, r *http.Request) {

@@ -474,3 +474,50 @@ func TestAdminMetricsTopology(t *testing.T) {
 	h.expect("GET", "/metrics", nil, http.StatusOK, "fedrouter_topology_routers 1", `fedrouter_topology_links{state="up"} 1`,
 		`fedrouter_topology_lsa_total{outcome="originated"} 1`, `fedrouter_topology_lsa_total{outcome="bad_signature"} 0`)
 }
+
+// Paging: ?limit= answers {"routes", "next"}; following next lists every
+// route once; no parameter is the whole array as before; bad parameters
+// are 400 with what is wrong.
+func TestAdminListPaging(t *testing.T) {
+	h := startAdmin(t)
+	for i := 0; i < 5; i++ {
+		s := queueRoute
+		s.Queue = fmt.Sprintf("q%d", i)
+		h.expect("POST", "/api/v1/routes", s, http.StatusCreated)
+	}
+	seen := map[string]bool{}
+	path := "/api/v1/routes?limit=2"
+	for pages := 1; ; pages++ {
+		var p RoutePage
+		if err := json.Unmarshal([]byte(h.expect("GET", path, nil, http.StatusOK)), &p); err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range p.Routes {
+			if seen[st.ID] {
+				t.Fatalf("route %s listed twice", st.ID)
+			}
+			seen[st.ID] = true
+		}
+		if p.Next == "" {
+			if pages != 3 || len(seen) != 5 {
+				t.Fatalf("%d pages, %d routes; want 3 and 5", pages, len(seen))
+			}
+			break
+		}
+		path = "/api/v1/routes?limit=2&after=" + p.Next
+	}
+	var list []routes.Status
+	if err := json.Unmarshal([]byte(h.expect("GET", "/api/v1/routes", nil, http.StatusOK)), &list); err != nil || len(list) != 5 {
+		t.Fatalf("unpaged list: %d routes, %v", len(list), err)
+	}
+	for q, want := range map[string]string{
+		"limit=0": `limit \"0\": want a number of routes from 1 to 10000`, "limit=ten": `limit \"ten\"`,
+		"limit=10001": "from 1 to 10000", "after=zzz": "bad paging cursor", "limit=2&after=": "",
+	} {
+		status := http.StatusBadRequest
+		if want == "" {
+			status = http.StatusOK // an empty after is the first page
+		}
+		h.expect("GET", "/api/v1/routes?"+q, nil, status, want)
+	}
+}

@@ -1,0 +1,91 @@
+package routes
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Paging of route lists (GET /api/v1/routes?limit=N&after=CURSOR): a page
+// is the routes that sort after the cursor, in list order (dest, src,
+// exchange, id), at most limit of them; the cursor is the last route's
+// position in that order, opaque to clients. A route added or deleted
+// between two pages never makes another appear twice or go missing: the
+// position of a route does not depend on the others.
+
+// ErrBadCursor: a paging cursor that this router did not hand out.
+var ErrBadCursor = errors.New("routes: bad paging cursor")
+
+// MaxPageLimit bounds a page, so that one answer stays a few MiB.
+const MaxPageLimit = 10000
+
+// cursorKey is a route's position in list order.
+type cursorKey [4]string
+
+func keyOf(st Status) cursorKey {
+	return cursorKey{st.Spec.Dest, st.Spec.Src, st.Spec.Exchange, st.ID}
+}
+
+func compareKeys(a, b cursorKey) int {
+	for i := range a {
+		if c := strings.Compare(a[i], b[i]); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// SortStatuses sorts a route list in list order: dest, src, exchange, id.
+func SortStatuses(list []Status) {
+	slices.SortFunc(list, func(a, b Status) int { return compareKeys(keyOf(a), keyOf(b)) })
+}
+
+// Page returns the routes of list (in any order) after the cursor after
+// ("" for the first page), at most limit of them, sorted, and the cursor
+// of the next page ("" when this one is the last). list is sorted in
+// place.
+func Page(list []Status, after string, limit int) (page []Status, next string, err error) {
+	if limit < 1 || limit > MaxPageLimit {
+		return nil, "", fmt.Errorf("routes: page limit %d: want 1..%d", limit, MaxPageLimit)
+	}
+	var from cursorKey
+	if after != "" {
+		if from, err = decodeCursor(after); err != nil {
+			return nil, "", err
+		}
+	}
+	SortStatuses(list)
+	start := 0
+	if after != "" {
+		start, _ = slices.BinarySearchFunc(list, from, func(st Status, k cursorKey) int { return compareKeys(keyOf(st), k) })
+		for start < len(list) && compareKeys(keyOf(list[start]), from) <= 0 {
+			start++
+		}
+	}
+	end := min(len(list), start+limit)
+	page = list[start:end]
+	if end < len(list) {
+		next = encodeCursor(keyOf(list[end-1]))
+	}
+	return page, next, nil
+}
+
+func encodeCursor(k cursorKey) string {
+	b, _ := json.Marshal(k) // four strings always encode
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string) (cursorKey, error) {
+	var k cursorKey
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(b, &k)
+	}
+	if err != nil {
+		return k, fmt.Errorf("%w %q: pass the next cursor of the previous page as it came", ErrBadCursor, s)
+	}
+	return k, nil
+}

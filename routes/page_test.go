@@ -1,0 +1,76 @@
+package routes
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func pageStatuses(n int) []Status {
+	var out []Status
+	for i := n - 1; i >= 0; i-- { // out of order: Page sorts
+		s := Spec{Kind: KindQueue, Dest: fmt.Sprintf("d%d", i%3), Src: "s", Exchange: "x", Queue: fmt.Sprintf("q%d", i)}
+		out = append(out, Status{ID: s.ID(), Spec: s})
+	}
+	return out
+}
+
+// Pages follow one another in list order, each route once; a route
+// deleted after its page was read does not move the others.
+func TestPageWalksInListOrder(t *testing.T) {
+	all := pageStatuses(10)
+	var got []string
+	after := ""
+	for pages := 0; ; pages++ {
+		list := pageStatuses(10)
+		if pages == 2 { // the last route of the previous page is gone
+			list = removeID(list, got[len(got)-1])
+		}
+		p, next, err := Page(list, after, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range p {
+			got = append(got, st.ID)
+		}
+		if next == "" {
+			break
+		}
+		after = next
+	}
+	SortStatuses(all)
+	var want []string
+	for _, st := range all {
+		want = append(want, st.ID)
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("pages gave\n%v\nwant\n%v", got, want)
+	}
+}
+
+func removeID(list []Status, id string) []Status {
+	var out []Status
+	for _, st := range list {
+		if st.ID != id {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+func TestPageRefusesBadInput(t *testing.T) {
+	for _, limit := range []int{0, -1, MaxPageLimit + 1} {
+		if _, _, err := Page(nil, "", limit); err == nil || !strings.Contains(err.Error(), "want 1..") {
+			t.Errorf("limit %d: %v", limit, err)
+		}
+	}
+	for _, after := range []string{"nonsense!", "bm9uc2Vuc2U"} { // not base64; base64 of "nonsense"
+		if _, _, err := Page(pageStatuses(2), after, 1); !errors.Is(err, ErrBadCursor) {
+			t.Errorf("after %q: %v, want ErrBadCursor", after, err)
+		}
+	}
+	if p, next, err := Page(pageStatuses(2), "", 2); err != nil || len(p) != 2 || next != "" {
+		t.Errorf("exact last page: %d routes, next %q, %v", len(p), next, err)
+	}
+}
