@@ -62,6 +62,10 @@ type AdminOptions struct {
 	// the Go and process collectors. The route and broker collector is
 	// always added to it.
 	Registry *prometheus.Registry
+	// RouteSeries is how many routes /metrics exports with series of
+	// their own (metrics.route_series); every route is in the aggregates.
+	// Zero: DefaultRouteSeries; negative: none.
+	RouteSeries int
 	// Context is the owner's: the parent of every request's context and of
 	// the metrics scrape's call into the Service (a Prometheus collector is
 	// given none). Its end cancels requests in progress. Default
@@ -107,7 +111,10 @@ func NewAdminServer(svc Service, opts AdminOptions) *AdminServer {
 		reg = prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	if err := reg.Register(newServiceCollector(opts.Context, svc)); err != nil {
+	if opts.RouteSeries == 0 {
+		opts.RouteSeries = DefaultRouteSeries
+	}
+	if err := reg.Register(newServiceCollector(opts.Context, svc, opts.RouteSeries)); err != nil {
 		a.regErr = fmt.Errorf("admin API: register metrics: %w", err)
 	}
 	a.handler = a.routes(reg)

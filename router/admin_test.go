@@ -521,3 +521,34 @@ func TestAdminListPaging(t *testing.T) {
 		h.expect("GET", "/api/v1/routes?"+q, nil, status, want)
 	}
 }
+
+// Past metrics.route_series, routes have no series of their own — those
+// not Operational keep theirs first — and every route stays in the
+// per-pair and per-state aggregates; the rest is counted.
+func TestAdminMetricsRouteSeriesCap(t *testing.T) {
+	h := startAdmin(t, func(o *AdminOptions) { o.RouteSeries = 2 })
+	for i := 0; i < 3; i++ {
+		s := queueRoute
+		s.Queue = fmt.Sprintf("q%d", i)
+		h.svc.AddConfig(s, configCounters) // Operational, 7 forwarded, 5 in flight
+	}
+	waiting := queueRoute
+	waiting.Queue = "w"
+	h.expect("POST", "/api/v1/routes", waiting, http.StatusCreated) // Waiting
+	out := h.expect("GET", "/metrics", nil, http.StatusOK,
+		`fedrouter_routes_messages_total{dest="b",outcome="forwarded",src="a"} 21`,
+		`fedrouter_routes_in_flight{dest="b",src="a"} 15`,
+		`fedrouter_routes{state="Operational"} 3`, `fedrouter_routes{state="Waiting"} 1`, `fedrouter_routes{state="Failed"} 0`,
+		"fedrouter_route_series_omitted 2",
+		fmt.Sprintf(`fedrouter_route_up{dest="b",route=%q,src="a"} 0`, waiting.ID()))
+	if n := strings.Count(out, "fedrouter_route_up{"); n != 2 {
+		t.Errorf("%d routes with series of their own, want 2:\n%s", n, out)
+	}
+
+	none := startAdmin(t, func(o *AdminOptions) { o.RouteSeries = -1 })
+	none.svc.AddConfig(queueRoute, configCounters)
+	out = none.expect("GET", "/metrics", nil, http.StatusOK, "fedrouter_route_series_omitted 1", `fedrouter_routes{state="Operational"} 1`)
+	if strings.Contains(out, "fedrouter_route_up{") {
+		t.Errorf("per-route series with RouteSeries < 0:\n%s", out)
+	}
+}
