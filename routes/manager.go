@@ -215,7 +215,7 @@ func (m *Manager) Add(spec Spec) (Status, error) {
 		m.mu.Lock()
 		if m.routes[r.id] == r {
 			delete(m.routes, r.id)
-			m.edgesLocked()
+			m.edgesAfterLocked(r)
 		}
 		m.mu.Unlock()
 		r.stop()
@@ -256,10 +256,10 @@ func (m *Manager) insert(spec Spec, origin Origin, fence func() bool, journal bo
 	r = newRoute(m, spec, steps, origin, m.nextConn)
 	r.fence = fence
 	m.routes[id] = r
-	m.edgesLocked()
+	m.edgesAfterLocked(r)
 	if !r.start(m.group) {
 		delete(m.routes, id)
-		m.edgesLocked()
+		m.edgesAfterLocked(r)
 		return nil, nil, ErrStopped
 	}
 	durable = noWait
@@ -390,7 +390,7 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 		return fmt.Errorf("%w: %s", ErrConfigRoute, r.spec)
 	}
 	delete(m.routes, id)
-	m.edgesLocked()
+	m.edgesAfterLocked(r)
 	durable := m.journalLocked(journalLine{Del: id}, r)
 	m.mu.Unlock()
 	err := durable()
@@ -440,7 +440,7 @@ func (m *Manager) Flush(ctx context.Context, dest string) (int, error) {
 			lines = append(lines, journalLine{Del: id})
 		}
 	}
-	m.edgesLocked()
+	m.edgesAfterLocked(gone...)
 	durable := noWait
 	if m.state != nil && len(lines) > 0 {
 		durable = m.state.enqueue(lines...)
