@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -238,8 +239,9 @@ func percentile(sorted []float64, q float64) float64 {
 	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
 }
 
-// printControl adds the control-plane figures to the summary.
-func (c *controlResult) print(w io.Writer) {
+// print adds the control-plane figures to the summary (a buffer: the
+// summary is written in one write).
+func (c *controlResult) print(w *bytes.Buffer) {
 	if c.Error != "" {
 		fmt.Fprintf(w, "control plane: FAILED: %s\n", c.Error)
 		return
