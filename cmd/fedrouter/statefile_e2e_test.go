@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
@@ -22,18 +20,7 @@ func TestAcknowledgedAddsSurviveKill9(t *testing.T) {
 	const clients, killAfter = 4, 200
 	bs := brokertest.Require(t, "rabbit1", "rabbit2")
 	missing := brokertest.UniqueName(t, "missing") // the routes need not run: they fail, and stay
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "router.yaml")
-	yaml := fmt.Sprintf(`router_id: kill9
-brokers:
-  - {name: r1, url: %q, profile: rabbitmq, username: guest, password: guest, management: {url: %q}}
-  - {name: r2, url: %q, profile: rabbitmq, username: guest, password: guest, management: {url: %q}}
-admin: {listen: "127.0.0.1:0"}
-log: {level: info, format: json}
-`, bs[0].URL, bs[0].MgmtURL, bs[1].URL, bs[1].MgmtURL)
-	if err := os.WriteFile(cfgPath, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := pairConfig(t, t.TempDir(), "kill9", bs)
 	p := startRouter(t, cfgPath)
 	api := apiOf(t, p)
 
