@@ -41,6 +41,10 @@ type controlResult struct {
 	// the bound).
 	StartSeconds            float64 `json:"start_s"`
 	StartOperationalSeconds float64 `json:"start_operational_s"`
+	// Where the start's time went: CPU of the router and of the two
+	// broker processes from the exec to every route Operational.
+	StartRouterCPU float64 `json:"start_router_cpu_s"`
+	StartBrokerCPU float64 `json:"start_broker_cpu_s"`
 	FlushSeconds            float64 `json:"flush_s"`
 	FlushNote               string  `json:"flush_note,omitempty"`
 	Error                   string  `json:"error,omitempty"`
@@ -81,6 +85,7 @@ func (b *bench) runControl(ctx context.Context, p pairDef) (*controlResult, erro
 		return res, err
 	}
 	rp.stop()
+	brokers0 := brokerCPU(p)
 	t0 := time.Now()
 	if rp, err = restartRouter(ctx, b.opt.Fedrouter, rp, 10*time.Minute); err != nil {
 		return res, fmt.Errorf("restart: %w", err)
@@ -90,7 +95,16 @@ func (b *bench) runControl(ctx context.Context, p pairDef) (*controlResult, erro
 	}
 	res.StartSeconds = time.Since(t0).Seconds()
 	res.StartOperationalSeconds = waitOperational(ctx, rp.api, n, t0)
+	res.StartRouterCPU, _ = cpuSeconds(rp.pid()) // 0 if it cannot be read: a figure, not a check
+	res.StartBrokerCPU = brokerCPU(p) - brokers0
 	return res, controlFlush(ctx, rp, res, b.opt.Poll)
+}
+
+// brokerCPU is the CPU the pair's broker processes have used so far.
+func brokerCPU(p pairDef) float64 {
+	a, _ := cpuSeconds(p.Src.PID) // 0 if it cannot be read: a figure, not a check
+	b, _ := cpuSeconds(p.Dst.PID)
+	return a + b
 }
 
 // declareControl declares the source queues and destination exchanges.
@@ -249,7 +263,8 @@ func (c *controlResult) print(w *bytes.Buffer) {
 	fmt.Fprintf(w, "control plane: %d durable routes (%d connections a broker)\n", c.Routes, c.Conns)
 	fmt.Fprintf(w, "  add: p50 %.2f ms, p99 %.2f ms, max %.1f ms, all %.1f s; all Operational after %s\n", c.AddP50Ms, c.AddP99Ms, c.AddMaxMs, c.AddSeconds, secs(c.OperationalSeconds))
 	fmt.Fprintf(w, "  list: %.2f s (%d bytes); /metrics: %d bytes, %d series, %.2f s\n", c.ListSeconds, c.ListBytes, c.MetricsBytes, c.MetricsSeries, c.MetricsSeconds)
-	fmt.Fprintf(w, "  start with them durable: %.1f s to listed, %s to all Operational; flush: %.2f s %s\n", c.StartSeconds, secs(c.StartOperationalSeconds), c.FlushSeconds, c.FlushNote)
+	fmt.Fprintf(w, "  start with them durable: %.1f s to listed, %s to all Operational (CPU: router %.1f s, brokers %.1f s); flush: %.2f s %s\n",
+		c.StartSeconds, secs(c.StartOperationalSeconds), c.StartRouterCPU, c.StartBrokerCPU, c.FlushSeconds, c.FlushNote)
 }
 
 func secs(s float64) string {
