@@ -325,12 +325,25 @@ func (a *AdminServer) listRoutes(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	page, next, err := routes.Page(a.svc.Routes(), q.Get("after"), limit)
+	var page []routes.Status
+	var next string
+	if p, ok := a.svc.(routePager); ok {
+		page, next, err = p.RoutesPage(q.Get("after"), limit)
+	} else {
+		page, next, err = routes.Page(a.svc.Routes(), q.Get("after"), limit)
+	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	writeJSON(w, http.StatusOK, RoutePage{Routes: nonNil(page), Next: next})
+}
+
+// routePager is the Service's optional paging of the route list, which
+// computes only the page's statuses (*Router); any other Service is paged
+// from its whole list.
+type routePager interface {
+	RoutesPage(after string, limit int) ([]routes.Status, string, error)
 }
 
 // RoutePage is a page of GET /api/v1/routes?limit=N&after=CURSOR: the

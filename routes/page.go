@@ -48,6 +48,33 @@ func SortStatuses(list []Status) {
 // of the next page ("" when this one is the last). list is sorted in
 // place.
 func Page(list []Status, after string, limit int) (page []Status, next string, err error) {
+	return pageOf(list, keyOf, after, limit)
+}
+
+// ListPage is a page of List, as Page makes it, with only the page's
+// statuses computed: paging through 10,000 routes a thousand at a time
+// does not compute every route's status ten times.
+func (m *Manager) ListPage(after string, limit int) (page []Status, next string, err error) {
+	m.mu.Lock()
+	rs := make([]*route, 0, len(m.routes))
+	for _, r := range m.routes {
+		rs = append(rs, r)
+	}
+	m.mu.Unlock()
+	key := func(r *route) cursorKey { return cursorKey{r.spec.Dest, r.spec.Src, r.spec.Exchange, r.id} }
+	in, next, err := pageOf(rs, key, after, limit)
+	if err != nil {
+		return nil, "", err
+	}
+	page = make([]Status, 0, len(in))
+	for _, r := range in {
+		page = append(page, r.status())
+	}
+	return page, next, nil
+}
+
+// pageOf is Page over any list whose items have a place in list order.
+func pageOf[T any](list []T, key func(T) cursorKey, after string, limit int) (page []T, next string, err error) {
 	if limit < 1 || limit > MaxPageLimit {
 		return nil, "", fmt.Errorf("routes: page limit %d: want 1..%d", limit, MaxPageLimit)
 	}
@@ -57,18 +84,18 @@ func Page(list []Status, after string, limit int) (page []Status, next string, e
 			return nil, "", err
 		}
 	}
-	SortStatuses(list)
+	slices.SortFunc(list, func(a, b T) int { return compareKeys(key(a), key(b)) })
 	start := 0
 	if after != "" {
-		start, _ = slices.BinarySearchFunc(list, from, func(st Status, k cursorKey) int { return compareKeys(keyOf(st), k) })
-		for start < len(list) && compareKeys(keyOf(list[start]), from) <= 0 {
+		start, _ = slices.BinarySearchFunc(list, from, func(it T, k cursorKey) int { return compareKeys(key(it), k) })
+		for start < len(list) && compareKeys(key(list[start]), from) <= 0 {
 			start++
 		}
 	}
 	end := min(len(list), start+limit)
 	page = list[start:end]
 	if end < len(list) {
-		next = encodeCursor(keyOf(list[end-1]))
+		next = encodeCursor(key(list[end-1]))
 	}
 	return page, next, nil
 }

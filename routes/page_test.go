@@ -74,3 +74,38 @@ func TestPageRefusesBadInput(t *testing.T) {
 		t.Errorf("exact last page: %d routes, next %q, %v", len(p), next, err)
 	}
 }
+
+// The manager's pages are Page's over its list, computed per page.
+func TestManagerListPage(t *testing.T) {
+	m := newTestManager(t, "")
+	for i := 0; i < 7; i++ {
+		if _, err := m.Add(testSpec(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	after := ""
+	for {
+		p, next, err := m.ListPage(after, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range p {
+			got = append(got, st.ID)
+		}
+		if next == "" {
+			break
+		}
+		after = next
+	}
+	var want []string
+	for _, st := range m.List() {
+		want = append(want, st.ID)
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("pages %v, List %v", got, want)
+	}
+	if _, _, err := m.ListPage("bad!", 3); !errors.Is(err, ErrBadCursor) {
+		t.Fatalf("bad cursor: %v", err)
+	}
+}
