@@ -45,9 +45,9 @@ type controlResult struct {
 	// broker processes from the exec to every route Operational.
 	StartRouterCPU float64 `json:"start_router_cpu_s"`
 	StartBrokerCPU float64 `json:"start_broker_cpu_s"`
-	FlushSeconds            float64 `json:"flush_s"`
-	FlushNote               string  `json:"flush_note,omitempty"`
-	Error                   string  `json:"error,omitempty"`
+	FlushSeconds   float64 `json:"flush_s"`
+	FlushNote      string  `json:"flush_note,omitempty"`
+	Error          string  `json:"error,omitempty"`
 }
 
 // controlFanout: the routes spread over this many source queues and as
