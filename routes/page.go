@@ -29,6 +29,9 @@ func keyOf(st Status) cursorKey {
 	return cursorKey{st.Spec.Dest, st.Spec.Src, st.Spec.Exchange, st.ID}
 }
 
+// routeKey is a route's position in list order.
+func routeKey(r *route) cursorKey { return cursorKey{r.spec.Dest, r.spec.Src, r.spec.Exchange, r.id} }
+
 func compareKeys(a, b cursorKey) int {
 	for i := range a {
 		if c := strings.Compare(a[i], b[i]); c != 0 {
@@ -61,8 +64,7 @@ func (m *Manager) ListPage(after string, limit int) (page []Status, next string,
 		rs = append(rs, r)
 	}
 	m.mu.Unlock()
-	key := func(r *route) cursorKey { return cursorKey{r.spec.Dest, r.spec.Src, r.spec.Exchange, r.id} }
-	in, next, err := pageOf(rs, key, after, limit)
+	in, next, err := pageOf(rs, routeKey, after, limit)
 	if err != nil {
 		return nil, "", err
 	}
