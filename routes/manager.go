@@ -415,9 +415,10 @@ func (m *Manager) DeleteSpec(ctx context.Context, spec Spec) error {
 
 // Flush deletes every runtime route, or those to dest when dest != "",
 // as one change: one journal write, then the routes stop together and
-// their subscriptions are removed (flushParallel at a time) while ctx
-// lasts. Once ctx has ended nothing is deleted; a subscription not
-// removed by then is left at its source, and logged.
+// the subscriptions of exchange and dynamic routes are removed
+// (flushParallel at a time) while ctx lasts. Once ctx has ended nothing
+// is deleted; a subscription not removed by then is left at its source,
+// and logged.
 func (m *Manager) Flush(ctx context.Context, dest string) (int, error) {
 	if dest != "" {
 		var err error
@@ -448,13 +449,22 @@ func (m *Manager) Flush(ctx context.Context, dest string) (int, error) {
 	}
 	m.mu.Unlock()
 	err := durable()
+	var subscribed []*route
 	for _, r := range gone {
-		r.cancel() // all at once: each stop then takes no longer than the slowest
+		r.cancel() // all at once: each takes no new message from now
+		if r.spec.Kind != KindQueue {
+			subscribed = append(subscribed, r)
+		}
 	}
-	for _, r := range gone {
+	// A route with a subscription at its source is waited for, then its
+	// subscription removed (not while it still consumes, nor after a
+	// route added again has taken it over). A queue route has nothing to
+	// remove: its sessions end in the background, in the manager's group
+	// (Stop waits for them) — 20,000 session ends take RabbitMQ seconds.
+	for _, r := range subscribed {
 		<-r.done
 	}
-	m.unsubscribeAll(ctx, gone)
+	m.unsubscribeAll(ctx, subscribed)
 	m.log.Info().Int("deleted", len(gone)).Str("dest", dest).Msg("routes flushed")
 	return len(gone), err
 }
