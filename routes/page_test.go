@@ -20,33 +20,45 @@ func pageStatuses(n int) []Status {
 // deleted after its page was read does not move the others.
 func TestPageWalksInListOrder(t *testing.T) {
 	all := pageStatuses(10)
-	var got []string
-	after := ""
-	for pages := 0; ; pages++ {
+	pages := 0
+	got := walkPages(t, func(after string, got []string) ([]Status, string, error) {
 		list := pageStatuses(10)
-		if pages == 2 { // the last route of the previous page is gone
+		if pages++; pages == 3 { // the last route of the previous page is gone
 			list = removeID(list, got[len(got)-1])
 		}
-		p, next, err := Page(list, after, 3)
+		return Page(list, after, 3)
+	})
+	SortStatuses(all)
+	if want := idsOf(all); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("pages gave\n%v\nwant\n%v", got, want)
+	}
+}
+
+// walkPages follows the pages page gives (it sees the ids listed so far)
+// to the last and returns the ids listed, in order.
+func walkPages(t *testing.T, page func(after string, got []string) ([]Status, string, error)) []string {
+	t.Helper()
+	var got []string
+	after := ""
+	for {
+		p, next, err := page(after, got)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, st := range p {
-			got = append(got, st.ID)
-		}
+		got = append(got, idsOf(p)...)
 		if next == "" {
-			break
+			return got
 		}
 		after = next
 	}
-	SortStatuses(all)
-	var want []string
-	for _, st := range all {
-		want = append(want, st.ID)
+}
+
+func idsOf(list []Status) []string {
+	var out []string
+	for _, st := range list {
+		out = append(out, st.ID)
 	}
-	if strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Fatalf("pages gave\n%v\nwant\n%v", got, want)
-	}
+	return out
 }
 
 func removeID(list []Status, id string) []Status {
@@ -83,26 +95,8 @@ func TestManagerListPage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var got []string
-	after := ""
-	for {
-		p, next, err := m.ListPage(after, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, st := range p {
-			got = append(got, st.ID)
-		}
-		if next == "" {
-			break
-		}
-		after = next
-	}
-	var want []string
-	for _, st := range m.List() {
-		want = append(want, st.ID)
-	}
-	if strings.Join(got, ",") != strings.Join(want, ",") {
+	got := walkPages(t, func(after string, _ []string) ([]Status, string, error) { return m.ListPage(after, 3) })
+	if want := idsOf(m.List()); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("pages %v, List %v", got, want)
 	}
 	if _, _, err := m.ListPage("bad!", 3); !errors.Is(err, ErrBadCursor) {
