@@ -126,7 +126,8 @@ type stateLog struct {
 type commit struct {
 	buf     []byte
 	lines   int
-	compact bool          // write a snapshot instead (a clean stop)
+	compact bool          // fold the journal into a snapshot, if it holds lines (a clean stop)
+	force   bool          // fold whatever it holds (a start over a journal of unknown lines)
 	done    chan struct{} // closed once err is set
 	err     error
 }
@@ -159,11 +160,15 @@ func (l *stateLog) enqueue(lines ...journalLine) func() error {
 	return func() error { return l.wait(c) }
 }
 
-// enqueueCompact asks for a snapshot in the next batch (a clean stop).
-func (l *stateLog) enqueueCompact() func() error {
+// enqueueCompact asks the next batch to fold the journal into the state
+// file: if it holds lines (a clean stop), or with force whatever it holds
+// (a start over a journal left on disk, perhaps torn). Nothing journaled,
+// nothing written: a router without durable routes writes no file.
+func (l *stateLog) enqueueCompact(force bool) func() error {
 	l.mu.Lock()
 	c := l.pending
 	c.compact = true
+	c.force = c.force || force
 	l.mu.Unlock()
 	return func() error { return l.wait(c) }
 }
@@ -199,10 +204,14 @@ func (l *stateLog) wait(c *commit) error {
 // write makes batch durable: appended and synced, or folded into a new
 // snapshot when the journal has grown past the snapshot (or is broken).
 func (l *stateLog) write(batch *commit) error {
-	if batch.compact || l.broken || l.f == nil || (l.lines+batch.lines > compactEvery && l.lines+batch.lines > l.routes) {
+	n := l.lines + batch.lines
+	switch {
+	case batch.force, l.broken,
+		l.f == nil && batch.lines > 0, // the first change: the journal starts beside a fresh snapshot
+		batch.compact && n > 0,
+		n > compactEvery && n > l.routes:
 		return l.fold(l.snapshot())
-	}
-	if batch.lines == 0 {
+	case batch.lines == 0:
 		return nil
 	}
 	if err := l.appendSynced(batch.buf); err != nil {
@@ -260,7 +269,7 @@ func (l *stateLog) truncate() error {
 // close folds the journal into the snapshot (an older fedrouter reads the
 // snapshot only) and closes it.
 func (l *stateLog) close() error {
-	err := l.enqueueCompact()()
+	err := l.enqueueCompact(false)()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f != nil && !l.writing {

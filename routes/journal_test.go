@@ -99,8 +99,11 @@ func TestStateLogGroupCommit(t *testing.T) {
 		return out
 	}
 	l := newStateLog(path, snapshot)
-	if err := l.enqueueCompact()(); err != nil {
+	if err := l.enqueueCompact(false)(); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("a fold of nothing journaled wrote the state file: %v", err)
 	}
 	const n = 3 * compactEvery // folds on the way
 	var wg sync.WaitGroup
@@ -240,4 +243,38 @@ func newTestManager(t *testing.T, statePath string) *Manager {
 
 func contextWithCancel(t *testing.T) (context.Context, context.CancelFunc) {
 	return context.WithCancel(t.Context())
+}
+
+// A start replays the journal over the state file, drops a torn tail and
+// folds: the journal starts empty. A start without one writes nothing.
+func TestRestoreFoldsTheJournal(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.json")
+	m := newTestManager(t, path)
+	if err := m.Restore(nil); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("a start with no state wrote %v", entries)
+	}
+	s0, s1 := testSpec(0), testSpec(1)
+	if err := SaveState(path, []Spec{s0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path+JournalSuffix, []byte(line(t, journalLine{Add: &s1})+`{"del":"`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m = newTestManager(t, path)
+	if err := m.Restore(nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := idsOf(m.List()); strings.Join(got, ",") != strings.Join(ids([]Spec{s0, s1}), ",") {
+		t.Fatalf("restored %v", got)
+	}
+	if j, err := os.Stat(path + JournalSuffix); err != nil || j.Size() != 0 {
+		t.Fatalf("journal after the start: %v %v, want it folded", j, err)
+	}
+	if snap, err := LoadState(path); err != nil || len(snap) != 2 {
+		t.Fatalf("state file after the start: %d routes, %v", len(snap), err)
+	}
 }

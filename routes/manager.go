@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -197,9 +198,13 @@ func (m *Manager) Restore(configured []Spec) error {
 			return fmt.Errorf("routes: restore %s: %w", s, err)
 		}
 	}
-	// A fresh snapshot and an empty journal: nothing torn to append after.
-	if err := m.state.enqueueCompact()(); err != nil {
-		return err
+	// A journal left with lines is folded now: it then starts empty,
+	// with nothing torn to append after. Without one, nothing is written
+	// before the first durable change.
+	if j, err := os.Stat(m.opts.StatePath + JournalSuffix); err == nil && j.Size() > 0 {
+		if err := m.state.enqueueCompact(true)(); err != nil {
+			return err
+		}
 	}
 	m.log.Info().Int("configured", len(configured)).Int("restored", len(saved)).Msg("routes started")
 	return nil
