@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -146,11 +147,54 @@ func (c *Client) BaseURL() string { return c.base }
 // new ones.
 func (c *Client) Close() { c.tr.CloseIdleConnections() }
 
-// Routes lists every route, configured and runtime (GET /api/v1/routes).
+// PageSize is how many routes Routes asks for at a time.
+const PageSize = 1000
+
+// Routes lists every route, configured and runtime, a page at a time
+// (GET /api/v1/routes?limit=&after=) so that no answer grows with the
+// number of routes; from a router older than paging, in one answer. A
+// route added or deleted meanwhile may or may not be listed; the others
+// are listed once each.
 func (c *Client) Routes(ctx context.Context) ([]routes.Status, error) {
-	var sts []routes.Status
-	err := c.do(ctx, http.MethodGet, "/api/v1/routes", nil, &sts)
-	return sts, err
+	all := []routes.Status{} // none is [], as the router answers it
+	after := ""
+	for {
+		p, err := c.RoutesPage(ctx, after, PageSize)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, p.Routes...)
+		if p.Next == "" {
+			return all, nil
+		}
+		after = p.Next
+	}
+}
+
+// RoutesPage is one page of the route list: at most limit routes after the
+// cursor after ("" for the first page), and the next page's cursor in
+// Next ("" after the last). A router older than paging answers every
+// route, with no Next.
+func (c *Client) RoutesPage(ctx context.Context, after string, limit int) (router.RoutePage, error) {
+	q := url.Values{"limit": {strconv.Itoa(limit)}}
+	if after != "" {
+		q.Set("after", after)
+	}
+	var raw json.RawMessage
+	if err := c.do(ctx, http.MethodGet, "/api/v1/routes?"+q.Encode(), nil, &raw); err != nil {
+		return router.RoutePage{}, err
+	}
+	var p router.RoutePage
+	var err error
+	if trimmed := bytes.TrimSpace(raw); len(trimmed) > 0 && trimmed[0] == '[' {
+		err = json.Unmarshal(raw, &p.Routes) // a router that ignores ?limit: the whole list
+	} else {
+		err = json.Unmarshal(raw, &p)
+	}
+	if err != nil {
+		return router.RoutePage{}, &Error{Method: http.MethodGet, URL: c.base + "/api/v1/routes", Status: http.StatusOK, Err: fmt.Errorf("not the JSON expected: %w", err)}
+	}
+	return p, nil
 }
 
 // AddRoute adds a runtime route and returns its status. A route that

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -244,7 +245,7 @@ func TestTrace(t *testing.T) {
 	if _, err := h.c.Routes(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := h.trace.String(), "> GET "+h.url+"/api/v1/routes\n< 200 OK\n"; got != want {
+	if got, want := h.trace.String(), "> GET "+h.url+"/api/v1/routes?limit=1000\n< 200 OK\n"; got != want {
 		t.Fatalf("trace %q, want %q", got, want)
 	}
 }
@@ -273,7 +274,7 @@ func TestForeignAnswers(t *testing.T) {
 	ctx := context.Background()
 	_, err = c.Routes(ctx)
 	if e := asError(t, err, http.StatusFound); e.Location != "https://login.example/" ||
-		err.Error() != "fedrouter admin API GET "+srv.URL+"/api/v1/routes: redirected (302 Found) to https://login.example/; the admin API does not redirect: give its own URL" {
+		err.Error() != "fedrouter admin API GET "+srv.URL+"/api/v1/routes?limit=1000: redirected (302 Found) to https://login.example/; the admin API does not redirect: give its own URL" {
 		t.Fatalf("redirect: %v", err)
 	}
 	_, err = c.Brokers(ctx)
@@ -311,7 +312,7 @@ func TestNoAnswer(t *testing.T) {
 	_, err = c.Routes(context.Background())
 	var op *net.OpError
 	if e := asError(t, err, 0); e.Timeout() || !errors.As(err, &op) ||
-		err.Error() != "fedrouter admin API GET http://"+addr+"/api/v1/routes: dial tcp "+addr+": connect: connection refused" {
+		err.Error() != "fedrouter admin API GET http://"+addr+"/api/v1/routes?limit=1000: dial tcp "+addr+": connect: connection refused" {
 		t.Fatalf("refused: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -332,4 +333,37 @@ func TestNewURL(t *testing.T) {
 		t.Fatalf("New: %v, base %q", err, c.BaseURL())
 	}
 	c.Close()
+}
+
+// Routes pages through the list; from a router older than paging, which
+// answers the whole array whatever the query, it takes that.
+func TestRoutesPages(t *testing.T) {
+	h := newHarness(t, testToken, testToken)
+	ctx := context.Background()
+	for i := 0; i < 3; i++ {
+		s := queueRoute
+		s.Queue = fmt.Sprintf("q%d", i)
+		if _, err := h.c.AddRoute(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := h.c.RoutesPage(ctx, "", 2)
+	if err != nil || len(p.Routes) != 2 || p.Next == "" {
+		t.Fatalf("first page: %+v, %v", p, err)
+	}
+	if p, err = h.c.RoutesPage(ctx, p.Next, 2); err != nil || len(p.Routes) != 1 || p.Next != "" {
+		t.Fatalf("last page: %+v, %v", p, err)
+	}
+	if sts, err := h.c.Routes(ctx); err != nil || len(sts) != 3 {
+		t.Fatalf("Routes: %d, %v", len(sts), err)
+	}
+
+	old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`[{"id":"a1"},{"id":"b2"}]`)) // a failed write fails the check below
+	}))
+	defer old.Close()
+	c := newClient(t, old.URL, Options{})
+	if sts, err := c.Routes(ctx); err != nil || len(sts) != 2 || sts[1].ID != "b2" {
+		t.Fatalf("Routes from an older router: %+v, %v", sts, err)
+	}
 }

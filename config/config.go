@@ -38,6 +38,8 @@ type Config struct {
 	NoPath []string `yaml:"no_path"`
 	// Admin is the admin API listener (CLI, metrics, health).
 	Admin AdminSpec `yaml:"admin"`
+	// Metrics shapes the admin API's /metrics.
+	Metrics MetricsSpec `yaml:"metrics"`
 	// Topology is the link-state flooding between routers.
 	Topology TopologySpec `yaml:"topology"`
 	// StateFile keeps durable routes added at runtime. Relative paths are
@@ -149,6 +151,18 @@ type AdminSpec struct {
 	AllowPlaintext bool `yaml:"allow_plaintext"`
 }
 
+// MetricsSpec shapes /metrics.
+type MetricsSpec struct {
+	// RouteSeries: how many routes are exported with series of their own
+	// (eleven each); every route is in the per-pair and per-state
+	// aggregates. Default DefaultRouteSeries; 0: none.
+	RouteSeries int `yaml:"route_series"`
+}
+
+// DefaultRouteSeries is metrics.route_series's default: 500 routes of
+// eleven series keep a scrape near half a megabyte.
+const DefaultRouteSeries = 500
+
 // AdminTLSSpec is the admin API's server certificate (PEM files).
 type AdminTLSSpec struct {
 	CertFile string `yaml:"cert_file"`
@@ -224,6 +238,7 @@ func DefaultConfig() Config {
 		Reconnect: ReconnectSpec{Min: Duration(b.Min), Max: Duration(b.Max), ConnectTimeout: Duration(10 * time.Second)},
 		Log:       LogSpec{Level: "info", Format: "text"},
 		Admin:     AdminSpec{Listen: DefaultAdminListen},
+		Metrics:   MetricsSpec{RouteSeries: DefaultRouteSeries},
 		Topology: TopologySpec{Refresh: Duration(30 * time.Second), MaxAge: Duration(90 * time.Second),
 			ControlAddress: DefaultControlAddress, DestinationIdle: Duration(2 * time.Minute), MaxHops: links.DefaultMaxHops},
 	}

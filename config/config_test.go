@@ -50,6 +50,7 @@ func TestBadConfigsNameFileLineAndProblem(t *testing.T) {
 		{"unknown key and bad broker reported together", "router_id: r\nbrokers:\n  - {name: a, url: 'http://x', profile: generic}\nfoo: 1\n",
 			[]string{`f.yaml:3: broker "a": URL "http://x": scheme`, `f.yaml:4: unknown key "foo"`}},
 		{"bad log", "router_id: r\nbrokers:\n  - {name: a, url: 'amqp://h', profile: generic}\nlog:\n  level: loud\n", []string{`f.yaml:4: log.level "loud"`}},
+		{"negative route series", "router_id: r\nbrokers:\n  - {name: a, url: 'amqp://h', profile: generic}\nmetrics:\n  route_series: -1\n", []string{`f.yaml:4: metrics.route_series -1: want 0 (no per-route series) or more`}},
 		{"reconnect order", "router_id: r\nbrokers:\n  - {name: a, url: 'amqp://h', profile: generic}\nreconnect: {min: 10s, max: 1s}\n", []string{"f.yaml:4: reconnect: need 0 < min <= max"}},
 		{"not yaml", "router_id: [\n", []string{"f.yaml:"}},
 		{"tls pair", "router_id: r\nbrokers:\n  - name: a\n    url: amqps://h\n    profile: generic\n    tls: {cert_file: c.pem}\n", []string{`f.yaml:3: broker "a": tls: cert file and key file go together`}},

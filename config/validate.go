@@ -48,6 +48,9 @@ func (c *Config) validate() []string {
 		}
 	}
 	p = append(p, c.validateAdmin()...)
+	if c.Metrics.RouteSeries < 0 {
+		add("metrics", "metrics.route_series %d: want 0 (no per-route series) or more", c.Metrics.RouteSeries)
+	}
 	p = append(p, c.validateCluster(brokers)...)
 	p = append(p, c.validateTopology()...)
 	switch c.Log.Level {

@@ -63,6 +63,10 @@ type AdminOptions struct {
 	// the Go and process collectors. The route and broker collector is
 	// always added to it.
 	Registry *prometheus.Registry
+	// RouteSeries is how many routes /metrics exports with series of
+	// their own (metrics.route_series); every route is in the aggregates.
+	// Zero: DefaultRouteSeries; negative: none.
+	RouteSeries int
 	// Context is the owner's: the parent of every request's context and of
 	// the metrics scrape's call into the Service (a Prometheus collector is
 	// given none). Its end cancels requests in progress. Default
@@ -108,7 +112,10 @@ func NewAdminServer(svc Service, opts AdminOptions) *AdminServer {
 		reg = prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	if err := reg.Register(newServiceCollector(opts.Context, svc)); err != nil {
+	if opts.RouteSeries == 0 {
+		opts.RouteSeries = DefaultRouteSeries
+	}
+	if err := reg.Register(newServiceCollector(opts.Context, svc, opts.RouteSeries)); err != nil {
 		a.regErr = fmt.Errorf("admin API: register metrics: %w", err)
 	}
 	a.handler = a.routes(reg)
@@ -310,7 +317,59 @@ func (s *statusRecorder) Write(p []byte) (int, error) {
 }
 
 func (a *AdminServer) listRoutes(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, nonNil(a.svc.Routes()))
+	q := r.URL.Query()
+	if !q.Has("limit") && !q.Has("after") {
+		writeJSON(w, http.StatusOK, nonNil(a.svc.Routes())) // the whole list, as before paging
+		return
+	}
+	limit, err := pageLimit(q.Get("limit"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	var page []routes.Status
+	var next string
+	if p, ok := a.svc.(routePager); ok {
+		page, next, err = p.RoutesPage(q.Get("after"), limit)
+	} else {
+		page, next, err = routes.Page(a.svc.Routes(), q.Get("after"), limit)
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, RoutePage{Routes: nonNil(page), Next: next})
+}
+
+// routePager is the Service's optional paging of the route list, which
+// computes only the page's statuses (*Router); any other Service is paged
+// from its whole list.
+type routePager interface {
+	RoutesPage(after string, limit int) ([]routes.Status, string, error)
+}
+
+// RoutePage is a page of GET /api/v1/routes?limit=N&after=CURSOR: the
+// routes in list order, and the cursor of the next page ("" after the
+// last).
+type RoutePage struct {
+	Routes []routes.Status `json:"routes"`
+	Next   string          `json:"next,omitempty"`
+}
+
+// DefaultPageLimit is a page's size when only after is given.
+const DefaultPageLimit = 1000
+
+// pageLimit reads ?limit: 1..routes.MaxPageLimit, DefaultPageLimit when
+// absent.
+func pageLimit(s string) (int, error) {
+	if s == "" {
+		return DefaultPageLimit, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > routes.MaxPageLimit {
+		return 0, fmt.Errorf("limit %q: want a number of routes from 1 to %d", s, routes.MaxPageLimit)
+	}
+	return n, nil
 }
 
 func (a *AdminServer) addRoute(w http.ResponseWriter, r *http.Request) {

@@ -474,3 +474,81 @@ func TestAdminMetricsTopology(t *testing.T) {
 	h.expect("GET", "/metrics", nil, http.StatusOK, "fedrouter_topology_routers 1", `fedrouter_topology_links{state="up"} 1`,
 		`fedrouter_topology_lsa_total{outcome="originated"} 1`, `fedrouter_topology_lsa_total{outcome="bad_signature"} 0`)
 }
+
+// Paging: ?limit= answers {"routes", "next"}; following next lists every
+// route once; no parameter is the whole array as before; bad parameters
+// are 400 with what is wrong.
+func TestAdminListPaging(t *testing.T) {
+	h := startAdmin(t)
+	for i := 0; i < 5; i++ {
+		s := queueRoute
+		s.Queue = fmt.Sprintf("q%d", i)
+		h.expect("POST", "/api/v1/routes", s, http.StatusCreated)
+	}
+	seen := map[string]bool{}
+	path := "/api/v1/routes?limit=2"
+	for pages := 1; ; pages++ {
+		var p RoutePage
+		if err := json.Unmarshal([]byte(h.expect("GET", path, nil, http.StatusOK)), &p); err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range p.Routes {
+			if seen[st.ID] {
+				t.Fatalf("route %s listed twice", st.ID)
+			}
+			seen[st.ID] = true
+		}
+		if p.Next == "" {
+			if pages != 3 || len(seen) != 5 {
+				t.Fatalf("%d pages, %d routes; want 3 and 5", pages, len(seen))
+			}
+			break
+		}
+		path = "/api/v1/routes?limit=2&after=" + p.Next
+	}
+	var list []routes.Status
+	if err := json.Unmarshal([]byte(h.expect("GET", "/api/v1/routes", nil, http.StatusOK)), &list); err != nil || len(list) != 5 {
+		t.Fatalf("unpaged list: %d routes, %v", len(list), err)
+	}
+	for q, want := range map[string]string{
+		"limit=0": `limit \"0\": want a number of routes from 1 to 10000`, "limit=ten": `limit \"ten\"`,
+		"limit=10001": "from 1 to 10000", "after=zzz": "bad paging cursor", "limit=2&after=": "",
+	} {
+		status := http.StatusBadRequest
+		if want == "" {
+			status = http.StatusOK // an empty after is the first page
+		}
+		h.expect("GET", "/api/v1/routes?"+q, nil, status, want)
+	}
+}
+
+// Past metrics.route_series, routes have no series of their own — those
+// not Operational keep theirs first — and every route stays in the
+// per-pair and per-state aggregates; the rest is counted.
+func TestAdminMetricsRouteSeriesCap(t *testing.T) {
+	h := startAdmin(t, func(o *AdminOptions) { o.RouteSeries = 2 })
+	for i := 0; i < 3; i++ {
+		s := queueRoute
+		s.Queue = fmt.Sprintf("q%d", i)
+		h.svc.AddConfig(s, configCounters) // Operational, 7 forwarded, 5 in flight
+	}
+	waiting := queueRoute
+	waiting.Queue = "w"
+	h.expect("POST", "/api/v1/routes", waiting, http.StatusCreated) // Waiting
+	out := h.expect("GET", "/metrics", nil, http.StatusOK,
+		`fedrouter_routes_messages_total{dest="b",outcome="forwarded",src="a"} 21`,
+		`fedrouter_routes_in_flight{dest="b",src="a"} 15`,
+		`fedrouter_routes{state="Operational"} 3`, `fedrouter_routes{state="Waiting"} 1`, `fedrouter_routes{state="Failed"} 0`,
+		"fedrouter_route_series_omitted 2",
+		fmt.Sprintf(`fedrouter_route_up{dest="b",route=%q,src="a"} 0`, waiting.ID()))
+	if n := strings.Count(out, "fedrouter_route_up{"); n != 2 {
+		t.Errorf("%d routes with series of their own, want 2:\n%s", n, out)
+	}
+
+	none := startAdmin(t, func(o *AdminOptions) { o.RouteSeries = -1 })
+	none.svc.AddConfig(queueRoute, configCounters)
+	out = none.expect("GET", "/metrics", nil, http.StatusOK, "fedrouter_route_series_omitted 1", `fedrouter_routes{state="Operational"} 1`)
+	if strings.Contains(out, "fedrouter_route_up{") {
+		t.Errorf("per-route series with RouteSeries < 0:\n%s", out)
+	}
+}

@@ -219,7 +219,7 @@ func sumOf(dropped map[string]uint64, reasons map[string]uint64) uint64 {
 func scrapeDropped(t *testing.T, r *Router) map[string]float64 {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newServiceCollector(t.Context(), r))
+	reg.MustRegister(newServiceCollector(t.Context(), r, DefaultRouteSeries))
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -153,7 +153,7 @@ func waitTransit(t *testing.T, r *Router, from, dest string) {
 func ingressRefusedMetric(t *testing.T, r *Router, broker string) (owned, notAllowed float64) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newServiceCollector(t.Context(), r))
+	reg.MustRegister(newServiceCollector(t.Context(), r, DefaultRouteSeries))
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/config"
 	"github.com/fedrouter/fedrouter/routes"
 )
 
@@ -41,6 +42,15 @@ var (
 	descTopoLSAs = prometheus.NewDesc("fedrouter_topology_lsa_total",
 		"Link-state advertisements handled, by what became of them (accepted, stale, duplicate, version, malformed, too_large, unsigned, bad_signature, too_old, future, replayed, expired, originated, reflooded).",
 		[]string{"outcome"}, nil)
+	descRoutes = prometheus.NewDesc("fedrouter_routes",
+		"Routes by state (Waiting, Connecting, Operational, Failed, Closed): every route, whether it has series of its own or not.", []string{"state"}, nil)
+	descPairMessages = prometheus.NewDesc("fedrouter_routes_messages_total",
+		"Messages every route from src to dest handled since the router started, by outcome (as fedrouter_route_messages_total, summed per broker pair over all routes).",
+		[]string{"dest", "src", "outcome"}, nil)
+	descPairInFlight = prometheus.NewDesc("fedrouter_routes_in_flight",
+		"Messages sent to dest by the routes from src whose outcome is pending, summed over all routes.", []string{"dest", "src"}, nil)
+	descSeriesOmitted = prometheus.NewDesc("fedrouter_route_series_omitted",
+		"Routes without series of their own (fedrouter_route_*): past metrics.route_series; the fedrouter_routes* aggregates count them.", nil, nil)
 	descControlDropped = prometheus.NewDesc("fedrouter_control_dropped_total",
 		"Control messages dropped by the transport before the link-state core saw them, by reason: too_large, malformed, unsigned, bad_signature, version (refused by the check before queueing), inbox_full (no free slot for their router), coalesced (an advertisement of their router at least as new was waiting), outbox_full (not sent: the broker's queue was full).",
 		[]string{"reason"}, nil)
@@ -49,23 +59,31 @@ var (
 // topologyScrapeTimeout bounds the wait for the topology driver in a scrape.
 const topologyScrapeTimeout = 2 * time.Second
 
+// DefaultRouteSeries is how many routes get series of their own in
+// /metrics by default (metrics.route_series).
+const DefaultRouteSeries = config.DefaultRouteSeries
+
 // serviceCollector turns the Service's route and broker status into
 // metrics at scrape time: the routes already count, so nothing is counted
 // twice and a deleted route simply stops being exported.
 //
 // ctx is the admin server owner's: Collect is given no context, so the
-// scrape's call into the Service derives from it.
+// scrape's call into the Service derives from it. routeSeries bounds the
+// routes exported one by one (AdminOptions.RouteSeries); every route is
+// in the per-pair and per-state aggregates.
 type serviceCollector struct {
-	ctx context.Context
-	svc Service
+	ctx         context.Context
+	svc         Service
+	routeSeries int
 }
 
-func newServiceCollector(ctx context.Context, svc Service) prometheus.Collector {
-	return serviceCollector{ctx: ctx, svc: svc}
+func newServiceCollector(ctx context.Context, svc Service, routeSeries int) prometheus.Collector {
+	return serviceCollector{ctx: ctx, svc: svc, routeSeries: routeSeries}
 }
 
 func (c serviceCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRouteMessages, descRouteInFlight, descRouteUp, descBrokerUp, descBrokerAttempts,
+	for _, d := range []*prometheus.Desc{descRoutes, descPairMessages, descPairInFlight, descSeriesOmitted,
+		descRouteMessages, descRouteInFlight, descRouteUp, descBrokerUp, descBrokerAttempts,
 		descTopoRouters, descTopoLinks, descTopoLSAs, descControlDropped, descTransitMessages, descTransitUp, descIngressRefused} {
 		ch <- d
 	}
@@ -79,9 +97,7 @@ func (c serviceCollector) Collect(ch chan<- prometheus.Metric) {
 	if own, ok := c.svc.(ownRouter); ok {
 		list = own.OwnRoutes
 	}
-	for _, st := range list() {
-		collectRoute(ch, st)
-	}
+	c.collectRoutes(ch, list())
 	for _, st := range c.svc.Brokers() {
 		ch <- constMetric(descBrokerUp, prometheus.GaugeValue, boolValue(st.State == amqp.Operational), st.Broker)
 		ch <- constMetric(descBrokerAttempts, prometheus.GaugeValue, float64(st.Attempt), st.Broker)
@@ -132,24 +148,76 @@ func (c serviceCollector) collectTopology(ch chan<- prometheus.Metric) {
 	}
 }
 
+// collectRoutes exports every route in the aggregates, and the first
+// routeSeries of them — those not Operational first, so that an alert on
+// fedrouter_route_up == 0 still names them — with series of their own.
+func (c serviceCollector) collectRoutes(ch chan<- prometheus.Metric, list []routes.Status) {
+	states := map[routes.State]int{routes.StateWaiting: 0, routes.StateConnecting: 0, routes.StateOperational: 0, routes.StateFailed: 0, routes.StateClosed: 0}
+	type pair struct{ dest, src string }
+	sums := map[pair]*[len(outcomeNames)]uint64{}
+	inFlight := map[pair]int64{}
+	for _, st := range list {
+		states[st.State]++
+		p := pair{st.Spec.Dest, st.Spec.Src}
+		if sums[p] == nil {
+			sums[p] = new([len(outcomeNames)]uint64)
+		}
+		for i, n := range outcomeCounts(st) {
+			sums[p][i] += n
+		}
+		inFlight[p] += st.InFlight
+	}
+	for state, n := range states {
+		ch <- constMetric(descRoutes, prometheus.GaugeValue, float64(n), string(state))
+	}
+	for p, counts := range sums {
+		for i, n := range counts {
+			ch <- constMetric(descPairMessages, prometheus.CounterValue, float64(n), p.dest, p.src, outcomeNames[i])
+		}
+		ch <- constMetric(descPairInFlight, prometheus.GaugeValue, float64(inFlight[p]), p.dest, p.src)
+	}
+	own := perRoute(list, c.routeSeries)
+	for _, st := range own {
+		collectRoute(ch, st)
+	}
+	ch <- constMetric(descSeriesOmitted, prometheus.GaugeValue, float64(len(list)-len(own)))
+}
+
+// perRoute picks the routes exported one by one: at most limit (none when
+// negative), those not Operational first, each group in list order.
+func perRoute(list []routes.Status, limit int) []routes.Status {
+	if limit <= 0 {
+		return nil
+	}
+	if len(list) <= limit {
+		return list
+	}
+	out := make([]routes.Status, 0, limit)
+	for _, up := range []bool{false, true} {
+		for _, st := range list {
+			if len(out) == limit {
+				return out
+			}
+			if (st.State == routes.StateOperational) == up {
+				out = append(out, st)
+			}
+		}
+	}
+	return out
+}
+
+// outcomeNames label fedrouter_route_messages_total's outcomes, in
+// outcomeCounts' order.
+var outcomeNames = [...]string{"forwarded", "redelivered", "rejected", "dead_lettered", "no_outcome", "looped", "no_path", "rerouted", "copies"}
+
+func outcomeCounts(st routes.Status) [len(outcomeNames)]uint64 {
+	return [...]uint64{st.Forwarded, st.Redelivered, st.Rejected, st.DeadLettered, st.NoOutcome, st.Looped, st.NoPath, st.Rerouted, st.Copies}
+}
+
 func collectRoute(ch chan<- prometheus.Metric, st routes.Status) {
 	labels := []string{st.ID, st.Spec.Dest, st.Spec.Src}
-	outcomes := []struct {
-		name string
-		n    uint64
-	}{
-		{"forwarded", st.Forwarded},
-		{"redelivered", st.Redelivered},
-		{"rejected", st.Rejected},
-		{"dead_lettered", st.DeadLettered},
-		{"no_outcome", st.NoOutcome},
-		{"looped", st.Looped},
-		{"no_path", st.NoPath},
-		{"rerouted", st.Rerouted},
-		{"copies", st.Copies},
-	}
-	for _, o := range outcomes {
-		ch <- constMetric(descRouteMessages, prometheus.CounterValue, float64(o.n), append(labels, o.name)...)
+	for i, n := range outcomeCounts(st) {
+		ch <- constMetric(descRouteMessages, prometheus.CounterValue, float64(n), append(labels, outcomeNames[i])...)
 	}
 	ch <- constMetric(descRouteInFlight, prometheus.GaugeValue, float64(st.InFlight), labels...)
 	ch <- constMetric(descRouteUp, prometheus.GaugeValue, boolValue(st.State == routes.StateOperational), labels...)

@@ -378,6 +378,15 @@ func (r *Router) Routes() []routes.Status {
 	return r.routes.List()
 }
 
+// RoutesPage is a page of Routes (routes.Page): a single router computes
+// the page's statuses only; a cluster member pages the cluster's list.
+func (r *Router) RoutesPage(after string, limit int) ([]routes.Status, string, error) {
+	if r.cluster != nil {
+		return routes.Page(r.Routes(), after, limit)
+	}
+	return r.routes.ListPage(after, limit)
+}
+
 // Links lists the links.
 func (r *Router) Links() []routes.LinkStatus { return r.routes.Links() }
 

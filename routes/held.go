@@ -35,7 +35,7 @@ func (m *Manager) Halt(ctx context.Context, id string, graceful, deleted bool) {
 	m.mu.Lock()
 	r, ok := m.routes[id]
 	delete(m.routes, id)
-	m.edgesLocked()
+	m.edgesAfterLocked(r)
 	m.mu.Unlock()
 	if !ok {
 		return

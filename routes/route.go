@@ -203,6 +203,11 @@ func (r *route) runOnce(ctx context.Context, path pathKind, credit, limit int) e
 // runLinks attaches the route's links — the destination side as its mode
 // wires it for path — and forwards until one fails.
 func (r *route) runLinks(ctx context.Context, path pathKind, drain <-chan struct{}, credit, limit int) error {
+	release, err := r.m.setupSlot(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	setup, cancel := context.WithTimeout(ctx, r.m.opts.SetupTimeout)
 	defer cancel()
 	srcSess, _, err := r.src.Conn.NewSession(setup)
@@ -238,6 +243,7 @@ func (r *route) runLinks(ctx context.Context, path pathKind, drain <-chan struct
 	if err != nil {
 		return fmt.Errorf("attach receiver to %s on %s: %w", srcSpec.Address, r.spec.Src, err)
 	}
+	release() // attached: the next route's turn
 	r.setState(StateOperational, nil, 0)
 	if detail := r.mode.detail(path); detail != "" {
 		r.setDetail(detail)

@@ -100,7 +100,12 @@ func SaveState(path string, routes []Spec) error {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("routes: replace state: %w", err)
 	}
-	// The rename is durable once the directory is.
+	return syncDir(dir) // the rename is durable once the directory is
+}
+
+// syncDir syncs a directory, so that the names created or renamed in it
+// survive a crash.
+func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return fmt.Errorf("routes: open state directory to sync it: %w", err)

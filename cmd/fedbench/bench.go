@@ -98,7 +98,10 @@ func (b *bench) run(ctx context.Context) error {
 	rep := newReport(ctx, b, pairs)
 	defer b.sweep(pairs)
 	b.warnStale(ctx, pairs)
-	cases := b.cases(pairs)
+	var cases []caseSpec
+	if !b.opt.OnlyCtl {
+		cases = b.cases(pairs)
+	}
 	results := make([]*result, len(cases))
 	for i, c := range cases {
 		results[i] = &result{caseSpec: c}
@@ -125,7 +128,22 @@ func (b *bench) run(ctx context.Context) error {
 	b.pending.Wait()
 	summarize(results)
 	rep.Results = results
-	if b.opt.Backlog > 0 && byName["RabbitMQ->RabbitMQ"].Src.Name != "" {
+	if b.opt.Control > 0 && byName["RabbitMQ->RabbitMQ"].Src.Name != "" {
+		fmt.Fprintf(os.Stderr, "[%s] control plane: %d routes ...\n", time.Since(start).Round(time.Second), b.opt.Control)
+		cp, err := b.runControl(ctx, byName["RabbitMQ->RabbitMQ"])
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			fmt.Fprintf(os.Stderr, "control plane FAILED: %v\n", err)
+			if cp == nil {
+				cp = &controlResult{}
+			}
+			cp.Error = err.Error()
+		}
+		rep.Control = cp
+	}
+	if b.opt.Backlog > 0 && !b.opt.OnlyCtl && byName["RabbitMQ->RabbitMQ"].Src.Name != "" {
 		fmt.Fprintf(os.Stderr, "[%s] backlog: %d messages ...\n", time.Since(start).Round(time.Second), b.opt.Backlog)
 		bl, err := b.runBacklog(ctx, byName["RabbitMQ->RabbitMQ"])
 		if err != nil {
@@ -137,7 +155,7 @@ func (b *bench) run(ctx context.Context) error {
 		}
 		rep.Backlog = bl
 	}
-	if b.opt.Topology {
+	if b.opt.Topology && !b.opt.OnlyCtl {
 		fmt.Fprintf(os.Stderr, "[%s] topology benchmarks ...\n", time.Since(start).Round(time.Second))
 		full, update, err := runTopology(ctx, b.opt.Go)
 		if err != nil {

@@ -36,6 +36,8 @@ type options struct {
 	Fedrouter string        `json:"fedrouter"`
 	Go        string        `json:"-"`
 	Topology  bool          `json:"topology"`
+	Control   int           `json:"control_routes"` // routes of the control-plane case (0: skip)
+	OnlyCtl   bool          `json:"control_only"`   // the control-plane case alone
 	Poll      time.Duration `json:"poll_ns"`
 	Tmp       string        `json:"-"`
 }
@@ -84,6 +86,8 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "fedrouter", Value: "bin/fedrouter", Usage: "the fedrouter binary to measure"},
 		&cli.StringFlag{Name: "go", Value: "go", Usage: "go command, for the topology benchmark"},
 		&cli.BoolFlag{Name: "topology", Value: true, Usage: "run the topology benchmarks (full recompute; advertisement to next hops)"},
+		&cli.IntFlag{Name: "control-routes", Value: 10000, EnvVars: []string{"BENCH_CONTROL_ROUTES"}, Usage: "durable routes the control-plane case adds, lists, restarts with and flushes (0: skip)"},
+		&cli.BoolFlag{Name: "control-only", EnvVars: []string{"BENCH_CONTROL_ONLY"}, Usage: "run the control-plane case alone (RabbitMQ pair)"},
 		&cli.DurationFlag{Name: "poll", Value: 20 * time.Millisecond, Usage: "how often completion is polled"},
 	}
 }
@@ -95,6 +99,7 @@ func runBench(c *cli.Context) error {
 		NSmall: c.Int("n"), NLarge: c.Int("n-large"), Reps: max(1, c.Int("reps")), Credit: c.Int("credit"), Conns: max(0, c.Int("conns")), PipeProf: c.String("pipe-cpuprofile"),
 		Sizes: c.IntSlice("size"), Many: max(1, c.Int("routes")), Backlog: c.Int("backlog"), Pairs: c.StringSlice("pair"), Out: c.String("out"),
 		Fedrouter: c.String("fedrouter"), Go: c.String("go"), Topology: c.Bool("topology"), Poll: c.Duration("poll"),
+		Control: max(0, c.Int("control-routes")), OnlyCtl: c.Bool("control-only"),
 		Tmp: os.TempDir(),
 	}
 	for _, v := range c.StringSlice("variant") {

@@ -29,7 +29,8 @@ type report struct {
 	Topology *topoResult       `json:"topology,omitempty"` // full recompute
 	// TopologyUpdate is one changed advertisement up to the updated next
 	// hops of 20 origins.
-	TopologyUpdate *topoResult `json:"topology_update,omitempty"`
+	TopologyUpdate *topoResult    `json:"topology_update,omitempty"`
+	Control        *controlResult `json:"control_plane,omitempty"`
 }
 
 type machine struct {
@@ -132,6 +133,9 @@ func (r *report) failures() error {
 	if r.Backlog != nil && (r.Backlog.Error != "" || r.Backlog.Verified != "ok") {
 		return errFailures
 	}
+	if r.Control != nil && r.Control.Error != "" {
+		return errFailures
+	}
 	return nil
 }
 
@@ -165,6 +169,10 @@ func (r *report) print(out io.Writer) error {
 		if tp != nil {
 			fmt.Fprintf(&b, "topology: %s\n", tp)
 		}
+	}
+	if r.Control != nil {
+		fmt.Fprintln(&b)
+		r.Control.print(&b)
 	}
 	_, err := out.Write(b.Bytes())
 	return err

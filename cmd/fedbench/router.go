@@ -20,12 +20,14 @@ import (
 // routerProc is a fedrouter process started for one run: its own config,
 // state file and log in a temporary directory, admin API on a free port.
 type routerProc struct {
-	cmd  *exec.Cmd
-	dir  string
-	api  *adminclient.Client // its admin API on 127.0.0.1:PORT
-	log  string              // path of its stdout+stderr
-	done chan struct{}       // closed once the process has exited
-	err  error               // cmd.Wait's result; read after done
+	cmd   *exec.Cmd
+	dir   string
+	api   *adminclient.Client // its admin API on 127.0.0.1:PORT
+	token string              // its admin token
+	cfg   string              // its configuration file
+	log   string              // path of its stdout+stderr
+	done  chan struct{}       // closed once the process has exited
+	err   error               // cmd.Wait's result; read after done
 }
 
 // freePort asks the kernel for a free loopback port. Another process could
@@ -95,21 +97,44 @@ func startRouter(ctx context.Context, bin, dir string, conns int, flooding bool,
 	if err != nil {
 		return nil, err
 	}
-	r := &routerProc{dir: dir, api: api, log: logPath, done: make(chan struct{})}
-	r.cmd = exec.Command(bin, "run", "--config", cfg)
+	r := &routerProc{dir: dir, api: api, token: token, cfg: cfg, log: logPath}
+	return r, r.exec(ctx, bin, logf, 30*time.Second)
+}
+
+// restartRouter starts bin again with old's configuration and state file
+// (old has stopped), appending to its log.
+func restartRouter(ctx context.Context, bin string, old *routerProc, ready time.Duration) (*routerProc, error) {
+	logf, err := os.OpenFile(old.log, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = logf.Close() }() // the child holds its own descriptor
+	api, err := adminclient.New(old.api.BaseURL(), adminclient.Options{Token: old.token})
+	if err != nil {
+		return nil, err
+	}
+	r := &routerProc{dir: old.dir, api: api, token: old.token, cfg: old.cfg, log: old.log}
+	return r, r.exec(ctx, bin, logf, ready)
+}
+
+// exec runs the router and waits until it is ready; on failure it has
+// stopped it.
+func (r *routerProc) exec(ctx context.Context, bin string, logf *os.File, ready time.Duration) error {
+	r.done = make(chan struct{})
+	r.cmd = exec.Command(bin, "run", "--config", r.cfg)
 	r.cmd.Stdout, r.cmd.Stderr = logf, logf
 	if err := r.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+		return fmt.Errorf("start %s: %w", bin, err)
 	}
 	go func() { // owned: ends when the process exits; stop waits for it
 		r.err = r.cmd.Wait()
 		close(r.done)
 	}()
-	if err := r.waitReady(ctx, 30*time.Second); err != nil {
+	if err := r.waitReady(ctx, ready); err != nil {
 		r.stop()
-		return nil, err
+		return err
 	}
-	return r, nil
+	return nil
 }
 
 func (r *routerProc) pid() int { return r.cmd.Process.Pid }

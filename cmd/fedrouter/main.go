@@ -179,8 +179,13 @@ func newAdmin(ctx context.Context, cfg *config.Config, r *router.Router, log zer
 		log.Info().Str("token_file", path).Msg("admin API token: the one generated at an earlier start")
 	}
 	a := cfg.Admin
+	series := cfg.Metrics.RouteSeries
+	if series == 0 {
+		series = -1 // route_series: 0 is none; the option's zero is the default
+	}
 	return router.NewAdminServer(r, router.AdminOptions{Listen: a.Listen, Token: token, Names: a.Names,
-		CertFile: a.TLS.CertFile, KeyFile: a.TLS.KeyFile, AllowPlaintext: a.AllowPlaintext, Log: log, Context: ctx}), nil
+		CertFile: a.TLS.CertFile, KeyFile: a.TLS.KeyFile, AllowPlaintext: a.AllowPlaintext, Log: log, Context: ctx,
+		RouteSeries: series}), nil
 }
 
 func adminAddr(s *router.AdminServer) string {

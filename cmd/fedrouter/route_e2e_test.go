@@ -98,18 +98,7 @@ func TestRouterKilledMidStreamLosesNothing(t *testing.T) {
 	brokertest.DeclareExchangeQueue(t, bs[1].Config(), ex, "fanout", dq, "")
 
 	dir := t.TempDir()
-	config := filepath.Join(dir, "router.yaml")
-	yaml := fmt.Sprintf(`router_id: e2e
-brokers:
-  - {name: r1, url: %q, profile: rabbitmq, username: guest, password: guest, management: {url: %q}}
-  - {name: r2, url: %q, profile: rabbitmq, username: guest, password: guest, management: {url: %q}}
-reconnect: {min: 100ms, max: 1s}
-admin: {listen: "127.0.0.1:0"}
-log: {level: info, format: json}
-`, bs[0].URL, bs[0].MgmtURL, bs[1].URL, bs[1].MgmtURL)
-	if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	config := pairConfig(t, dir, "e2e", bs)
 	p := startRouter(t, config)
 
 	// qpid-route's verbs: add, duplicate, refused self-route.
@@ -158,16 +147,37 @@ log: {level: info, format: json}
 	if rs := p.routes(); len(rs) != 0 {
 		t.Fatalf("routes after del: %+v", rs)
 	}
-	state, err := os.ReadFile(filepath.Join(dir, "fedrouter-e2e.routes.json"))
-	if err != nil || strings.Contains(string(state), st.ID) || strings.Contains(string(state), src) {
-		t.Fatalf("state file after del: %v\n%s", err, state)
-	}
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.cmd.Wait(); err != nil {
 		t.Fatalf("exit after SIGTERM: %v", err)
 	}
+	// A clean stop folds the journal into the state file.
+	state, err := os.ReadFile(filepath.Join(dir, "fedrouter-e2e.routes.json"))
+	if err != nil || strings.Contains(string(state), st.ID) || strings.Contains(string(state), src) {
+		t.Fatalf("state file after del: %v\n%s", err, state)
+	}
+}
+
+// pairConfig writes, in dir, the configuration of router id with brokers
+// r1 and r2 (bs[0], bs[1]), its admin API on a free loopback port with a
+// generated token, and its state file beside it; it returns the path.
+func pairConfig(t *testing.T, dir, id string, bs []brokertest.Broker) string {
+	t.Helper()
+	config := filepath.Join(dir, "router.yaml")
+	yaml := fmt.Sprintf(`router_id: %s
+brokers:
+  - {name: r1, url: %q, profile: rabbitmq, username: guest, password: guest, management: {url: %q}}
+  - {name: r2, url: %q, profile: rabbitmq, username: guest, password: guest, management: {url: %q}}
+reconnect: {min: 100ms, max: 1s}
+admin: {listen: "127.0.0.1:0"}
+log: {level: info, format: json}
+`, id, bs[0].URL, bs[0].MgmtURL, bs[1].URL, bs[1].MgmtURL)
+	if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return config
 }
 
 // waitRoute waits until the router's only route satisfies ok.
