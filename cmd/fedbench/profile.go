@@ -33,6 +33,7 @@ func profileCommand() *cli.Command {
 			&cli.IntFlag{Name: "credit", Value: 500, Usage: "route credit"},
 			&cli.IntFlag{Name: "routes", Value: 1, Usage: "routes at once, sharing one connection per broker as in fedrouter"},
 			&cli.StringFlag{Name: "cpuprofile", Value: "cpu.pprof", Usage: "write the CPU profile to `FILE`"},
+			&cli.StringFlag{Name: "memprofile", Usage: "write the allocation profile of the forwarding to `FILE`"},
 		},
 		Action: runProfile,
 	}
@@ -71,8 +72,10 @@ func runProfile(c *cli.Context) error {
 	if err := pprof.StartCPUProfile(f); err != nil {
 		return err
 	}
+	allocs := startAllocProfile(c.String("memprofile"))
 	st, err := rt.forward(ctx, cs.Messages)
 	pprof.StopCPUProfile()
+	allocs.stop()
 	if err != nil {
 		return err
 	}
