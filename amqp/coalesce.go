@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -14,6 +15,18 @@ const DefaultWriteBuffer = 64 << 10
 // closeLinger bounds how long Close waits for buffered bytes (go-amqp's
 // closing performative, the last dispositions) to reach the peer.
 const closeLinger = 2 * time.Second
+
+// WriteStats counts, over every connection of the process, the writes
+// go-amqp made (a frame each, mostly) and the system calls that put them
+// on the wire: their ratio is how well writes coalesce.
+type WriteStats struct{ Writes, SystemCalls uint64 }
+
+var writeStats struct{ writes, calls atomic.Uint64 }
+
+// ReadWriteStats returns the process's WriteStats so far.
+func ReadWriteStats() WriteStats {
+	return WriteStats{Writes: writeStats.writes.Load(), SystemCalls: writeStats.calls.Load()}
+}
 
 // coalescingConn is a net.Conn whose writes are copied into a buffer and
 // put on the wire by a goroutine of its own, so that the frames go-amqp
@@ -90,6 +103,7 @@ func (w *coalescingConn) Write(p []byte) (int, error) {
 	}
 	w.pending = append(w.pending, p...)
 	w.mu.Unlock()
+	writeStats.writes.Add(1)
 	w.signal()
 	return len(p), nil
 }
@@ -156,6 +170,7 @@ func (w *coalescingConn) flusher() {
 // write, but a short write without one must not be taken for success.
 func writeAll(c net.Conn, b []byte) error {
 	for len(b) > 0 {
+		writeStats.calls.Add(1)
 		n, err := c.Write(b)
 		if err != nil {
 			return err

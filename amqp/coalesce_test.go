@@ -97,6 +97,7 @@ func mustWrite(t *testing.T, w *coalescingConn, b []byte) {
 
 func TestCoalescedWritesShareSystemCalls(t *testing.T) {
 	f := &fakeNet{hold: make(chan struct{}), entered: make(chan struct{}, 1)}
+	before := ReadWriteStats()
 	w := newCoalescingConn(f, 1024)
 	each, all := frames(50)
 	mustWrite(t, w, each[0])
@@ -114,6 +115,9 @@ func TestCoalescedWritesShareSystemCalls(t *testing.T) {
 	}
 	if len(sizes) != 2 {
 		t.Fatalf("%d system calls (%v) for 50 writes, want 2: the first, then the 49 written meanwhile", len(sizes), sizes)
+	}
+	if st := ReadWriteStats(); st.Writes-before.Writes != 50 || st.SystemCalls-before.SystemCalls != 2 {
+		t.Fatalf("WriteStats counted %d writes and %d system calls, want 50 and 2", st.Writes-before.Writes, st.SystemCalls-before.SystemCalls)
 	}
 	if !closed {
 		t.Fatal("the wrapped connection was not closed")

@@ -5,7 +5,18 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+
+	"github.com/fedrouter/fedrouter/amqp"
 )
+
+// printWriteStats says how well the router's connections coalesced their
+// frames since before (amqp.WriteStats).
+func printWriteStats(before amqp.WriteStats, messages int) {
+	now := amqp.ReadWriteStats()
+	w, c := now.Writes-before.Writes, now.SystemCalls-before.SystemCalls
+	fmt.Printf("frames written %d (%.2f per message), write system calls %d (%.2f frames each)\n",
+		w, float64(w)/float64(max(1, messages)), c, float64(w)/float64(max(1, c)))
+}
 
 // allocProfile writes the allocations made while forwarding: every
 // allocation is sampled from its start (so the set-up's show little),

@@ -73,6 +73,7 @@ func runProfile(c *cli.Context) error {
 		return err
 	}
 	allocs := startAllocProfile(c.String("memprofile"))
+	ws := amqp.ReadWriteStats()
 	st, err := rt.forward(ctx, cs.Messages)
 	pprof.StopCPUProfile()
 	allocs.stop()
@@ -80,6 +81,7 @@ func runProfile(c *cli.Context) error {
 		return err
 	}
 	st.print(cs, c.String("cpuprofile"))
+	printWriteStats(ws, cs.Messages)
 	return nil
 }
 
