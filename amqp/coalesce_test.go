@@ -241,7 +241,7 @@ func TestCoalescedCloseFlushesWhatIsBuffered(t *testing.T) {
 // ends the flusher's write) and a Write waiting for room is released.
 func TestCoalescedCloseWithStuckPeer(t *testing.T) {
 	a, b := net.Pipe() // synchronous: nothing is written until b reads
-	defer b.Close()
+	defer func() { _ = b.Close() }()
 	w := newCoalescingConn(a, 8)
 	w.linger = 10 * time.Millisecond
 	mustWrite(t, w, []byte("12345678"))
@@ -290,6 +290,6 @@ func TestCoalescedConcurrentWriteAndClose(t *testing.T) {
 		}()
 		wg.Wait()
 		_ = w.Close() // idempotent
-		b.Close()
+		_ = b.Close()
 	}
 }
