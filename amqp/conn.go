@@ -68,6 +68,11 @@ type ConnOptions struct {
 	// the backoff, so a broker that accepts and drops at once is not hammered.
 	StableAfter time.Duration // default 5 s
 	Clock       Clock         // default the real clock
+	// WriteBuffer bounds the bytes written and not yet on the wire: frames
+	// written while the last ones are still going out share one system
+	// call (coalescingConn). Default DefaultWriteBuffer; < 0 writes every
+	// frame with a system call of its own, as go-amqp does.
+	WriteBuffer int
 	// OnState is called from the connection's goroutine after every state
 	// change, never under a lock. It must not block for long.
 	OnState func(Status)
@@ -144,7 +149,14 @@ func Dial(ctx context.Context, cfg BrokerConfig, opts ConnOptions) (*Conn, error
 		opts.Clock = realClock{}
 	}
 	if opts.dial == nil {
-		opts.dial = dialGoAMQP
+		writeBuffer := opts.WriteBuffer
+		opts.dial = func(ctx context.Context, t dialTarget) (transport, error) {
+			conn, err := dialNet(ctx, t, writeBuffer)
+			if err != nil {
+				return nil, err
+			}
+			return conn, nil
+		}
 	}
 	c := &Conn{
 		cfg:     cfg,
@@ -157,14 +169,6 @@ func Dial(ctx context.Context, cfg BrokerConfig, opts ConnOptions) (*Conn, error
 	}
 	c.g.Go(c.run)
 	return c, nil
-}
-
-func dialGoAMQP(ctx context.Context, t dialTarget) (transport, error) {
-	conn, err := goamqp.Dial(ctx, t.addr, t.opts)
-	if err != nil {
-		return nil, err
-	}
-	return conn, nil
 }
 
 // Name returns the broker's configured name.

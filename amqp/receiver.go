@@ -82,7 +82,7 @@ func (r *Receiver) Receive(ctx context.Context) (Message, error) {
 	// makes settling those a no-op, so callers settle every message.
 	r.unsettled++
 	r.mu.Unlock()
-	return Message{msg}, nil
+	return Message{m: msg}, nil
 }
 
 // maybeGrant issues the next window once the last is consumed and the

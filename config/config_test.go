@@ -206,7 +206,7 @@ func TestRouteSpecsResolveDefaults(t *testing.T) {
 		t.Fatalf("%d routes, want 2", len(specs))
 	}
 	want := routes.Spec{Kind: routes.KindQueue, Src: "lyon", Dest: "nice", Exchange: "amq.direct", Queue: "orders",
-		Credit: 500, Cost: 1, OnReject: routes.RejectAtSource, OutcomeTimeout: 30 * time.Second}
+		Credit: routes.DefaultCredit, Cost: 1, OnReject: routes.RejectAtSource, OutcomeTimeout: 30 * time.Second}
 	if !reflect.DeepEqual(specs[0], want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", specs[0], want)
 	}

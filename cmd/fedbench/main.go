@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/fedrouter/fedrouter/routes"
 )
 
 // options are the knobs of one `fedbench run`.
@@ -75,7 +77,7 @@ func runFlags() []cli.Flag {
 		&cli.IntFlag{Name: "n-large", Value: 10000, EnvVars: []string{"BENCH_N_LARGE"}, Usage: "messages per case, 16 KiB messages"},
 		&cli.IntSliceFlag{Name: "size", Value: cli.NewIntSlice(256, 16<<10), EnvVars: []string{"BENCH_SIZES"}, Usage: "message sizes in bytes; --n applies to 256 and below, --n-large above"},
 		&cli.IntFlag{Name: "reps", Value: 3, EnvVars: []string{"BENCH_REPS"}, Usage: "runs per case; the median is reported"},
-		&cli.IntFlag{Name: "credit", Value: 500, EnvVars: []string{"BENCH_CREDIT"}, Usage: "route credit (fedrouter's default); the raw pipe's window and the shovels' prefetch"},
+		&cli.IntFlag{Name: "credit", Value: routes.DefaultCredit, EnvVars: []string{"BENCH_CREDIT"}, Usage: "route credit (fedrouter's default); the raw pipe's window and the shovels' prefetch"},
 		&cli.IntFlag{Name: "conns", Value: 0, EnvVars: []string{"BENCH_CONNS"}, Usage: "connections per broker of the raw pipe and of fedrouter (brokers[].connections); 0: one per route, as each shovel has its own"},
 		&cli.StringFlag{Name: "pipe-cpuprofile", Usage: "write the raw pipe's CPU profile to `FILE` (each run overwrites it)"},
 		&cli.IntFlag{Name: "routes", Value: 8, EnvVars: []string{"BENCH_ROUTES"}, Usage: "routes in the several-routes cases"},

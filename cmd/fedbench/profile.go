@@ -13,6 +13,7 @@ import (
 
 	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/links"
+	"github.com/fedrouter/fedrouter/routes"
 )
 
 // `fedbench profile` runs what one run of a queue route runs — fedrouter's
@@ -30,9 +31,10 @@ func profileCommand() *cli.Command {
 			&cli.StringFlag{Name: "pair", Value: "rabbitmq", Usage: "rabbitmq or proton"},
 			&cli.IntFlag{Name: "n", Value: 100000, Usage: "messages"},
 			&cli.IntFlag{Name: "size", Value: 256, Usage: "message size in bytes"},
-			&cli.IntFlag{Name: "credit", Value: 500, Usage: "route credit"},
+			&cli.IntFlag{Name: "credit", Value: routes.DefaultCredit, Usage: "route credit"},
 			&cli.IntFlag{Name: "routes", Value: 1, Usage: "routes at once, sharing one connection per broker as in fedrouter"},
 			&cli.StringFlag{Name: "cpuprofile", Value: "cpu.pprof", Usage: "write the CPU profile to `FILE`"},
+			&cli.StringFlag{Name: "memprofile", Usage: "write the allocation profile of the forwarding to `FILE`"},
 		},
 		Action: runProfile,
 	}
@@ -71,12 +73,16 @@ func runProfile(c *cli.Context) error {
 	if err := pprof.StartCPUProfile(f); err != nil {
 		return err
 	}
+	allocs := startAllocProfile(c.String("memprofile"))
+	ws := amqp.ReadWriteStats()
 	st, err := rt.forward(ctx, cs.Messages)
 	pprof.StopCPUProfile()
+	allocs.stop()
 	if err != nil {
 		return err
 	}
 	st.print(cs, c.String("cpuprofile"))
+	printWriteStats(ws, cs.Messages)
 	return nil
 }
 
