@@ -43,25 +43,33 @@ func TestIngressConfigErrors(t *testing.T) {
 			[]string{`f.yaml:9: ingress.allow[0].address: address "queue:q:key": a queue takes no key`}},
 	}
 	for _, c := range cases {
-		_, err := Parse("f.yaml", []byte(c.yaml))
-		var ce *Error
-		if !errors.As(err, &ce) {
-			t.Errorf("%s: error %v, want a config error", c.name, err)
-			continue
-		}
-		for _, w := range c.want {
-			found := false
-			for _, p := range ce.Problems {
-				found = found || strings.Contains(p, w)
-			}
-			if !found {
-				t.Errorf("%s: no problem containing %q in:\n  %s", c.name, w, strings.Join(ce.Problems, "\n  "))
-			}
-		}
-		if len(ce.Problems) != len(c.want) {
-			t.Errorf("%s: %d problems, want %d:\n  %s", c.name, len(ce.Problems), len(c.want), strings.Join(ce.Problems, "\n  "))
+		if got := wantProblems(t, c.name, c.yaml, c.want); got != nil && len(got) != len(c.want) {
+			t.Errorf("%s: %d problems, want %d:\n  %s", c.name, len(got), len(c.want), strings.Join(got, "\n  "))
 		}
 	}
+}
+
+// wantProblems parses yaml as f.yaml and checks that each of want is part
+// of one of the problems reported; it returns them (nil when the file
+// was not refused as a config error).
+func wantProblems(t *testing.T, name, yaml string, want []string) []string {
+	t.Helper()
+	_, err := Parse("f.yaml", []byte(yaml))
+	var ce *Error
+	if !errors.As(err, &ce) {
+		t.Errorf("%s: error %v, want a config error", name, err)
+		return nil
+	}
+	for _, w := range want {
+		found := false
+		for _, p := range ce.Problems {
+			found = found || strings.Contains(p, w)
+		}
+		if !found {
+			t.Errorf("%s: no problem containing %q in:\n  %s", name, w, strings.Join(ce.Problems, "\n  "))
+		}
+	}
+	return ce.Problems
 }
 
 // Off by default; when on, each broker's rules, "*" for every broker.

@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -29,17 +29,13 @@ import (
 // rabbit brokers r1 and r2.
 func clusterMember(t *testing.T, id, name, store string, bs []brokertest.Broker, hb, lease string, local ...string) *routerProc {
 	t.Helper()
-	yaml := fmt.Sprintf(`router_id: %s
-brokers:
-  - {name: r1, url: %q, profile: rabbitmq, username: guest, password: guest, management: {url: %q}}
-  - {name: r2, url: %q, profile: rabbitmq, username: guest, password: guest, management: {url: %q}}
-reconnect: {min: 100ms, max: 1s}
-admin: {listen: "127.0.0.1:0"}
-log: {level: info, format: json}
-cluster: {name: %s, store: %q, heartbeat: %s, lease: %s, local_brokers: [%s]}
-`, id, bs[0].URL, bs[0].MgmtURL, bs[1].URL, bs[1].MgmtURL, name, store, hb, lease, strings.Join(local, ", "))
-	path := filepath.Join(t.TempDir(), id+".yaml")
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+	path := pairConfig(t, t.TempDir(), id, bs)
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = fmt.Fprintf(f, "cluster: {name: %s, store: %q, heartbeat: %s, lease: %s, local_brokers: [%s]}\n", name, store, hb, lease, strings.Join(local, ", "))
+	if err = errors.Join(err, f.Close()); err != nil {
 		t.Fatal(err)
 	}
 	return startRouter(t, path)
