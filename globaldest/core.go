@@ -56,6 +56,13 @@ type Entry struct {
 	// Idle: an auto-created destination with no consumer and no message
 	// anywhere this long is removed everywhere.
 	Idle time.Duration
+	// Follow: messages at an instance with no consumer move to one with
+	// consumers (flows.go). MaxHops bounds how often one message moves;
+	// Settle is the hysteresis: an instance must have had no consumer, and
+	// the target consumers, this long before a flow starts.
+	Follow  bool
+	MaxHops int
+	Settle  time.Duration
 }
 
 // Queue is one destination as a broker's listing shows it.
@@ -80,17 +87,24 @@ const (
 	// Report: tell the operator Msg (a conflict, an orphan, a deletion
 	// being confirmed or cancelled).
 	Report
+	// Move: move Name's messages from Broker to To, each at most MaxHops
+	// times in its life (flows.go), until a Stop for the same pair.
+	Move
+	// Stop: stop moving Name's messages from Broker to To.
+	Stop
 )
 
 // Action is one thing for the router to do.
 type Action struct {
-	Kind    ActionKind
-	Broker  string
-	Name    string
-	Props   Props
+	Kind     ActionKind
+	Broker   string
+	Name     string
+	Props    Props
 	IfEmpty  bool
 	IfUnused bool
-	Msg     string // why (Create, Delete); what (Report)
+	To       string // Move, Stop: the target broker
+	MaxHops  int    // Move
+	Msg      string // why (Create, Delete, Move, Stop); what (Report)
 }
 
 func (a Action) String() string {
@@ -106,6 +120,10 @@ func (a Action) String() string {
 			cond += " if unused"
 		}
 		return fmt.Sprintf("delete %s at %s%s: %s", a.Name, a.Broker, cond, a.Msg)
+	case Move:
+		return fmt.Sprintf("move %s from %s to %s (max_hops %d): %s", a.Name, a.Broker, a.To, a.MaxHops, a.Msg)
+	case Stop:
+		return fmt.Sprintf("stop moving %s from %s to %s: %s", a.Name, a.Broker, a.To, a.Msg)
 	}
 	return fmt.Sprintf("report %s: %s", a.Name, a.Msg)
 }
@@ -138,6 +156,7 @@ type dest struct {
 	reaped    bool             // deleted for being idle (auto-created)
 	idleSince time.Time        // auto-created: no consumer, no message anywhere since
 	reported  map[string]string
+	flows     map[string]*flow // by source broker: where its messages move (flows.go)
 }
 
 type inst struct {
@@ -146,6 +165,9 @@ type inst struct {
 	messages, consumers int
 	pending             bool // a Create was asked, not seen yet
 	expectGone          bool // a Delete was asked: its going is not a deletion
+	// busySince: consumers listed at every listing since; freeSince: none
+	// at every listing since (the flows' hysteresis).
+	busySince, freeSince time.Time
 }
 
 type deletion struct {
@@ -191,6 +213,7 @@ func (c *Core) Observe(broker string, queues []Queue, now time.Time) []Action {
 	var out []Action
 	bs := c.broker(broker)
 	restarted := !bs.failedAt.IsZero()
+	wasUp := bs.up() // else consumers may have come and gone unseen
 	listed := map[string]bool{}
 	for _, q := range queues {
 		e := c.entryOf(q.Name, broker)
@@ -198,7 +221,7 @@ func (c *Core) Observe(broker string, queues []Queue, now time.Time) []Action {
 			continue
 		}
 		listed[q.Name] = true
-		out = append(out, c.seen(broker, e, q)...)
+		out = append(out, c.seen(broker, e, q, wasUp, now)...)
 	}
 	for _, name := range c.sortedNames() {
 		d := c.dests[name]
@@ -213,10 +236,10 @@ func (c *Core) Observe(broker string, queues []Queue, now time.Time) []Action {
 }
 
 // seen records q at broker.
-func (c *Core) seen(broker string, e int, q Queue) []Action {
+func (c *Core) seen(broker string, e int, q Queue, wasUp bool, now time.Time) []Action {
 	d := c.dests[q.Name]
 	if d == nil {
-		d = &dest{name: q.Name, entry: e, kind: q.Kind, props: q.Props, origin: broker, inst: map[string]*inst{}, reported: map[string]string{}}
+		d = &dest{name: q.Name, entry: e, kind: q.Kind, props: q.Props, origin: broker, inst: map[string]*inst{}, reported: map[string]string{}, flows: map[string]*flow{}}
 		if p := c.entries[e].Props; p != nil {
 			d.props = *p
 		}
@@ -252,6 +275,7 @@ func (c *Core) seen(broker string, e int, q Queue) []Action {
 		d.props = q.Props
 		clear(d.reported)
 	}
+	in.consumersSeen(was && wasUp, q.Consumers, now)
 	in.present, in.props, in.messages, in.consumers, in.pending, in.expectGone = true, q.Props, q.Messages, q.Consumers, false, false
 	return out
 }
@@ -284,6 +308,10 @@ func (c *Core) gone(d *dest, broker string, afterRestart bool, now time.Time) []
 // again after the next listing.
 func (c *Core) Result(a Action, err error) {
 	d := c.dests[a.Name]
+	if d != nil && a.Kind == Move {
+		d.moveResult(a, err)
+		return
+	}
 	if d == nil || (a.Kind != Create && a.Kind != Delete) {
 		return
 	}
@@ -293,6 +321,7 @@ func (c *Core) Result(a Action, err error) {
 	}
 	switch {
 	case a.Kind == Create && err == nil:
+		in.busySince, in.freeSince = time.Time{}, time.Time{} // known from the next listing
 		in.present, in.props, in.messages, in.consumers, in.pending = true, a.Props, 0, 0, false
 	case a.Kind == Create:
 		// Still pending: the next listing of the broker, not showing it,
@@ -308,7 +337,8 @@ func (c *Core) Tick(now time.Time) []Action {
 	for _, name := range c.sortedNames() {
 		d := c.dests[name]
 		out = append(out, c.reconcile(d, now)...)
-		if len(d.present()) == 0 && !d.anyPending() && d.deleting == nil && (d.deleted || !c.propagates(d)) {
+		out = append(out, c.follow(d, now)...)
+		if len(d.present()) == 0 && len(d.flows) == 0 && !d.anyPending() && d.deleting == nil && (d.deleted || !c.propagates(d)) {
 			delete(c.dests, name)
 		}
 	}

@@ -16,7 +16,7 @@ import (
 // The core's golden tests: testdata/*.txt (internal/golden). `go test
 // ./globaldest -run TestCoreScripts -update` rewrites them.
 //
-//	entry orders.* brokers=b1,b2 [confirm=30s] [idle=2m] [delete_nonempty] [props=durable,x-max-length=100]
+//	entry orders.* brokers=b1,b2 [confirm=30s] [idle=2m] [delete_nonempty] [props=durable,x-max-length=100] [follow [max_hops=2] [settle=5s]]
 //	list b1 at=5s | orders.a configured m=0 c=1 durable x-max-length=100 | orders.b auto
 //	fail b1 at=5s        the listing of b1 failed
 //	... refuse           (on list, tick) the broker refuses the creates and deletes asked
@@ -97,8 +97,16 @@ func (h *harness) run(line string) (string, error) {
 }
 
 func (h *harness) entry(kv map[string]string, words []string) error {
-	e := Entry{Pattern: words[0], Brokers: strings.Split(kv["brokers"], ","), ConfirmDelete: 30 * time.Second, Idle: 2 * time.Minute}
-	for key, dst := range map[string]*time.Duration{"confirm": &e.ConfirmDelete, "idle": &e.Idle} {
+	e := Entry{Pattern: words[0], Brokers: strings.Split(kv["brokers"], ","), ConfirmDelete: 30 * time.Second, Idle: 2 * time.Minute,
+		MaxHops: 2, Settle: 5 * time.Second}
+	if kv["max_hops"] != "" {
+		n, err := strconv.Atoi(kv["max_hops"])
+		if err != nil {
+			return err
+		}
+		e.MaxHops = n
+	}
+	for key, dst := range map[string]*time.Duration{"confirm": &e.ConfirmDelete, "idle": &e.Idle, "settle": &e.Settle} {
 		if kv[key] != "" {
 			d, err := time.ParseDuration(kv[key])
 			if err != nil {
@@ -108,8 +116,11 @@ func (h *harness) entry(kv map[string]string, words []string) error {
 		}
 	}
 	for _, w := range words[1:] {
-		if w == "delete_nonempty" {
+		switch w {
+		case "delete_nonempty":
 			e.DeleteNonEmpty = true
+		case "follow":
+			e.Follow = true
 		}
 	}
 	if kv["props"] != "" {

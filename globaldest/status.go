@@ -16,6 +16,7 @@ type Status struct {
 	Origin     string     `json:"origin"` // the broker it was first seen at
 	Instances  []Instance `json:"instances"`
 	Problems   []string   `json:"problems,omitempty"` // conflicts, orphans
+	Flows      []Flow     `json:"flows,omitempty"`    // where messages move now
 }
 
 // Instance is the destination at one broker of its span.
@@ -32,7 +33,7 @@ func (c *Core) Status() []Status {
 	out := []Status{}
 	for _, name := range c.sortedNames() {
 		d := c.dests[name]
-		st := Status{Name: name, Entry: c.entries[d.entry].Pattern, Kind: d.kind.String(), Properties: d.props.String(), Origin: d.origin, Instances: []Instance{}}
+		st := Status{Name: name, Entry: c.entries[d.entry].Pattern, Kind: d.kind.String(), Properties: d.props.String(), Origin: d.origin, Instances: []Instance{}, Flows: d.flowsOf()}
 		switch {
 		case d.deleting != nil:
 			st.State = "deleting"
