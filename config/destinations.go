@@ -37,6 +37,14 @@ type DestinationSpec struct {
 	// Idle: auto-created destinations with no consumer and no message
 	// anywhere this long are removed everywhere (default 2m).
 	Idle Duration `yaml:"idle"`
+	// FollowConsumers: messages at an instance with no consumer move to
+	// one with consumers (default true). MaxHops: how often one message
+	// may move (default 2). Settle: the hysteresis — how long an instance
+	// must have had no consumer, and the target consumers, before messages
+	// move (default 5s).
+	FollowConsumers *bool    `yaml:"follow_consumers"`
+	MaxHops         int      `yaml:"max_hops"`
+	Settle          Duration `yaml:"settle"`
 }
 
 // Defaults of a destinations: entry.
@@ -44,7 +52,13 @@ const (
 	DefaultConfirmDelete   = 30 * time.Second
 	DefaultDestinationIdle = 2 * time.Minute
 	MinDestinationIdle     = 10 * time.Second
-	maxDestinationName     = 255 // RabbitMQ's limit on a queue name, in bytes
+	DefaultMaxHops         = 2
+	MaxMaxHops             = 100
+	DefaultSettle          = 5 * time.Second
+	// MinSettle is the brokers' listing period: a shorter settle time would
+	// judge consumers from one listing.
+	MinSettle          = 2 * time.Second
+	maxDestinationName = 255 // RabbitMQ's limit on a queue name, in bytes
 )
 
 // queueArguments are the queue arguments the rabbitmq profile can set
@@ -99,6 +113,12 @@ func (c *Config) validateDestinations(brokers map[string]int) []string {
 			// shorter idle time could reap a queue whose consumer is not
 			// counted yet.
 			add("idle", "%s: at least %s (longer than the broker's statistics interval, 5s)", time.Duration(d.Idle), MinDestinationIdle)
+		}
+		if d.MaxHops < 0 || d.MaxHops > MaxMaxHops {
+			add("max_hops", "%d: want 1 to %d (follow_consumers: false keeps messages where they are published)", d.MaxHops, MaxMaxHops)
+		}
+		if d.Settle != 0 && time.Duration(d.Settle) < MinSettle {
+			add("settle", "%s: at least %s (the brokers are listed every %s)", time.Duration(d.Settle), MinSettle, MinSettle)
 		}
 		if _, err := d.props(); err != nil {
 			add("arguments", "%v", err)
@@ -237,6 +257,13 @@ func (c *Config) GlobalDestinations() []globaldest.Entry {
 		}
 		if e.Idle == 0 {
 			e.Idle = DefaultDestinationIdle
+		}
+		e.Follow, e.MaxHops, e.Settle = d.FollowConsumers == nil || *d.FollowConsumers, d.MaxHops, time.Duration(d.Settle)
+		if e.MaxHops == 0 {
+			e.MaxHops = DefaultMaxHops
+		}
+		if e.Settle == 0 {
+			e.Settle = DefaultSettle
 		}
 		e.Props, _ = d.props() // validated
 		out = append(out, e)

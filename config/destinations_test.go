@@ -33,6 +33,9 @@ func TestDestinationConfigErrors(t *testing.T) {
 				`f.yaml:8: destinations[1].name: "q" is already the name of destinations[0]`}},
 		{"idle under the statistics interval", destBase + "destinations:\n  - {name: q, idle: 3s, confirm_delete: -1s}\n",
 			[]string{"f.yaml:7: destinations[0].idle: 3s: at least 10s", "f.yaml:7: destinations[0].confirm_delete: -1s: want a positive duration"}},
+		{"moves", destBase + "destinations:\n  - {name: q, max_hops: -1, settle: 1s}\n  - {name: r, max_hops: 101}\n",
+			[]string{"f.yaml:7: destinations[0].max_hops: -1: want 1 to 100", "f.yaml:7: destinations[0].settle: 1s: at least 2s",
+				"f.yaml:8: destinations[1].max_hops: 101: want 1 to 100"}},
 		{"no capable broker", "router_id: r\nbrokers:\n  - {name: p1, url: 'amqp://h3', profile: proton}\ndestinations:\n  - {name: q}\n",
 			[]string{"f.yaml:5: destinations[0].brokers: no broker of this router can hold global destinations"}},
 	}
@@ -46,7 +49,8 @@ func TestDestinationConfigErrors(t *testing.T) {
 // none leave them to the first instance.
 func TestGlobalDestinations(t *testing.T) {
 	cfg, err := Parse("f.yaml", []byte(destBase+"destinations:\n  - {name: 'orders.*', max_length: 100, message_ttl: 1m}\n"+
-		"  - {name: jobs, brokers: [r2], durable: false, delete_nonempty: true, confirm_delete: 5s, idle: 10s}\n  - {name: free}\n"))
+		"  - {name: jobs, brokers: [r2], durable: false, delete_nonempty: true, confirm_delete: 5s, idle: 10s, max_hops: 5, settle: 3s}\n"+
+		"  - {name: free, follow_consumers: false}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,14 +60,15 @@ func TestGlobalDestinations(t *testing.T) {
 	}
 	o := es[0]
 	if strings.Join(o.Brokers, ",") != "r1,r2" || o.ConfirmDelete != 30*time.Second || o.Idle != 2*time.Minute || o.Props == nil ||
-		o.Props.String() != "durable=true x-max-length=100 x-message-ttl=60000" {
+		o.Props.String() != "durable=true x-max-length=100 x-message-ttl=60000" || !o.Follow || o.MaxHops != 2 || o.Settle != 5*time.Second {
 		t.Errorf("orders.*: %+v %v", o, o.Props)
 	}
 	j := es[1]
-	if strings.Join(j.Brokers, ",") != "r2" || !j.DeleteNonEmpty || j.ConfirmDelete != 5*time.Second || j.Idle != 10*time.Second || j.Props.String() != "durable=false" {
+	if strings.Join(j.Brokers, ",") != "r2" || !j.DeleteNonEmpty || j.ConfirmDelete != 5*time.Second || j.Idle != 10*time.Second || j.Props.String() != "durable=false" ||
+		!j.Follow || j.MaxHops != 5 || j.Settle != 3*time.Second {
 		t.Errorf("jobs: %+v %v", j, j.Props)
 	}
-	if es[2].Props != nil {
+	if es[2].Props != nil || es[2].Follow {
 		t.Errorf("free: properties %v, want none (the first instance's)", es[2].Props)
 	}
 }
