@@ -148,11 +148,18 @@ func (d *dest) moveResult(a Action, err error) {
 	}
 }
 
-// Flow is one flow as `destination list` shows it.
+// Flow is one flow as `destination list` shows it. The core says where;
+// the router adds the route that runs it and its counts.
 type Flow struct {
 	From  string    `json:"from"`
 	To    string    `json:"to"`
 	Since time.Time `json:"since"`
+	Route string    `json:"route,omitempty"` // the route's id
+	State string    `json:"state,omitempty"` // the route's state
+	// Moved: messages moved so far; Parked: messages left at From after
+	// their max_hops-th move.
+	Moved  uint64 `json:"moved"`
+	Parked uint64 `json:"parked"`
 }
 
 // flowsOf lists d's flows by source.

@@ -525,6 +525,9 @@ func decodeSpec(w http.ResponseWriter, r *http.Request) (routes.Spec, bool) {
 			}
 		}
 	}
+	if err == nil && (spec.DestQueue != "" || spec.MaxMoves != 0) {
+		err = errors.New("dest_queue and max_moves: set only by global destinations' flows (destinations: in the configuration), not through the API")
+	}
 	if err != nil {
 		status, msg := bodyError(err)
 		writeError(w, status, msg)
@@ -603,7 +606,7 @@ func serviceErrorStatus(err error) int {
 	switch {
 	case errors.Is(err, routes.ErrNotFound), errors.Is(err, ErrTopologyOff):
 		return http.StatusNotFound
-	case errors.Is(err, routes.ErrConfigRoute):
+	case errors.Is(err, routes.ErrConfigRoute), errors.Is(err, routes.ErrDestinationRoute):
 		return http.StatusConflict
 	case errors.Is(err, routes.ErrUnknownBroker):
 		return http.StatusBadRequest

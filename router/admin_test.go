@@ -221,6 +221,7 @@ func TestAdminBadRequests(t *testing.T) {
 		{"invalid spec", routes.Spec{Kind: "topic", Dest: "b", Src: "b"}, 400, []string{`"problems"`, `kind \"topic\": want queue, exchange or dynamic`, "the exchange is missing"}},
 		{"same broker", sameBroker, 400, []string{"same broker"}},
 		{"unknown field", `{"kind":"queue","colour":"red"}`, 400, []string{`unknown field \"colour\"`}},
+		{"a flow's fields", `{"kind":"queue","src":"a","dest":"b","queue":"q","dest_queue":"q","max_moves":1}`, 400, []string{"dest_queue and max_moves: set only by global destinations"}},
 		{"bad JSON", `{"kind":`, 400, []string{"truncated JSON"}},
 		{"syntax", `{"kind" "queue"}`, 400, []string{"invalid JSON at byte"}},
 		{"wrong type", `{"credit":"lots"}`, 400, []string{`field \"credit\": got JSON string, want int`}},

@@ -194,5 +194,5 @@ func (x runner) Run(id string, data []byte, epoch int64, fence func() bool) erro
 }
 
 func (x runner) Halt(ctx context.Context, id string, graceful, deleted bool) {
-	x.r.routes.Halt(ctx, id, graceful, deleted)
+	_, _ = x.r.routes.Halt(ctx, id, graceful, deleted)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/fedrouter/fedrouter/globaldest"
 	"github.com/fedrouter/fedrouter/internal/group"
 	"github.com/fedrouter/fedrouter/links"
+	"github.com/fedrouter/fedrouter/routes"
 )
 
 // globalDestPoll is how often the brokers of the destinations: spans are
@@ -35,8 +36,9 @@ const globalDestCall = 10 * time.Second
 type globalDests struct {
 	core    *globaldest.Core // owned by run
 	mgrs    map[string]amqp.QueueManager
-	brokers []string // listed, sorted
-	control string   // the control address: never a global destination
+	routes  *routes.Manager // runs the flows (messages following consumers)
+	brokers []string        // listed, sorted
+	control string          // the control address: never a global destination
 	log     zerolog.Logger
 	g       *group.Group
 
@@ -52,6 +54,14 @@ type destCounts struct {
 	Deleted uint64 `json:"deleted"`
 	Kept    uint64 `json:"kept"` // deletes refused: the queue held messages
 	Failed  uint64 `json:"failed"`
+	// FlowsStarted, FlowsStopped: messages following consumers.
+	FlowsStarted uint64 `json:"flows_started"`
+	FlowsStopped uint64 `json:"flows_stopped"`
+	// Moved: messages moved by the flows; Parked: messages a flow left
+	// where they were, having moved max_hops times (a message parked at
+	// each of several laps counts each time).
+	Moved  uint64 `json:"moved"`
+	Parked uint64 `json:"parked"`
 }
 
 // ErrNoDestinations: the router has no destinations: section.
@@ -65,7 +75,7 @@ func (r *Router) startGlobalDests(brokers map[string]amqp.Broker) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	g := &globalDests{core: globaldest.New(entries), mgrs: map[string]amqp.QueueManager{}, control: r.cfg.Topology.ControlAddress,
+	g := &globalDests{core: globaldest.New(entries), mgrs: map[string]amqp.QueueManager{}, routes: r.routes, control: r.cfg.Topology.ControlAddress,
 		log: r.log.With().Str("subsystem", "destinations").Logger(), listErr: map[string]string{}}
 	for _, e := range entries {
 		for _, b := range e.Brokers {
@@ -166,6 +176,10 @@ func (g *globalDests) apply(ctx context.Context, acts []globaldest.Action) {
 			cancel()
 			g.core.Result(a, err)
 			g.done(a, err, &g.counts.Deleted)
+		case globaldest.Move:
+			g.move(a)
+		case globaldest.Stop:
+			g.stopFlow(ctx, a)
 		case globaldest.Report:
 			ev := g.log.Info()
 			if strings.HasPrefix(a.Msg, "conflict") || strings.HasPrefix(a.Msg, "orphaned") {
@@ -241,10 +255,17 @@ func (r *Router) GlobalDestinations(context.Context) (Destinations, error) {
 		return Destinations{}, ErrNoDestinations
 	}
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	out := Destinations{Destinations: append([]globaldest.Status{}, g.status...), Counts: g.counts, Unlisted: map[string]string{}}
 	for b, e := range g.listErr {
 		out.Unlisted[b] = e
+	}
+	g.mu.Unlock()
+	g.flowStatus(out.Destinations) // the flows' counts now, not at the last round
+	for _, d := range out.Destinations {
+		for _, f := range d.Flows {
+			out.Counts.Moved += f.Moved
+			out.Counts.Parked += f.Parked
+		}
 	}
 	return out, nil
 }
@@ -259,4 +280,60 @@ type destinationService interface {
 func (a *AdminServer) destinations(w http.ResponseWriter, r *http.Request) {
 	ds, ok := a.svc.(destinationService)
 	serveOptional(w, r, ok, ErrNoDestinations, func() (Destinations, error) { return ds.GlobalDestinations(r.Context()) })
+}
+
+// flowSpec is the route that moves a's destination's messages from
+// a.Broker to a.To: into the same queue there, each message at most
+// a.MaxHops times; while no path leads there it holds (the core moves
+// the flow elsewhere, or stops it, once the target is gone).
+func flowSpec(a globaldest.Action) routes.Spec {
+	return routes.Spec{Kind: routes.KindQueue, Src: a.Broker, Queue: a.Name, Dest: a.To, DestQueue: a.Name,
+		MaxMoves: a.MaxHops, NoPath: []string{"hold"}}
+}
+
+// move starts a flow.
+func (g *globalDests) move(a globaldest.Action) {
+	_, err := g.routes.Start(flowSpec(a), routes.OriginDestination)
+	if errors.Is(err, routes.ErrDuplicate) {
+		err = nil
+	}
+	g.core.Result(a, err)
+	ev := g.log.Info()
+	if err != nil {
+		ev = g.log.Warn().Err(err) // asked again at the next round
+	} else {
+		g.mu.Lock()
+		g.counts.FlowsStarted++
+		g.mu.Unlock()
+	}
+	ev.Str("destination", a.Name).Str("from", a.Broker).Str("to", a.To).Int("max_hops", a.MaxHops).Str("why", a.Msg).
+		Msg("messages follow consumers: moving")
+}
+
+// stopFlow stops a flow gracefully: what it has in flight is settled
+// first, so nothing comes back to the source as a duplicate.
+func (g *globalDests) stopFlow(ctx context.Context, a globaldest.Action) {
+	st, _ := g.routes.Halt(ctx, flowSpec(a).ID(), true, false)
+	g.mu.Lock()
+	g.counts.FlowsStopped++
+	g.counts.Moved += st.Moved
+	g.counts.Parked += st.Parked
+	g.mu.Unlock()
+	g.log.Info().Str("destination", a.Name).Str("from", a.Broker).Str("to", a.To).Uint64("moved", st.Moved).Uint64("parked", st.Parked).
+		Str("why", a.Msg).Msg("messages follow consumers: stopped moving")
+}
+
+// flowStatus adds each flow's route, state and counts to st, on copies
+// of its flows (st's elements share them with the published status).
+func (g *globalDests) flowStatus(st []globaldest.Status) {
+	for i := range st {
+		st[i].Flows = append([]globaldest.Flow(nil), st[i].Flows...)
+		for j := range st[i].Flows {
+			f := &st[i].Flows[j]
+			f.Route = flowSpec(globaldest.Action{Name: st[i].Name, Broker: f.From, To: f.To}).ID()
+			if rs, ok := g.routes.Get(f.Route); ok {
+				f.State, f.Moved, f.Parked = string(rs.State), rs.Moved, rs.Parked
+			}
+		}
+	}
 }

@@ -30,15 +30,15 @@ func (m *Manager) Hold(spec Spec, origin Origin, fence func() bool) error {
 // so the next holder gets neither a loss nor a duplicate; bounded by ctx
 // and drainTimeout. deleted: the route was deleted from the store, so
 // what it made at its source goes too (as Delete does). An unknown id is
-// a no-op.
-func (m *Manager) Halt(ctx context.Context, id string, graceful, deleted bool) {
+// a no-op. It returns the route's last status (false: unknown id).
+func (m *Manager) Halt(ctx context.Context, id string, graceful, deleted bool) (Status, bool) {
 	m.mu.Lock()
 	r, ok := m.routes[id]
 	delete(m.routes, id)
 	m.edgesAfterLocked(r)
 	m.mu.Unlock()
 	if !ok {
-		return
+		return Status{}, false
 	}
 	if graceful && r.status().State == StateOperational { // a route not forwarding has nothing in flight
 		r.haltOnce.Do(func() { close(r.halt) })
@@ -53,10 +53,13 @@ func (m *Manager) Halt(ctx context.Context, id string, graceful, deleted bool) {
 		r.unsubscribe(ctx)
 	}
 	m.log.Info().Str("route", id).Bool("graceful", graceful).Bool("deleted", deleted).Msg("route halted")
+	return r.status(), true
 }
 
-// watchPathOrHalt is watchPath, ended also by a graceful halt.
-func (r *route) watchPathOrHalt(ctx context.Context, path pathKind) error {
+// watchPathOrHalt is watchPath, ended also by a graceful halt, and by
+// lap closing (a global destination's flow that has nothing left to
+// move: errLapped).
+func (r *route) watchPathOrHalt(ctx context.Context, path pathKind, lap <-chan struct{}) error {
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	defer func() { cancel(); <-done }()
@@ -65,6 +68,8 @@ func (r *route) watchPathOrHalt(ctx context.Context, path pathKind) error {
 		select {
 		case <-r.halt:
 			cancel()
+		case <-lap:
+			cancel()
 		case <-wctx.Done():
 		}
 	}()
@@ -72,6 +77,8 @@ func (r *route) watchPathOrHalt(ctx context.Context, path pathKind) error {
 	select {
 	case <-r.halt:
 		return errHalted
+	case <-lap:
+		return errLapped
 	default:
 		return err
 	}

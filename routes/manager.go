@@ -231,6 +231,18 @@ func (m *Manager) Add(spec Spec) (Status, error) {
 	return r.status(), nil
 }
 
+// Start runs spec as a route another part of the router owns (origin
+// OriginDestination: a global destination's flow): not journaled, not
+// deletable through Delete; Halt stops it.
+func (m *Manager) Start(spec Spec, origin Origin) (Status, error) {
+	r, err := m.add(spec, origin)
+	if err != nil {
+		return Status{}, err
+	}
+	m.log.Info().Str("route", r.id).Str("spec", r.spec.String()).Str("origin", string(origin)).Msg("route started")
+	return r.status(), nil
+}
+
 func (m *Manager) add(spec Spec, origin Origin) (*route, error) {
 	return m.addFenced(spec, origin, nil)
 }
@@ -391,9 +403,13 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 		m.mu.Unlock()
 		return fmt.Errorf("%w: id %s", ErrNotFound, id)
 	}
-	if r.origin == OriginConfig {
+	switch r.origin {
+	case OriginConfig:
 		m.mu.Unlock()
 		return fmt.Errorf("%w: %s", ErrConfigRoute, r.spec)
+	case OriginDestination:
+		m.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrDestinationRoute, r.spec)
 	}
 	delete(m.routes, id)
 	m.edgesAfterLocked(r)

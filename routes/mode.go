@@ -70,8 +70,11 @@ type routeBase struct {
 func (b *routeBase) nodes() (src amqp.Node, sub amqp.Subscription, dst amqp.Node) {
 	switch b.spec.Kind {
 	case KindQueue:
-		return amqp.Node{Kind: amqp.Queue, Name: b.spec.Queue}, amqp.Subscription{},
-			amqp.Node{Kind: amqp.Exchange, Name: b.spec.Exchange}
+		dst = amqp.Node{Kind: amqp.Exchange, Name: b.spec.Exchange}
+		if b.spec.DestQueue != "" {
+			dst = amqp.Node{Kind: amqp.Queue, Name: b.spec.DestQueue}
+		}
+		return amqp.Node{Kind: amqp.Queue, Name: b.spec.Queue}, amqp.Subscription{}, dst
 	case KindDynamic: // bindings follow demand; messages route by subject
 		n := amqp.Node{Kind: amqp.Exchange, Name: b.spec.Exchange}
 		return n, b.subscription(), n

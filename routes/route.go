@@ -34,6 +34,7 @@ type route struct {
 	// more messages taken, those in flight settled, then the run returns.
 	halt     chan struct{}
 	haltOnce sync.Once
+	moves    moveCounts // a global destination's flow (move.go)
 }
 
 // stableRun: a run that forwarded for this long resets the backoff.
@@ -112,6 +113,13 @@ func (r *route) run(ctx context.Context) {
 		if ctx.Err() != nil || errors.Is(err, errHalted) {
 			return
 		}
+		if errors.Is(err, errLapped) {
+			if !r.rest(ctx) {
+				return
+			}
+			attempt, suspect = 0, 0
+			continue
+		}
 		if err == nil { // a probe passed the suspect's position
 			suspect, attempt = 0, 0
 			continue
@@ -179,9 +187,10 @@ func (r *route) runOnce(ctx context.Context, path pathKind, credit, limit int) e
 	drain := make(chan struct{})
 	var changed error // set before drain is closed
 	watched := make(chan struct{})
-	go func() { // owned by runOnce, which waits for it
+	lap := make(chan struct{}) // closed once by a flow's MoveSink
+	go func() {                // owned by runOnce, which waits for it
 		defer close(watched)
-		if changed = r.watchPathOrHalt(ctx, path); changed == nil {
+		if changed = r.watchPathOrHalt(ctx, path, lap); changed == nil {
 			return
 		}
 		close(drain)
@@ -191,7 +200,7 @@ func (r *route) runOnce(ctx context.Context, path pathKind, credit, limit int) e
 		case <-ctx.Done():
 		}
 	}()
-	err := r.runLinks(ctx, path, drain, credit, limit)
+	err := r.runLinks(ctx, path, drain, func() { close(lap) }, credit, limit)
 	stop(nil)
 	<-watched
 	if changed != nil {
@@ -201,8 +210,9 @@ func (r *route) runOnce(ctx context.Context, path pathKind, credit, limit int) e
 }
 
 // runLinks attaches the route's links — the destination side as its mode
-// wires it for path — and forwards until one fails.
-func (r *route) runLinks(ctx context.Context, path pathKind, drain <-chan struct{}, credit, limit int) error {
+// wires it for path — and forwards until one fails. A flow calls lapped
+// (once) when it has nothing left to move.
+func (r *route) runLinks(ctx context.Context, path pathKind, drain <-chan struct{}, lapped func(), credit, limit int) error {
 	release, err := r.m.setupSlot(ctx)
 	if err != nil {
 		return err
@@ -221,6 +231,11 @@ func (r *route) runLinks(ctx context.Context, path pathKind, drain <-chan struct
 	}
 	if w.close != nil {
 		defer w.close()
+	}
+	if r.spec.MaxMoves > 0 {
+		if w, err = r.moveWiring(setup, srcSess, w, lapped); err != nil {
+			return err
+		}
 	}
 	cfg := links.Config{Window: credit, Limit: limit, OutcomeTimeout: r.spec.OutcomeTimeout, Drain: drain, Prepare: w.prepare, Fence: r.fence}
 	if r.spec.OnReject == DeadLetter {
@@ -267,6 +282,7 @@ func (r *route) status() Status {
 		InFlight: r.c.InFlight.Load() + r.cNoPath.InFlight.Load(),
 	}
 	r.mode.addStatus(&st)
+	st.Moved, st.Parked = r.moves.moved.Load(), r.moves.parked.Load()
 	return st
 }
 

@@ -81,6 +81,13 @@ type Spec struct {
 	// has demand. Off by default: it costs more management calls and
 	// changes what crosses.
 	DivertBindings bool `json:"divert_bindings,omitempty" yaml:"divert_bindings"`
+	// DestQueue (queue routes): deliver into this queue at the destination
+	// instead of an exchange; MaxMoves: count each message's moves and
+	// leave one that has moved this often where it is (links.MoveSink).
+	// Only a global destination's flows (OriginDestination) have them: the
+	// configuration cannot say them and the admin API refuses them.
+	DestQueue string `json:"dest_queue,omitempty" yaml:"-"`
+	MaxMoves  int    `json:"max_moves,omitempty" yaml:"-"`
 
 	Durable bool `json:"durable" yaml:"durable"`
 	// Ack is qpid-route's --ack: settle the source in batches of N. Kept
@@ -128,7 +135,11 @@ func (s Spec) Identity() string {
 	if s.Kind == KindExchange {
 		last = s.Key
 	}
-	return strings.Join([]string{string(s.Kind), s.Dest, s.Src, s.Exchange, last}, "\x00")
+	parts := []string{string(s.Kind), s.Dest, s.Src, s.Exchange, last}
+	if s.DestQueue != "" { // appended only when set: older routes keep their ids
+		parts = append(parts, "queue="+s.DestQueue)
+	}
+	return strings.Join(parts, "\x00")
 }
 
 // ID is a short stable identifier of the route's identity, used in the
@@ -154,6 +165,9 @@ func (s Spec) String() string {
 	src, dest := amqp.Redact(s.Src), amqp.Redact(s.Dest)
 	switch s.Kind {
 	case KindQueue:
+		if s.DestQueue != "" {
+			return fmt.Sprintf("%s(queue=%s) <= %s(queue=%s) moves<=%d", dest, s.DestQueue, src, s.Queue, s.MaxMoves)
+		}
 		return fmt.Sprintf("%s(ex=%s) <= %s(queue=%s)", dest, s.Exchange, src, s.Queue)
 	case KindDynamic:
 		return fmt.Sprintf("%s(ex=%s) <= %s(ex=%s) dynamic", dest, s.Exchange, src, s.Exchange)
@@ -174,11 +188,14 @@ func (e *SpecError) Error() string {
 // is: scripts written for qpid-route look for it.
 var (
 	//lint:ignore ST1005 qpid-route's words, which its users' scripts match
-	ErrDuplicate     = errors.New("Duplicate route - ignoring")
-	ErrNotFound      = errors.New("routes: no such route")
-	ErrConfigRoute   = errors.New("routes: route is defined in the configuration file; edit the file to remove it")
-	ErrUnknownBroker = errors.New("routes: unknown broker")
-	ErrStopped       = errors.New("routes: manager stopped")
+	ErrDuplicate   = errors.New("Duplicate route - ignoring")
+	ErrNotFound    = errors.New("routes: no such route")
+	ErrConfigRoute = errors.New("routes: route is defined in the configuration file; edit the file to remove it")
+	// ErrDestinationRoute: the route is a global destination's flow; it
+	// ends when the consumers move (destinations: in the configuration).
+	ErrDestinationRoute = errors.New("routes: route moves a global destination's messages to its consumers and ends with them (follow_consumers in the destinations: entry)")
+	ErrUnknownBroker    = errors.New("routes: unknown broker")
+	ErrStopped          = errors.New("routes: manager stopped")
 )
 
 // Network is what a route's rules need to know of the router it is for.
@@ -222,7 +239,7 @@ func (s Spec) Check(n Network) ([]NoPathStep, error) {
 	if s.Dest != "" && s.Dest == s.Src {
 		add("source and destination are the same broker %q: a route from a broker to itself is refused", s.Dest)
 	}
-	if s.Exchange == "" {
+	if s.Exchange == "" && s.DestQueue == "" {
 		add("the exchange is missing")
 	}
 	if s.Credit < 1 || s.Credit > MaxCredit {
@@ -284,6 +301,9 @@ func (s Spec) checkKind() []string {
 		if s.Key != "" || s.DestExchange != "" {
 			add("a queue route takes no key or dest_exchange")
 		}
+		if s.DestQueue != "" && s.Exchange != "" {
+			add("a queue route delivers to an exchange or to dest_queue, not both")
+		}
 	case KindExchange:
 		if s.Queue != "" {
 			add("an exchange route takes no queue (did you mean kind: queue?)")
@@ -297,6 +317,12 @@ func (s Spec) checkKind() []string {
 	}
 	if s.DivertBindings && s.Kind != KindDynamic {
 		add("divert_bindings applies to dynamic routes only")
+	}
+	if s.DestQueue != "" && s.Kind != KindQueue {
+		add("dest_queue applies to queue routes only")
+	}
+	if s.MaxMoves < 0 || (s.MaxMoves > 0 && s.DestQueue == "") {
+		add("max_moves %d: a count of 1 or more, with dest_queue", s.MaxMoves)
 	}
 	return p
 }
@@ -312,7 +338,7 @@ func (s Spec) checkLengths() []string {
 	var p []string
 	for _, f := range []struct{ name, v string }{
 		{"src", s.Src}, {"dest", s.Dest}, {"exchange", s.Exchange}, {"queue", s.Queue}, {"key", s.Key},
-		{"dest_exchange", s.DestExchange}, {"dead_letter_queue", s.DeadLetterQueue},
+		{"dest_exchange", s.DestExchange}, {"dead_letter_queue", s.DeadLetterQueue}, {"dest_queue", s.DestQueue},
 	} {
 		if len(f.v) > MaxNameLen {
 			p = append(p, fmt.Sprintf("%s is %d bytes long, at most %d", f.name, len(f.v), MaxNameLen))

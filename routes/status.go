@@ -9,6 +9,10 @@ type Origin string
 const (
 	OriginConfig  Origin = "config"  // the configuration file: durable, not deletable at runtime
 	OriginRuntime Origin = "runtime" // added through the API/CLI: durable ones go to the state file
+	// OriginDestination: a global destination's flow, moving its messages
+	// to the consumers (docs/destinations.md); started and stopped by the
+	// router, never stored, not deletable through the API.
+	OriginDestination Origin = "destination"
 )
 
 // State is a route's or link's state, with qpid-route's names.
@@ -38,6 +42,11 @@ type Counters struct {
 	// transit queues (the others went straight to a broker of this router).
 	CopiesViaTransit uint64 `json:"copies_via_transit"`
 	InFlight         int64  `json:"in_flight"` // sent to the destination, outcome pending
+	// Moved and Parked (a global destination's flow): messages moved to
+	// the destination's instance at Dest, and messages left at the source
+	// because they had moved max_moves times.
+	Moved  uint64 `json:"moved,omitempty"`
+	Parked uint64 `json:"parked,omitempty"`
 }
 
 // Status is what the admin API and `route list` show for a route.

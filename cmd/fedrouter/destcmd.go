@@ -1,11 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/fedrouter/fedrouter/adminclient"
+	"github.com/fedrouter/fedrouter/globaldest"
 )
 
 // destinationCommand is `fedrouter destination list`: the global
@@ -31,8 +33,12 @@ func listDestinations(c *cli.Context, api *adminclient.Client) error {
 	}
 	p := newPrinter(c.App.Writer)
 	p.table()
-	p.println("Destination\tKind\tState\tBroker\tInstance\tMessages\tConsumers\tProperties")
+	p.println("Destination\tKind\tState\tBroker\tInstance\tMessages\tConsumers\tMessages move to\tProperties")
 	for _, d := range st.Destinations {
+		flows := map[string]globaldest.Flow{}
+		for _, f := range d.Flows {
+			flows[f.From] = f
+		}
 		for i, in := range d.Instances {
 			name, kind, state, props := "", "", "", ""
 			if i == 0 {
@@ -41,7 +47,7 @@ func listDestinations(c *cli.Context, api *adminclient.Client) error {
 			if in.Properties != "" {
 				props = "differs: " + in.Properties
 			}
-			p.printf("%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", name, kind, state, in.Broker, in.State, in.Messages, in.Consumers, props)
+			p.printf("%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", name, kind, state, in.Broker, in.State, in.Messages, in.Consumers, flowCell(flows, in.Broker), props)
 		}
 	}
 	p.endTable()
@@ -61,7 +67,24 @@ func listDestinations(c *cli.Context, api *adminclient.Client) error {
 	if len(st.Destinations) == 0 {
 		p.println("no global destination yet (none of the entries' queues exists at any broker)")
 	}
-	p.printf("since the start: %d created, %d deleted, %d kept (held messages), %d failed\n",
-		st.Counts.Created, st.Counts.Deleted, st.Counts.Kept, st.Counts.Failed)
+	p.printf("since the start: %d created, %d deleted, %d kept (held messages), %d failed; %d flows started, %d stopped\n",
+		st.Counts.Created, st.Counts.Deleted, st.Counts.Kept, st.Counts.Failed, st.Counts.FlowsStarted, st.Counts.FlowsStopped)
 	return p.done()
+}
+
+// flowCell says where broker's messages move, if anywhere: the target,
+// how many moved, and how many stayed at their max_hops.
+func flowCell(flows map[string]globaldest.Flow, broker string) string {
+	f, ok := flows[broker]
+	if !ok {
+		return "-"
+	}
+	s := fmt.Sprintf("%s (%d moved", f.To, f.Moved)
+	if f.Parked > 0 {
+		s += fmt.Sprintf(", %d at max_hops", f.Parked)
+	}
+	if f.State != "" && f.State != "Operational" {
+		s += ", " + f.State
+	}
+	return s + ")"
 }

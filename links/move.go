@@ -1,0 +1,59 @@
+package links
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/fedrouter/fedrouter/amqp"
+)
+
+// Annotations of a global destination's moves (docs/destinations.md):
+// how often a message has moved from one instance of its destination to
+// another, and the run that last left it where it was.
+const (
+	AnnotationMoves  = "x-fedrouter-moves"
+	AnnotationParked = "x-fedrouter-parked"
+)
+
+// MoveSink is the sink of a global destination's flow: it moves messages
+// from the destination's instance at one broker to another (Move, after
+// Prepare), counting each move on the message; a message that has moved
+// Max times already — or whose count is not a count a router wrote — is
+// not moved but parked: written back to the tail of the instance it came
+// from (Park), stamped with Run. Meeting a message stamped with its own
+// Run, the sink has seen every message the source holds: it parks that
+// one too and calls Lapped once, and the run should end and rest (there
+// is nothing to move until something new arrives).
+type MoveSink struct {
+	Move    Sink
+	Prepare func(amqp.Message) bool // the move's own prepare (transit), or nil
+	Park    Sink
+	Max     int64
+	Run     string
+	Lapped  func()
+	// Moved and Parked count what the sink did (the flow's counters,
+	// kept across its runs).
+	Moved, Parked *atomic.Uint64
+	lapOnce       sync.Once
+}
+
+// Send moves or parks msg.
+func (s *MoveSink) Send(ctx context.Context, msg amqp.Message) (Receipt, error) {
+	n, err := hops(msg.Annotation(AnnotationMoves))
+	if err == nil && n < s.Max {
+		msg.SetAnnotation(AnnotationMoves, n+1)
+		msg.DeleteAnnotation(AnnotationParked)
+		if s.Prepare == nil || s.Prepare(msg) {
+			s.Moved.Add(1)
+			return s.Move.Send(ctx, msg)
+		}
+		msg.SetAnnotation(AnnotationMoves, n) // not moved after all
+	}
+	if msg.AnnotationString(AnnotationParked) == s.Run {
+		s.lapOnce.Do(s.Lapped)
+	}
+	msg.SetAnnotation(AnnotationParked, s.Run)
+	s.Parked.Add(1)
+	return s.Park.Send(ctx, msg)
+}
