@@ -419,3 +419,71 @@ func (d *destRig) waitDepth(b int, q string, want int, timeout time.Duration) {
 		return nil
 	})
 }
+
+// The consumers' broker dies (kill -9) with messages on the way to it:
+// nothing is lost. What was in flight goes back to rabbit1 and follows
+// the consumer to rabbit3; what rabbit4 had accepted is there when it is
+// back, and moves on to rabbit3 too.
+func TestGlobalDestinationsConsumersBrokerKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills and restarts rabbit4")
+	}
+	d := newDestRig(t, "settle: 2s, max_hops: 2")
+	q := d.globalQueue()
+	ty := newTally()
+	stop4 := d.consuming(3, q, ty)
+	pctx, stopProducer := context.WithCancel(context.Background())
+	defer stopProducer()
+	var sent int
+	produced := make(chan error, 1)
+	go func() {
+		var err error
+		sent, err = d.produce(pctx, 0, q, 0)
+		produced <- err
+	}()
+	brokertest.Eventually(t, 2*time.Minute, 100*time.Millisecond, func() error {
+		if got := ty.distinct(); got < 500 {
+			return fmt.Errorf("%d consumed at rabbit4 so far", got)
+		}
+		return nil
+	})
+	brokertest.Kill(t, "rabbit4")
+	killed := time.Now()
+	t.Logf("rabbit4 killed after %d consumed there (consumer: %v)", ty.distinct(), stop4())
+	stop3 := d.consuming(2, q, ty)
+	brokertest.Eventually(t, 2*time.Minute, 200*time.Millisecond, func() error {
+		fs, err := d.flows(q)
+		for _, f := range fs {
+			if f.From == "rabbit1" && f.To == "rabbit3" && f.Moved > 0 {
+				return nil
+			}
+		}
+		return fmt.Errorf("rabbit1's messages do not move to rabbit3 yet: %+v (%v)", fs, err)
+	})
+	followed := time.Since(killed)
+	brokertest.Restart(t, "rabbit4")
+	stopProducer()
+	if err := <-produced; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("producer: %v", err)
+	}
+	brokertest.Eventually(t, 3*time.Minute, 200*time.Millisecond, func() error {
+		if got := ty.distinct(); got < sent {
+			fs, err := d.flows(q)
+			return fmt.Errorf("%d of %d consumed; flows %+v (%v)", got, sent, fs, err)
+		}
+		return nil
+	})
+	if err := stop3(); err != nil {
+		t.Errorf("consumer at rabbit3: %v", err)
+	}
+	ty.mu.Lock()
+	dups := brokertest.CheckNoLossFrom(t, filterSeqs(ty.seqs, 0), 0, sent)
+	at := fmt.Sprint(ty.at)
+	ty.mu.Unlock()
+	hops, most := ty.hops()
+	if most > 2 {
+		t.Errorf("a message moved %d times (max_hops 2): %s", most, hops)
+	}
+	t.Logf("%d published at rabbit1; rabbit4 killed mid-stream and restarted; rabbit1's messages moved to rabbit3 %s after the kill; all consumed, 0 lost, %d duplicates; moves per message %s; deliveries per broker %s",
+		sent, followed.Round(time.Millisecond), dups, hops, at)
+}
