@@ -406,3 +406,15 @@ func (c *Client) tracef(format string, args ...any) {
 		_, _ = fmt.Fprintf(c.trace, format, args...) // a debugging aid: it does not fail the call
 	}
 }
+
+// Metrics returns the router's /metrics page (Prometheus text).
+func (c *Client) Metrics(ctx context.Context) (string, error) {
+	resp, body, err := c.exchange(ctx, http.MethodGet, "/metrics", nil)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode/100 != 2 {
+		return "", c.answerError(resp, body)
+	}
+	return string(body), nil
+}

@@ -90,6 +90,9 @@ func (c serviceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range clusterDescs {
 		ch <- d
 	}
+	for _, d := range destDescs {
+		ch <- d
+	}
 }
 
 func (c serviceCollector) Collect(ch chan<- prometheus.Metric) {
@@ -117,6 +120,7 @@ func (c serviceCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	c.collectTopology(ch)
 	c.collectCluster(ch)
+	c.collectDestinations(ch)
 }
 
 // collectTopology exports the link-state view; nothing when flooding is

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	goamqp "github.com/Azure/go-amqp"
 
+	"github.com/fedrouter/fedrouter/adminclient"
 	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/amqp/brokertest"
 	"github.com/fedrouter/fedrouter/globaldest"
@@ -185,13 +187,36 @@ func TestGlobalDestinationsMessagesFollowConsumer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var moved uint64
+	var route string
 	for _, f := range fs {
 		if f.From == "rabbit1" && f.To == "rabbit4" {
-			moved = f.Moved
+			moved, route = f.Moved, f.Route
 		}
 	}
 	if moved < n {
 		t.Errorf("the flow rabbit1 > rabbit4 moved %d, want at least %d: %+v", moved, n, fs)
+	}
+	// The flow is the router's, not the API's to delete.
+	api := d.p.api()
+	var ae *adminclient.Error
+	if err := api.DeleteRouteID(context.Background(), route); !errors.As(err, &ae) || ae.Status != 409 || !strings.Contains(err.Error(), "global destination") {
+		t.Errorf("deleting the flow's route %s through the API: %v, want 409 naming the global destination", route, err)
+	}
+	// The metrics say the same.
+	metrics, err := api.Metrics(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("fedrouter_destination_consumers{broker=\"rabbit4\",destination=%q} 1", q),
+		"fedrouter_destination_flows 3", `fedrouter_destinations{state="global"} 1`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if m := regexp.MustCompile(`fedrouter_destination_flow_messages_total\{outcome="moved"\} (\d+)`).FindStringSubmatch(metrics); m == nil || len(m[1]) < 5 {
+		t.Errorf("/metrics: moved %v, want at least %d", m, n)
 	}
 	out, code := d.p.cli("destination", "list")
 	if code != 0 || !strings.Contains(out, "rabbit4 (") {
