@@ -157,6 +157,7 @@ type dest struct {
 	idleSince time.Time        // auto-created: no consumer, no message anywhere since
 	reported  map[string]string
 	flows     map[string]*flow // by source broker: where its messages move (flows.go)
+	remote    map[string]*inst // by broker: consumers other routers advertise (remote.go)
 }
 
 type inst struct {
@@ -239,7 +240,7 @@ func (c *Core) Observe(broker string, queues []Queue, now time.Time) []Action {
 func (c *Core) seen(broker string, e int, q Queue, wasUp bool, now time.Time) []Action {
 	d := c.dests[q.Name]
 	if d == nil {
-		d = &dest{name: q.Name, entry: e, kind: q.Kind, props: q.Props, origin: broker, inst: map[string]*inst{}, reported: map[string]string{}, flows: map[string]*flow{}}
+		d = &dest{name: q.Name, entry: e, kind: q.Kind, props: q.Props, origin: broker, inst: map[string]*inst{}, reported: map[string]string{}, flows: map[string]*flow{}, remote: map[string]*inst{}}
 		if p := c.entries[e].Props; p != nil {
 			d.props = *p
 		}
@@ -338,6 +339,7 @@ func (c *Core) Tick(now time.Time) []Action {
 		d := c.dests[name]
 		out = append(out, c.reconcile(d, now)...)
 		out = append(out, c.follow(d, now)...)
+		d.forgetRemote()
 		if len(d.present()) == 0 && len(d.flows) == 0 && !d.anyPending() && d.deleting == nil && (d.deleted || !c.propagates(d)) {
 			delete(c.dests, name)
 		}

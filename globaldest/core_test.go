@@ -20,6 +20,7 @@ import (
 //	list b1 at=5s | orders.a configured m=0 c=1 durable x-max-length=100 | orders.b auto
 //	fail b1 at=5s        the listing of b1 failed
 //	... refuse           (on list, tick) the broker refuses the creates and deletes asked
+//	remote at=5s b9:q.a:2 b8:q.a:0   consumers other routers advertise
 //	tick at=40s
 //	status               the destinations as `destination list` shows them
 func TestCoreScripts(t *testing.T) {
@@ -75,6 +76,25 @@ func (h *harness) run(line string) (string, error) {
 		acts = h.c.Observe(words[0], qs, at)
 	case "fail":
 		h.c.Failed(words[0], at)
+	case "remote":
+		rc := map[string]map[string]int{}
+		for _, w := range words {
+			b, rest, _ := strings.Cut(w, ":")
+			i := strings.LastIndex(rest, ":")
+			if i < 0 {
+				return "", fmt.Errorf("remote %q: want broker:queue:consumers", w)
+			}
+			name, n := rest[:i], rest[i+1:]
+			count, err := strconv.Atoi(n)
+			if err != nil {
+				return "", fmt.Errorf("remote %q: %w", w, err)
+			}
+			if rc[b] == nil {
+				rc[b] = map[string]int{}
+			}
+			rc[b][name] = count
+		}
+		h.c.Remote(rc, at)
 	case "tick":
 		acts = h.c.Tick(at)
 	case "status":

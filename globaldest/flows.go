@@ -94,28 +94,41 @@ func (c *Core) target(d *dest, s string, now time.Time) (string, string) {
 	case cur != nil && c.holds(d, cur.to, now):
 		return cur.to, ""
 	}
-	best := ""
+	// A broker of this router's first (its listing is fresh, the path
+	// direct), else one another router advertises.
+	best, n := "", 0
 	for _, t := range d.present() {
 		ti := d.inst[t]
 		if t == s || !c.brokers[t].up() || ti.consumers == 0 || now.Sub(ti.busySince) < settle {
 			continue
 		}
-		if best == "" || ti.consumers > d.inst[best].consumers {
-			best = t
+		if best == "" || ti.consumers > n {
+			best, n = t, ti.consumers
+		}
+	}
+	where := ""
+	if best == "" {
+		for _, t := range sortedKeys(d.remote) {
+			if ti := d.remote[t]; ti.consumers > 0 && now.Sub(ti.busySince) >= settle && ti.consumers > n {
+				best, n, where = t, ti.consumers, " (advertised by its router)"
+			}
 		}
 	}
 	if best == "" {
 		return "", ""
 	}
-	return best, fmt.Sprintf("no consumer at %s for %s; %d at %s", s, settle, d.inst[best].consumers, best)
+	return best, fmt.Sprintf("no consumer at %s for %s; %d at %s%s", s, settle, n, best, where)
 }
 
 // holds says whether t is still a good target: present, listed, and with
 // consumers or without them for less than Settle.
 func (c *Core) holds(d *dest, t string, now time.Time) bool {
+	settle := c.entries[d.entry].Settle
+	if ti := d.remote[t]; ti != nil {
+		return ti.consumers > 0 || now.Sub(ti.freeSince) < settle
+	}
 	ti := d.inst[t]
-	return ti != nil && ti.present && c.brokers[t].up() &&
-		(ti.consumers > 0 || now.Sub(ti.freeSince) < c.entries[d.entry].Settle)
+	return ti != nil && ti.present && c.brokers[t].up() && (ti.consumers > 0 || now.Sub(ti.freeSince) < settle)
 }
 
 // stopWhy says why the flow s → to stops (for another, when next is set).
@@ -130,6 +143,10 @@ func (c *Core) stopWhy(d *dest, s, to, next string) string {
 		return fmt.Sprintf("gone from %s", s)
 	case in.consumers > 0:
 		return fmt.Sprintf("%d consumers at %s", in.consumers, s)
+	case d.remote[to] != nil && next != "":
+		return fmt.Sprintf("no consumer advertised at %s for %s; moving to %s instead", to, c.entries[d.entry].Settle, next)
+	case d.remote[to] != nil:
+		return fmt.Sprintf("no consumer advertised at %s for %s", to, c.entries[d.entry].Settle)
 	case ti == nil || !ti.present:
 		return fmt.Sprintf("gone from %s", to)
 	case !c.brokers[to].up():

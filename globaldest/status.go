@@ -47,6 +47,13 @@ func (c *Core) Status() []Status {
 		for _, b := range c.entries[d.entry].Brokers {
 			st.Instances = append(st.Instances, c.instance(d, b))
 		}
+		for _, b := range sortedKeys(d.remote) {
+			if in := d.remote[b]; in.consumers > 0 {
+				// Known from another router's advertisement: its
+				// consumers only.
+				st.Instances = append(st.Instances, Instance{Broker: b, State: "remote", Consumers: in.consumers})
+			}
+		}
 		for key, msg := range d.reported {
 			if strings.HasPrefix(key, "props:") || strings.HasPrefix(key, "orphan:") {
 				st.Problems = append(st.Problems, msg)
