@@ -34,13 +34,16 @@ const globalDestCall = 10 * time.Second
 // and creates and deletes queues as the core says. The admin API reads
 // the status it publishes after each round.
 type globalDests struct {
-	core    *globaldest.Core // owned by run
-	mgrs    map[string]amqp.QueueManager
-	routes  *routes.Manager // runs the flows (messages following consumers)
-	brokers []string        // listed, sorted
-	control string          // the control address: never a global destination
-	log     zerolog.Logger
-	g       *group.Group
+	core   *globaldest.Core // owned by run
+	mgrs   map[string]amqp.QueueManager
+	routes *routes.Manager  // runs the flows (messages following consumers)
+	remote *remoteConsumers // other routers' consumers; nil without link state
+	// truncatedOnce: the advertisement's bound was hit (logged once).
+	truncatedOnce sync.Once
+	brokers       []string // listed, sorted
+	control       string   // the control address: never a global destination
+	log           zerolog.Logger
+	g             *group.Group
 
 	mu      sync.Mutex
 	status  []globaldest.Status // guarded by mu
@@ -67,10 +70,10 @@ type destCounts struct {
 // ErrNoDestinations: the router has no destinations: section.
 var ErrNoDestinations = errors.New("router: no global destinations configured (destinations: section)")
 
-// startGlobalDests starts the global destinations when the configuration
-// has entries; every broker of their spans must manage queues (config
-// checks the profiles).
-func (r *Router) startGlobalDests(brokers map[string]amqp.Broker) error {
+// newGlobalDests makes the global destinations (r.gdests) when the
+// configuration has entries; every broker of their spans must manage
+// queues (config checks the profiles). start runs them.
+func (r *Router) newGlobalDests(brokers map[string]amqp.Broker) error {
 	entries := r.cfg.GlobalDestinations()
 	if len(entries) == 0 {
 		return nil
@@ -91,13 +94,23 @@ func (r *Router) startGlobalDests(brokers map[string]amqp.Broker) error {
 		}
 	}
 	sort.Strings(g.brokers)
-	g.g = group.New(r.ctx)
-	g.g.Go(g.run)
 	r.gdests = g
 	return nil
 }
 
-func (g *globalDests) stop() { g.g.Stop() }
+// start runs the global destinations under ctx; remote, when link state
+// is on, holds the consumers other routers advertise.
+func (g *globalDests) start(ctx context.Context, remote *remoteConsumers) {
+	g.remote = remote
+	g.g = group.New(ctx)
+	g.g.Go(g.run)
+}
+
+func (g *globalDests) stop() {
+	if g.g != nil {
+		g.g.Stop()
+	}
+}
 
 func (g *globalDests) run(ctx context.Context) {
 	t := time.NewTicker(globalDestPoll)
@@ -130,6 +143,9 @@ func (g *globalDests) round(ctx context.Context) {
 		}
 		g.listed(b)
 		g.apply(ctx, g.core.Observe(b, g.observed(qs), now))
+	}
+	if g.remote != nil {
+		g.core.Remote(g.remote.merged(g.brokers), time.Now())
 	}
 	g.apply(ctx, g.core.Tick(time.Now()))
 	st := g.core.Status()

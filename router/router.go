@@ -99,13 +99,20 @@ func (r *Router) Start(ctx context.Context) error {
 		r.Stop()
 		return err
 	}
+	if err := r.newGlobalDests(brokers); err != nil {
+		r.Stop()
+		return err
+	}
 	if err := r.startTopology(brokers); err != nil {
 		r.Stop()
 		return err
 	}
-	if err := r.startGlobalDests(brokers); err != nil {
-		r.Stop()
-		return err
+	if r.gdests != nil {
+		var remote *remoteConsumers
+		if r.topo != nil {
+			remote = &r.table.consumers
+		}
+		r.gdests.start(r.ctx, remote)
 	}
 	return nil
 }
@@ -131,6 +138,9 @@ func (r *Router) startTopology(brokers map[string]amqp.Broker) error {
 	}
 	r.dests = newDestWatcher(listers, time.Duration(r.cfg.Topology.DestinationIdle), r.log)
 	exts := map[string]func() json.RawMessage{DemandExt: r.localDemand, DestinationsExt: r.dests.current, ExchangeRoutesExt: r.localExchangeRoutes}
+	if r.gdests != nil {
+		exts[ConsumersExt] = r.gdests.advertised
+	}
 	r.topo, err = newTopoDriver(r.cfg, secret, r.control, r.localTopology, exts, r.table, r.log)
 	if err != nil {
 		return fmt.Errorf("router: topology: %w", err)

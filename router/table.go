@@ -20,6 +20,9 @@ type table struct {
 	paths   *topology.Paths // guarded by mu
 	changed chan struct{}   // guarded by mu; closed and replaced by Store and StoreEdges
 	edges   edgeState       // guarded by mu
+	// consumers: the global destinations' consumers other routers
+	// advertise (ConsumersExt); its own lock.
+	consumers remoteConsumers
 }
 
 func newTable() *table { return &table{changed: make(chan struct{})} }

@@ -37,9 +37,10 @@ type topoDriver struct {
 	// table is the latest shortest-path table, for readers outside the
 	// driver's goroutine (dynamic routes); a *Paths is never changed once
 	// published.
-	table    *table
-	edgesErr string      // the last advertised-edges error logged (owned by run)
-	limit    *logLimiter // warnings about the node's events, by kind
+	table        *table
+	edgesErr     string      // the last advertised-edges error logged (owned by run)
+	consumersErr string      // the last advertised-consumers error logged (owned by run)
+	limit        *logLimiter // warnings about the node's events, by kind
 
 	snapReq chan chan topology.Snapshot
 	g       *group.Group  // run's; set by start
@@ -136,6 +137,7 @@ func (d *topoDriver) run(ctx context.Context) {
 		}
 		d.carryOut(ready)
 		d.storeEdges()
+		d.storeConsumers()
 		timer.Reset(time.Until(d.node.NextTick(time.Now())))
 	}
 }
@@ -276,6 +278,23 @@ func (d *topoDriver) storeEdges() {
 			d.log.Warn().Err(err).Msg("advertised exchange routes refused; the router's previous ones are kept")
 		}
 		d.edgesErr = msg
+	}
+}
+
+// storeConsumers hands the other routers' ConsumersExt to the table (the
+// global destinations read it there); a bad value is logged once per
+// change of errors.
+func (d *topoDriver) storeConsumers() {
+	err := d.table.consumers.store(d.self, d.node.Ext(ConsumersExt))
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if msg != d.consumersErr {
+		if err != nil {
+			d.log.Warn().Err(err).Msg("advertised consumers refused: that router's brokers are no flow targets until it advertises them again")
+		}
+		d.consumersErr = msg
 	}
 }
 

@@ -47,7 +47,11 @@ func listDestinations(c *cli.Context, api *adminclient.Client) error {
 			if in.Properties != "" {
 				props = "differs: " + in.Properties
 			}
-			p.printf("%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", name, kind, state, in.Broker, in.State, in.Messages, in.Consumers, flowCell(flows, in.Broker), props)
+			depth := fmt.Sprint(in.Messages)
+			if in.State == "remote" { // another router's broker: its consumers only
+				depth = "-"
+			}
+			p.printf("%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", name, kind, state, in.Broker, in.State, depth, in.Consumers, flowCell(flows, in.Broker), props)
 		}
 	}
 	p.endTable()

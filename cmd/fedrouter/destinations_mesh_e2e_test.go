@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	goamqp "github.com/Azure/go-amqp"
+
+	"github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp/brokertest"
+)
+
+// meshDestRouter starts router id attached to brokers a and b (a link
+// between them), with link state on and one destinations: entry.
+func meshDestRouter(t *testing.T, id, control, pattern string, a, b brokertest.Broker) *routerProc {
+	t.Helper()
+	yaml := fmt.Sprintf(`router_id: %s
+brokers:
+  - {name: %s, url: %q, profile: rabbitmq, username: guest, password: guest, management: {url: %q}}
+  - {name: %s, url: %q, profile: rabbitmq, username: guest, password: guest, management: {url: %q}}
+links:
+  - {between: [%s, %s]}
+topology: {secret: %q, refresh: 1s, max_age: 3s, control_address: %s}
+destinations:
+  - {name: %q, settle: 2s, max_hops: 2}
+reconnect: {min: 100ms, max: 1s}
+admin: {listen: "127.0.0.1:0"}
+log: {level: info, format: json}
+`, id, a.Name, a.URL, a.MgmtURL, b.Name, b.URL, b.MgmtURL, a.Name, b.Name, e2eSecret, control, pattern)
+	path := filepath.Join(t.TempDir(), id+".yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startRouter(t, path)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("router %s's log:\n%s", id, p.out.String())
+		}
+	})
+	return p
+}
+
+// Two routers, A over rabbit1 and rabbit2, B over rabbit2 and rabbit3: a
+// queue created at rabbit1 reaches rabbit3 through rabbit2 (each router
+// propagates over its own brokers), and messages published at rabbit1
+// follow the only consumer, at rabbit3 — a broker A is not attached to,
+// known from B's advertisement — across the mesh, each moved once.
+func TestGlobalDestinationsAcrossRouters(t *testing.T) {
+	bs := brokertest.Require(t, "rabbit1", "rabbit2", "rabbit3")
+	prefix := strings.ReplaceAll(brokertest.UniqueName(t, "gdm"), "Test", "")
+	control := "ctl." + prefix
+	a := meshDestRouter(t, "gdma", control, prefix+".*", bs[0], bs[1])
+	b := meshDestRouter(t, "gdmb", control, prefix+".*", bs[1], bs[2])
+	var mgmt []*amqp.RabbitManagement
+	for _, br := range bs {
+		m, err := amqp.NewRabbitManagement(br.Config())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(m.Close)
+		mgmt = append(mgmt, m)
+	}
+	q := prefix + ".orders"
+	t.Cleanup(func() { // the routers stopped first: nothing re-creates it
+		for _, p := range []*routerProc{a, b} {
+			_ = p.cmd.Process.Kill()
+			_ = p.cmd.Wait()
+		}
+		for _, m := range mgmt {
+			_ = m.DeleteQueue(context.Background(), q)
+			_ = m.DeleteExchange(context.Background(), control)
+		}
+	})
+	ctx := context.Background()
+	created := time.Now()
+	if err := mgmt[0].DeclareQueue(ctx, q, amqp.QueueArgs{Durable: true}); err != nil {
+		t.Fatal(err)
+	}
+	brokertest.Eventually(t, time.Minute, 100*time.Millisecond, func() error {
+		_, err := mgmt[2].Queue(ctx, q)
+		return err
+	})
+	propagated := time.Since(created)
+	rig := &destRig{t: t, bs: bs, mgmt: mgmt, p: a}
+	ty := newTally()
+	stop := rig.consuming(2, q, ty)
+	defer func() {
+		if err := stop(); err != nil {
+			t.Errorf("consumer at rabbit3: %v", err)
+		}
+	}()
+	const n = 2000
+	s := brokertest.Session(t, brokertest.Dial(t, bs[0].Config(), amqp.ConnOptions{}))
+	start := time.Now()
+	brokertest.SendAll(t, s, "/amq/queue/"+q, 200, n, func(i int) *goamqp.Message { return brokertest.Numbered(i) })
+	brokertest.Eventually(t, 3*time.Minute, 200*time.Millisecond, func() error {
+		if got := ty.distinct(); got < n {
+			fs, err := rig.flows(q)
+			return fmt.Errorf("%d of %d consumed at rabbit3; A's flows %+v (%v)", got, n, fs, err)
+		}
+		return nil
+	})
+	all := time.Since(start)
+	ty.mu.Lock()
+	dups := brokertest.CheckNoLoss(t, ty.seqs, n)
+	ty.mu.Unlock()
+	hops, most := ty.hops()
+	if most != 1 {
+		t.Errorf("moves per message %s, want each moved once", hops)
+	}
+	out, code := a.cli("destination", "list")
+	if code != 0 || !strings.Contains(out, "rabbit3 (") || !strings.Contains(out, "remote") {
+		t.Errorf("A's destination list does not show the flow to rabbit3 or rabbit3's consumers: exit %d\n%s", code, out)
+	}
+	t.Logf("created at rabbit1: at rabbit3 (through A to rabbit2, B to rabbit3) %s later; %d published at rabbit1, all consumed at rabbit3 %s after the first, 0 lost, %d duplicates, moves per message %s\nA's view:\n%s",
+		propagated.Round(time.Millisecond), n, all.Round(time.Millisecond), dups, hops, out)
+}

@@ -1,0 +1,150 @@
+package router
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/fedrouter/fedrouter/routes"
+)
+
+// ConsumersExt is the advertisement extension carrying, for the global
+// destinations, the consumers at this router's brokers:
+// {"<broker>": {"<queue>": <consumers>}}. Other routers make those
+// brokers flow targets when none of theirs has consumers
+// (docs/destinations.md, "Several routers").
+const ConsumersExt = "consumers"
+
+// maxAdvertisedConsumers bounds the instances one router advertises (the
+// whole advertisement is at most topology.MaxLSASize, 64 KiB); past it the
+// instances with the most consumers are kept.
+const maxAdvertisedConsumers = 200
+
+// advertised encodes the instances with consumers at this router's
+// brokers, for ConsumersExt; nil when there are none.
+func (g *globalDests) advertised() json.RawMessage {
+	type entry struct {
+		broker, name string
+		n            int
+	}
+	g.mu.Lock()
+	var all []entry
+	for _, d := range g.status {
+		for _, in := range d.Instances {
+			if in.State == "present" && in.Consumers > 0 {
+				all = append(all, entry{in.Broker, d.Name, in.Consumers})
+			}
+		}
+	}
+	g.mu.Unlock()
+	sort.Slice(all, func(i, j int) bool { return all[i].n > all[j].n })
+	if len(all) > maxAdvertisedConsumers {
+		g.truncatedOnce.Do(func() {
+			g.log.Warn().Int("instances", len(all)).Int("advertised", maxAdvertisedConsumers).
+				Msg("more global destination instances with consumers than one advertisement carries: those with the most consumers are advertised")
+		})
+		all = all[:maxAdvertisedConsumers]
+	}
+	out := map[string]map[string]int{}
+	for _, e := range all {
+		if out[e.broker] == nil {
+			out[e.broker] = map[string]int{}
+		}
+		out[e.broker][e.name] = e.n
+	}
+	return extValue(out, len(all))
+}
+
+// remoteConsumers holds what the other routers advertise in ConsumersExt,
+// checked: the topology driver stores, the global destinations read.
+type remoteConsumers struct {
+	mu  sync.Mutex
+	raw map[string]string                    // guarded by mu: router id → the value last parsed
+	by  map[string]map[string]map[string]int // guarded by mu: router id → broker → queue → consumers
+}
+
+// store takes every router's ConsumersExt value (nil: none). A value that
+// is not what a router writes is refused, naming the router, and that
+// router's previous one is dropped: nothing is guessed from it.
+func (rc *remoteConsumers) store(self string, ext map[string]json.RawMessage) error {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.raw == nil {
+		rc.raw, rc.by = map[string]string{}, map[string]map[string]map[string]int{}
+	}
+	for id := range rc.by {
+		if _, ok := ext[id]; !ok { // its advertisement expired
+			delete(rc.by, id)
+			delete(rc.raw, id)
+		}
+	}
+	var bad []error
+	for id, v := range ext {
+		if id == self || rc.raw[id] == string(v) {
+			continue
+		}
+		rc.raw[id] = string(v)
+		delete(rc.by, id)
+		if v == nil {
+			continue
+		}
+		m, err := decodeConsumers(v)
+		if err != nil {
+			bad = append(bad, fmt.Errorf("router %s: extension %s: %w", id, ConsumersExt, err))
+			continue
+		}
+		rc.by[id] = m
+	}
+	return errors.Join(bad...)
+}
+
+// decodeConsumers reads and bounds one router's ConsumersExt value.
+func decodeConsumers(v json.RawMessage) (map[string]map[string]int, error) {
+	var m map[string]map[string]int
+	if err := json.Unmarshal(v, &m); err != nil {
+		return nil, err
+	}
+	n := 0
+	for b, qs := range m {
+		if len(b) > routes.MaxNameLen {
+			return nil, fmt.Errorf("broker name of %d bytes", len(b))
+		}
+		for q, c := range qs {
+			n++
+			if len(q) > routes.MaxNameLen || c < 0 {
+				return nil, fmt.Errorf("%s at %s: %d consumers", q, b, c)
+			}
+		}
+	}
+	if n > maxAdvertisedConsumers {
+		return nil, fmt.Errorf("%d instances, at most %d", n, maxAdvertisedConsumers)
+	}
+	return m, nil
+}
+
+// merged is broker → queue → consumers over every router, leaving out
+// the brokers in skip (this router's own: its listing is fresher); two
+// routers advertising one broker: the larger count (one of them listed
+// it later).
+func (rc *remoteConsumers) merged(skip []string) map[string]map[string]int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	out := map[string]map[string]int{}
+	for _, bs := range rc.by {
+		for b, qs := range bs {
+			if slices.Contains(skip, b) {
+				continue
+			}
+			if out[b] == nil {
+				out[b] = map[string]int{}
+			}
+			for q, n := range qs {
+				out[b][q] = max(out[b][q], n)
+			}
+		}
+	}
+	return out
+}
