@@ -206,6 +206,13 @@ func (p *rabbitProfile) Destinations(ctx context.Context) ([]DestinationInfo, er
 	if err != nil {
 		return nil, err
 	}
+	return DestinationsOf(qs), nil
+}
+
+// DestinationsOf is a RabbitMQ queue listing as destinations, fedrouter's
+// own queues excepted (a listing made for another purpose serves here
+// too: router/listings.go).
+func DestinationsOf(qs []QueueInfo) []DestinationInfo {
 	out := make([]DestinationInfo, 0, len(qs))
 	for _, q := range qs {
 		if strings.HasPrefix(q.Name, "fedrouter.") {
@@ -214,7 +221,7 @@ func (p *rabbitProfile) Destinations(ctx context.Context) ([]DestinationInfo, er
 		out = append(out, DestinationInfo{Name: q.Name, Temporary: q.Exclusive || q.AutoDelete,
 			Configured: q.Durable, Consumers: q.Consumers, Messages: q.Messages})
 	}
-	return out, nil
+	return out
 }
 
 var _ DestinationLister = (*rabbitProfile)(nil)

@@ -31,6 +31,7 @@ type destWatcher struct {
 	listers map[string]amqp.DestinationLister
 	table   *topology.Destinations // owned by run
 	seen    map[string]map[string]topology.DestKind
+	shared  *listings // listings the global destinations made (may be nil)
 	log     zerolog.Logger
 
 	mu  sync.Mutex
@@ -39,8 +40,8 @@ type destWatcher struct {
 	g *group.Group // run's; set by start
 }
 
-func newDestWatcher(listers map[string]amqp.DestinationLister, idle time.Duration, log zerolog.Logger) *destWatcher {
-	return &destWatcher{listers: listers, table: topology.NewDestinations(idle), seen: map[string]map[string]topology.DestKind{},
+func newDestWatcher(listers map[string]amqp.DestinationLister, idle time.Duration, shared *listings, log zerolog.Logger) *destWatcher {
+	return &destWatcher{listers: listers, table: topology.NewDestinations(idle), seen: map[string]map[string]topology.DestKind{}, shared: shared,
 		log: log.With().Str("subsystem", "destinations").Logger()}
 }
 
@@ -85,9 +86,7 @@ func (w *destWatcher) poll(ctx context.Context, now time.Time) {
 	}
 	sort.Strings(names)
 	for _, b := range names {
-		lctx, cancel := context.WithTimeout(ctx, destPoll)
-		dests, err := w.listers[b].Destinations(lctx)
-		cancel()
+		dests, err := w.list(ctx, b, now)
 		if err != nil {
 			w.log.Debug().Err(err).Str("broker", b).Msg("cannot list destinations")
 			continue
@@ -97,6 +96,19 @@ func (w *destWatcher) poll(ctx context.Context, now time.Time) {
 	if changed {
 		w.publish()
 	}
+}
+
+// list lists broker b's destinations, or takes the global destinations'
+// listing of it when it is fresh.
+func (w *destWatcher) list(ctx context.Context, b string, now time.Time) ([]amqp.DestinationInfo, error) {
+	if w.shared != nil {
+		if qs, ok := w.shared.fresh(b, destPoll, now); ok {
+			return amqp.DestinationsOf(qs), nil
+		}
+	}
+	lctx, cancel := context.WithTimeout(ctx, destPoll)
+	defer cancel()
+	return w.listers[b].Destinations(lctx)
 }
 
 // observe feeds one broker's listing, and deletions of what is gone.

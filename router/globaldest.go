@@ -40,6 +40,7 @@ type globalDests struct {
 	remote *remoteConsumers // other routers' consumers; nil without link state
 	// truncatedOnce: the advertisement's bound was hit (logged once).
 	truncatedOnce sync.Once
+	listings      listings // each broker's last listing, shared with the advertised destinations
 	brokers       []string // listed, sorted
 	control       string   // the control address: never a global destination
 	log           zerolog.Logger
@@ -141,6 +142,7 @@ func (g *globalDests) round(ctx context.Context) {
 			g.listFailed(b, err)
 			continue
 		}
+		g.listings.put(b, qs, now)
 		g.listed(b)
 		g.apply(ctx, g.core.Observe(b, g.observed(qs), now))
 	}

@@ -136,7 +136,11 @@ func (r *Router) startTopology(brokers map[string]amqp.Broker) error {
 			listers[name] = l
 		}
 	}
-	r.dests = newDestWatcher(listers, time.Duration(r.cfg.Topology.DestinationIdle), r.log)
+	var shared *listings
+	if r.gdests != nil {
+		shared = &r.gdests.listings
+	}
+	r.dests = newDestWatcher(listers, time.Duration(r.cfg.Topology.DestinationIdle), shared, r.log)
 	exts := map[string]func() json.RawMessage{DemandExt: r.localDemand, DestinationsExt: r.dests.current, ExchangeRoutesExt: r.localExchangeRoutes}
 	if r.gdests != nil {
 		exts[ConsumersExt] = r.gdests.advertised
