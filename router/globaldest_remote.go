@@ -67,9 +67,11 @@ type remoteConsumers struct {
 }
 
 // store takes every router's ConsumersExt value (nil: none). A value that
-// is not what a router writes is refused, naming the router, and that
-// router's previous one is dropped: nothing is guessed from it.
-func (rc *remoteConsumers) store(self string, ext map[string]json.RawMessage) error {
+// is not what a router writes — or that claims consumers at a broker its
+// advertisement does not say it is attached to (attached) — is refused,
+// naming the router, and that router's previous one is dropped: nothing
+// is guessed from it.
+func (rc *remoteConsumers) store(self string, ext map[string]json.RawMessage, attached func(router, broker string) bool) error {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if rc.raw == nil {
@@ -92,6 +94,11 @@ func (rc *remoteConsumers) store(self string, ext map[string]json.RawMessage) er
 			continue
 		}
 		m, err := decodeConsumers(v)
+		for b := range m {
+			if err == nil && !attached(id, b) {
+				err = fmt.Errorf("consumers at %s, a broker it is not attached to", b)
+			}
+		}
 		if err != nil {
 			bad = append(bad, fmt.Errorf("router %s: extension %s: %w", id, ConsumersExt, err))
 			continue

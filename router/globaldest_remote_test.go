@@ -25,16 +25,19 @@ func TestRemoteConsumers(t *testing.T) {
 		"bad2": json.RawMessage(`["not","a","map"]`),
 		"bad3": tooMany,
 		"bad4": json.RawMessage(`{"` + strings.Repeat("b", 256) + `":{"q":1}}`),
-	})
-	if err == nil {
-		t.Fatal("bad values accepted")
+		"bad5": json.RawMessage(`{"elsewhere":{"q":1}}`),
+	}, func(_, broker string) bool { return broker != "elsewhere" })
+	for _, bad := range []string{"bad1", "bad2", "bad3", "bad4", "bad5"} {
+		if err == nil || !strings.Contains(err.Error(), "router "+bad+":") {
+			t.Errorf("%s's value not refused: %v", bad, err)
+		}
 	}
 	got := fmt.Sprint(rc.merged([]string{"b1"}))
 	if got != "map[b3:map[other:1 q:4]]" {
 		t.Fatalf("merged %s", got)
 	}
 	// r2's advertisement expires; r1's changes.
-	if err := rc.store("self", map[string]json.RawMessage{"r1": json.RawMessage(`{"b3":{"q":1}}`)}); err != nil {
+	if err := rc.store("self", map[string]json.RawMessage{"r1": json.RawMessage(`{"b3":{"q":1}}`)}, func(string, string) bool { return true }); err != nil {
 		t.Fatal(err)
 	}
 	if got := fmt.Sprint(rc.merged(nil)); got != "map[b3:map[q:1]]" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"time"
 
@@ -285,7 +286,9 @@ func (d *topoDriver) storeEdges() {
 // global destinations read it there); a bad value is logged once per
 // change of errors.
 func (d *topoDriver) storeConsumers() {
-	err := d.table.consumers.store(d.self, d.node.Ext(ConsumersExt))
+	err := d.table.consumers.store(d.self, d.node.Ext(ConsumersExt), func(router, broker string) bool {
+		return slices.Contains(d.node.Peers(broker), router)
+	})
 	msg := ""
 	if err != nil {
 		msg = err.Error()
