@@ -55,7 +55,8 @@ func (r *route) moveWiring(setup context.Context, srcSess *amqp.Session, w wirin
 	return w, nil
 }
 
-// rest waits after a lap; false if ctx ended first.
+// rest waits after a lap; false if ctx ended or the route was halted
+// first (a flow stopped while resting has nothing in flight).
 func (r *route) rest(ctx context.Context) bool {
 	mc := &r.moves
 	moved := mc.moved.Load()
@@ -67,5 +68,13 @@ func (r *route) rest(ctx context.Context) bool {
 	}
 	mc.lastMoved = moved
 	r.setDetail(fmt.Sprintf("resting %s: the messages left at %s have moved %d times (max_hops); they stay for a consumer there", mc.restFor, r.spec.Src, r.spec.MaxMoves))
-	return waitFor(ctx, mc.restFor, nil)
+	if waitFor(ctx, mc.restFor, []<-chan struct{}{r.halt}) {
+		select {
+		case <-r.halt:
+			return false
+		default:
+		}
+		return true
+	}
+	return false
 }
