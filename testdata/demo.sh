@@ -11,6 +11,9 @@
 # then an exchange federated over the square (exchange routes both ways on
 # every side) gets 500 messages across to every broker once while the same
 # side is cut and healed.
+# Part 3 (global destinations): a queue created at rabbit1 is created by a
+# router at rabbit2..4; messages published at rabbit1 follow the only
+# consumer, at rabbit4.
 #
 # Every wait polls with a deadline; a count not reached in time fails the
 # demo with a message and the router's log. Re-runnable: the queues are
@@ -287,6 +290,52 @@ echo "   held on rabbit2's side is sent again after the healing (docs/multihop.m
 echo "\$ fedrouter route list      # on mA: its two exchange routes fan out through rabbit1's and rabbit2's shared queues"
 fr route list | grep -E "^ID|demo.fed"
 stop_mesh
+
+# ---------------------------------------------------------------- part 3
+step "global destinations: one router over rabbit1..4, destinations: demo.gd.*"
+for i in 1 2 3 4; do "$DC" delete "http://guest:guest@127.0.0.1:1570$i" demo.gd.orders; done   # an earlier run's
+CONF=$WORK/gd.yaml
+API=http://127.0.0.1:9701
+LOG=$WORK/gd.log
+{
+  echo "router_id: gd"
+  echo "brokers:"
+  for i in 1 2 3 4; do
+    echo "  - {name: rabbit$i, url: \"amqp://127.0.0.1:570$i\", profile: rabbitmq, username: guest, password: guest, management: {url: \"http://127.0.0.1:1570$i\"}}"
+  done
+  echo "destinations:"
+  echo "  - {name: \"demo.gd.*\", settle: 2s, max_hops: 2}"
+  echo "admin: {listen: 127.0.0.1:9701}"
+  echo "log: {level: info, format: text}"
+} >"$CONF"
+cat "$CONF"
+"$BIN" check-config "$CONF" >/dev/null || fail "$CONF"
+"$BIN" run --config "$CONF" >"$LOG" 2>&1 &
+ROUTER=$!
+"$DC" queue "$M1" demo.gd.orders
+echo "created demo.gd.orders at rabbit1 (the management API, as an administrator would)"
+deadline=$(( $(date +%s) + 60 ))
+until [ "$(fr destination list 2>/dev/null | grep -c ' present ')" = 4 ]; do
+  kill -0 "$ROUTER" 2>/dev/null || { ROUTER=; fail "the router exited"; }
+  if [ "$(date +%s)" -ge "$deadline" ]; then fr destination list || true; fail "demo.gd.orders not at rabbit1..4 within 60 s"; fi
+  sleep 0.2
+done
+echo "\$ fedrouter destination list      # the router created it at rabbit2..4, with the same properties"
+fr destination list
+
+step "a consumer at rabbit4 only; 1000 orders published at rabbit1 follow it"
+expect_bg "rabbit1 -> the consumer at rabbit4" "$R4" /amq/queue/demo.gd.orders 1000 gd 90s
+"$DC" publish "$R1" /amq/queue/demo.gd.orders 1000 gd
+wait_expects
+echo "=> the router moved them from rabbit1's instance to rabbit4's, where the consumer is (docs/destinations.md);"
+echo "   each message counts its moves (x-fedrouter-moves), at most max_hops"
+# Messages and Consumers are the brokers' statistics (up to 5 s old):
+# give rabbit1's a moment to show its queue empty.
+deadline=$(( $(date +%s) + 15 ))
+until fr destination list 2>/dev/null | grep -q 'rabbit1  present   0 ' || [ "$(date +%s)" -ge "$deadline" ]; do sleep 0.5; done
+echo "\$ fedrouter destination list      # Messages, Consumers: the brokers' statistics, up to 5 s old"
+fr destination list
+stop_router
 echo
 echo "demo done in $(( $(date +%s) - START )) s. Router log: $LOG"
 echo "Brokers still run: 'bash testdata/brokers.sh stop' stops them."

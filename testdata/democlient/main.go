@@ -4,6 +4,7 @@
 // Python or curl, so the demo needs nothing beyond Go and the brokers.
 //
 //	democlient queue    MGMT_URL NAME                delete and declare a durable queue (empty, no bindings)
+//	democlient delete   MGMT_URL NAME                delete a queue if it exists
 //	democlient exchange MGMT_URL NAME TYPE           declare a durable exchange (kept if it exists)
 //	democlient bind     MGMT_URL EXCHANGE QUEUE KEY  bind QUEUE to EXCHANGE with KEY
 //	democlient forget-fanout MGMT_URL EXCHANGE KEY   delete the shared queue of the fan-out group of
@@ -59,7 +60,7 @@ func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		return errors.New("usage: democlient queue|exchange|bind|publish|expect|drain ... (see the package comment)")
 	}
-	want := map[string]int{"queue": 2, "exchange": 3, "bind": 4, "forget-fanout": 3, "publish": 4, "expect": 5, "drain": 2, "proxy": 2}
+	want := map[string]int{"queue": 2, "delete": 2, "exchange": 3, "bind": 4, "forget-fanout": 3, "publish": 4, "expect": 5, "drain": 2, "proxy": 2}
 	n, ok := want[args[0]]
 	if !ok {
 		return fmt.Errorf("unknown command %q", args[0])
@@ -71,6 +72,12 @@ func run(ctx context.Context, args []string) error {
 	switch args[0] {
 	case "queue":
 		return declareQueue(ctx, a[0], a[1])
+	case "delete":
+		err := mgmt(ctx, http.MethodDelete, a[0], "/api/queues/%2F/"+url.PathEscape(a[1]), "")
+		if errors.Is(err, errNotFound) {
+			return nil
+		}
+		return err
 	case "exchange":
 		return mgmt(ctx, http.MethodPut, a[0], "/api/exchanges/%2F/"+url.PathEscape(a[1]), fmt.Sprintf(`{"type":%q,"durable":true}`, a[2]))
 	case "forget-fanout":
