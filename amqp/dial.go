@@ -44,6 +44,10 @@ func dialNet(ctx context.Context, t dialTarget, writeBuffer int) (*goamqp.Conn, 
 	if err != nil {
 		return nil, err
 	}
+	// Above TLS, the peer's bytes as go-amqp will read them: messages
+	// whose annotations would make go-amqp panic are made undecodable
+	// (keyguard.go).
+	nc = newGuardedConn(nc)
 	if writeBuffer >= 0 {
 		// Above TLS: coalesced frames make fewer, fuller TLS records too.
 		nc = newCoalescingConn(nc, writeBuffer)

@@ -3,6 +3,7 @@ package amqp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -105,7 +106,11 @@ func Undecodable(err error) (string, bool) {
 	if !strings.HasPrefix(msg, prefix) {
 		return "", false
 	}
-	return strings.TrimPrefix(msg, prefix), true
+	detail := strings.TrimPrefix(msg, prefix)
+	if detail == fmt.Sprintf("unknown type %#02x", badKeyCode) {
+		detail = "an annotation key of a type go-amqp cannot use (binary, list, map, array or described): marked undecodable by the key guard (amqp/keyguard.go)"
+	}
+	return detail, true
 }
 
 // ErrMessageTooLarge: the destination link refused one message for its

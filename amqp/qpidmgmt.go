@@ -207,11 +207,11 @@ func (m *QpidManagement) call(ctx context.Context, opcode string, body map[strin
 }
 
 // dial connects to the broker's first URL that answers, as the routes'
-// connection does.
+// connection does (the key guard too: the replies come from a queue).
 func (m *QpidManagement) dial(ctx context.Context) (*goamqp.Conn, error) {
 	var errs []error
 	for _, t := range m.targets {
-		conn, err := goamqp.Dial(ctx, t.addr, t.opts)
+		conn, err := dialNet(ctx, t, -1)
 		if err == nil {
 			return conn, nil
 		}

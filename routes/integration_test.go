@@ -220,9 +220,15 @@ func TestIntegrationDestinationKilledMidStream(t *testing.T) {
 // Python binding (testdata/poison.py).
 func sendPoison(t *testing.T, b brokertest.Broker, addr string, args ...string) {
 	t.Helper()
-	out, err := exec.Command("/usr/bin/python3", append([]string{"../testdata/poison.py", b.URL, addr}, args...)...).CombinedOutput()
+	pyproton(t, "poison.py", b, addr, args...)
+}
+
+// pyproton runs one of testdata's Proton Python clients against b.
+func pyproton(t *testing.T, script string, b brokertest.Broker, addr string, args ...string) {
+	t.Helper()
+	out, err := exec.Command("/usr/bin/python3", append([]string{"../testdata/" + script, b.URL, addr}, args...)...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("poison.py: %v\n%s", err, out)
+		t.Fatalf("%s: %v\n%s", script, err, out)
 	}
 }
 
@@ -230,6 +236,13 @@ func sendPoison(t *testing.T, b brokertest.Broker, addr string, args ...string) 
 // another route over the same brokers keeps flowing. Once the operator
 // takes the poison message away, the route's next retry carries on.
 func TestIntegrationPoisonMessageFailsOnlyItsRoute(t *testing.T) {
+	t.Run("decimal64 body", func(t *testing.T) { poisonFailsOnlyItsRoute(t, "poison.py", "decimal") })
+	// The message that made go-amqp v1.7.0 panic and take the router
+	// down (amqp/keyguard.go): now a poison message like any other.
+	t.Run("binary annotation key", func(t *testing.T) { poisonFailsOnlyItsRoute(t, "badkey.py", "annotation key") })
+}
+
+func poisonFailsOnlyItsRoute(t *testing.T, script, words string) {
 	h := newHarness(t, "rabbit1", "rabbit2")
 	h.m.Stop(context.Background())
 	h.opts.FailedRetry = time.Second
@@ -243,12 +256,16 @@ func TestIntegrationPoisonMessageFailsOnlyItsRoute(t *testing.T) {
 
 	s := h.session("rabbit1")
 	brokertest.SendAll(t, s, "/amq/queue/"+bad, 10, 5, brokertest.Numbered)
-	sendPoison(t, h.brokers["rabbit1"], "/amq/queue/"+bad)
+	b1 := h.brokers["rabbit1"]
+	if script == "badkey.py" { // it takes the credentials from the URL
+		b1.URL = strings.Replace(b1.URL, "amqp://", "amqp://"+cfg.Username+":"+cfg.Password+"@", 1)
+	}
+	pyproton(t, script, b1, "/amq/queue/"+bad)
 	badRoute := h.add(routes.Spec{Kind: routes.KindQueue, Dest: "rabbit2", Src: "rabbit1", Exchange: ex, Queue: bad})
 	goodRoute := h.add(routes.Spec{Kind: routes.KindQueue, Dest: "rabbit2", Src: "rabbit1", Exchange: ex, Queue: good})
 
 	st := h.waitState(badRoute.ID, routes.StateFailed)
-	if !strings.Contains(st.LastError, "poison message") || !strings.Contains(st.LastError, "decimal") {
+	if !strings.Contains(st.LastError, "poison message") || !strings.Contains(st.LastError, words) {
 		t.Fatalf("failed route's error %q: want the poison message and the decoder's words", st.LastError)
 	}
 	if st.Forwarded < 5 {
