@@ -110,12 +110,14 @@ brokers-status:
 
 # Short fuzz runs of what is decoded from outside: the config file, the
 # signed advertisements, the transit annotations of a message, the ingress
-# allow-list's globs (new failing inputs land in <pkg>/testdata/fuzz).
+# allow-list's globs, the frames go-amqp reads (the key guard) (new failing
+# inputs land in <pkg>/testdata/fuzz).
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./config/
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 30s ./topology/
 	$(GO) test -run '^$$' -fuzz FuzzTransitAnnotations -fuzztime 30s ./links/
 	$(GO) test -run '^$$' -fuzz FuzzGlob -fuzztime 10s ./links/
+	$(GO) test -run '^$$' -fuzz FuzzKeyGuard -fuzztime 30s ./amqp/
 
 clean:
 	rm -rf bin
