@@ -296,8 +296,8 @@ func TestGlobalDestinationsMovingConsumers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d published (rabbit1 %d, rabbit3 %d) in 60 s with the consumer hopping every second; %d consumed during, the rest after; 0 lost; %d duplicates; moves per message %s (max_hops %d); deliveries per broker %s; flows started %d, stopped %d",
-		want, sent[0], sent[1], during, dups, hops, maxHops, at, st.Counts.FlowsStarted, st.Counts.FlowsStopped)
+	t.Logf("%d published (rabbit1 %d, rabbit3 %d) in 60 s with the consumer hopping every second; %d consumed during, the rest after; 0 lost; %d duplicates; moves per message %s (max_hops %d); deliveries per broker %s; flows started %d, stopped %d; moved %d, parked %d",
+		want, sent[0], sent[1], during, dups, hops, maxHops, at, st.Counts.FlowsStarted, st.Counts.FlowsStopped, st.Counts.Moved, st.Counts.Parked)
 }
 
 // filterSeqs returns the seqs of one producer (numbered from base).
