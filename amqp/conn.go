@@ -217,9 +217,11 @@ func (c *Conn) WaitOperational(ctx context.Context) (*goamqp.Conn, uint64, error
 	}
 }
 
-// NewSession waits for the connection and opens a session on it. Give each
-// route its own session: a refused attach ends the session on RabbitMQ.
-// A failure that kills the connection makes it reconnect.
+// NewSession waits for the connection and opens a session on it. A
+// refused attach ends the session on RabbitMQ: links that must not be
+// ended by another's refusal get a session of their own; senders may
+// share (NewSharedSender). A failure that kills the connection makes it
+// reconnect.
 func (c *Conn) NewSession(ctx context.Context) (*Session, uint64, error) {
 	conn, gen, err := c.WaitOperational(ctx)
 	if err != nil {
