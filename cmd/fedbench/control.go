@@ -69,7 +69,7 @@ func (b *bench) runControl(ctx context.Context, p pairDef) (*controlResult, erro
 		return nil, err
 	}
 	defer func() { _ = os.RemoveAll(dir) }() // a temporary directory: best effort
-	rp, err := startRouter(ctx, b.opt.Fedrouter, dir, res.Conns, false, p.Src, p.Dst)
+	rp, err := startRouter(ctx, b.opt.Fedrouter, dir, res.Conns, p.Src, p.Dst)
 	if err != nil {
 		return nil, err
 	}

@@ -44,7 +44,8 @@ func freePort() (int, error) {
 }
 
 // benchSecret turns link-state flooding on for the fan-out variant (one
-// router: it floods to itself and computes its paths).
+// router: it floods to itself and computes its paths) and the transit
+// variant (two routers).
 const benchSecret = "fedbench-network-secret"
 
 // newToken is a router's admin token for one run: random, so a process of
@@ -97,10 +98,10 @@ func routerConfig(dir, token string, port int, rs routerSpec) string {
 }
 
 // startRouter starts bin with a configuration holding the brokers and no
-// routes, and waits until every broker connection is Operational
+// routes, link-state flooding off, and waits until every broker connection is Operational
 // (/readyz).
-func startRouter(ctx context.Context, bin, dir string, conns int, flooding bool, brokers ...broker) (*routerProc, error) {
-	return startRouterSpec(ctx, bin, dir, routerSpec{Conns: conns, Flooding: flooding, Brokers: brokers})
+func startRouter(ctx context.Context, bin, dir string, conns int, brokers ...broker) (*routerProc, error) {
+	return startRouterSpec(ctx, bin, dir, routerSpec{Conns: conns, Brokers: brokers})
 }
 
 // startRouterSpec is startRouter with the whole configuration spelt out.

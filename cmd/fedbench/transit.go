@@ -35,7 +35,9 @@ func (b *bench) meshBroker(br broker) broker {
 }
 
 // transitControl is the run's control node (an exchange and one inbox
-// queue per router): fedbench-named, so the sweep removes it.
+// queue per router) for the variants that flood link state: named
+// fedbench, so the sweep removes it, and no other router on these nodes
+// hears the bench's advertisements.
 func (b *bench) transitControl() string { return b.id + ".control" }
 
 // runTransit starts the two routers, waits until each holds the other's

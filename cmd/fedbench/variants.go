@@ -160,7 +160,7 @@ func (b *bench) runFedrouter(ctx context.Context, o runObjs, s *sample) error {
 	if err != nil {
 		return err
 	}
-	rp, err := startRouter(ctx, b.opt.Fedrouter, dir, b.conns(o), false, o.pair.Src, o.pair.Dst)
+	rp, err := startRouter(ctx, b.opt.Fedrouter, dir, b.conns(o), o.pair.Src, o.pair.Dst)
 	if err != nil {
 		return err
 	}
@@ -221,7 +221,10 @@ func (b *bench) runFanout(ctx context.Context, o runObjs, s *sample) error {
 	if err != nil {
 		return err
 	}
-	rp, err := startRouter(ctx, b.opt.Fedrouter, dir, b.conns(o), true, o.pair.Src, o.pair.Dst)
+	// The run's own control node: not the default one other routers on
+	// these nodes may use (transit.go).
+	rp, err := startRouterSpec(ctx, b.opt.Fedrouter, dir, routerSpec{Conns: b.conns(o), Flooding: true,
+		Control: b.transitControl(), Brokers: []broker{o.pair.Src, o.pair.Dst}})
 	if err != nil {
 		return err
 	}
