@@ -89,17 +89,7 @@ func pageOf[T any](list []T, key func(T) cursorKey, after string, limit int) (pa
 			return nil, "", err
 		}
 	}
-	type keyed struct {
-		k  cursorKey
-		it T
-	}
-	rest := make([]keyed, 0, len(list))
-	for _, it := range list {
-		if k := key(it); after == "" || compareKeys(k, from) > 0 {
-			rest = append(rest, keyed{k, it})
-		}
-	}
-	slices.SortFunc(rest, func(a, b keyed) int { return compareKeys(a.k, b.k) })
+	rest := sortedAfter(list, key, from, after != "")
 	n := min(len(rest), limit)
 	page = make([]T, n)
 	for i := range n {
@@ -109,6 +99,25 @@ func pageOf[T any](list []T, key func(T) cursorKey, after string, limit int) (pa
 		next = encodeCursor(rest[n-1].k)
 	}
 	return page, next, nil
+}
+
+// keyed is an item with its place in list order.
+type keyed[T any] struct {
+	k  cursorKey
+	it T
+}
+
+// sortedAfter returns list's items in list order with their keys, each
+// key made once; with only set, only those after from.
+func sortedAfter[T any](list []T, key func(T) cursorKey, from cursorKey, only bool) []keyed[T] {
+	out := make([]keyed[T], 0, len(list))
+	for _, it := range list {
+		if k := key(it); !only || compareKeys(k, from) > 0 {
+			out = append(out, keyed[T]{k, it})
+		}
+	}
+	slices.SortFunc(out, func(a, b keyed[T]) int { return compareKeys(a.k, b.k) })
+	return out
 }
 
 func encodeCursor(k cursorKey) string {
