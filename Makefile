@@ -70,7 +70,9 @@ qpidd-stop:
 
 # Benchmarks (docs/performance.md), every figure measured in this run on
 # this machine: a raw go-amqp pipe (the floor), fedrouter (one queue route,
-# then 8; and exchange routes fanning out with link state on, RabbitMQ),
+# then 8; exchange routes fanning out with link state on, RabbitMQ; a
+# queue route crossing two routers through rabbit2's transit queue to
+# rabbit3),
 # the RabbitMQ shovel (AMQP 0-9-1 and 1.0, ack-mode on-confirm),
 # on RabbitMQ->RabbitMQ and Proton C->Proton C, 256-byte and 16 KiB
 # messages; router memory under a 1,000,000-message backlog; the topology
@@ -81,12 +83,12 @@ qpidd-stop:
 # reported), BENCH_CREDIT, BENCH_ROUTES, BENCH_BACKLOG (0 skips it),
 # BENCH_PAIRS (rabbitmq,proton,qpidd: qpidd only with the shared qpidd
 # build, see the qpidd target), BENCH_VARIANTS
-# (raw,fedrouter,shovel091,shovel10,fanout,qpidfed). Uses rabbit1, rabbit2,
-# proton1, proton2, qpidd1 and qpidd2 (started if missing), removes what it
+# (raw,fedrouter,shovel091,shovel10,fanout,transit,qpidfed). Uses rabbit1,
+# rabbit2, rabbit3 (transit), proton1, proton2, qpidd1 and qpidd2 (started if missing), removes what it
 # creates, and leaves the brokers running.
 BENCH_OUT ?= bench-results.json
 bench: build
-	$(BROKERS) start -r 2 -p 2
+	$(BROKERS) start -r 3 -p 2
 	@if ! $(QPIDD) dir >/dev/null 2>&1; then echo "bench: no shared qpidd build found (bash testdata/qpidd.sh dir): the qpidd pair is skipped"; \
 	else case ",$${BENCH_PAIRS-qpidd}," in *,qpidd,*) $(QPIDD) deps >/dev/null && $(QPIDD) start 1 && $(QPIDD) start 2 ;; esac; fi
 	$(GO) build -o bin/fedbench ./cmd/fedbench

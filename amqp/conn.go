@@ -73,6 +73,9 @@ type ConnOptions struct {
 	// call (coalescingConn). Default DefaultWriteBuffer; < 0 writes every
 	// frame with a system call of its own, as go-amqp does.
 	WriteBuffer int
+	// LinksPerSession is how many senders share a session
+	// (NewSharedSender); default DefaultLinksPerSession.
+	LinksPerSession int
 	// OnState is called from the connection's goroutine after every state
 	// change, never under a lock. It must not block for long.
 	OnState func(Status)
@@ -107,6 +110,8 @@ type Conn struct {
 
 	g    *group.Group // run's; Close stops it
 	kick chan uint64  // generation reported broken by a user
+
+	pool sessionPool // NewSharedSender's sessions; its lock is taken before mu, never after
 
 	mu      sync.Mutex
 	status  Status
@@ -212,9 +217,11 @@ func (c *Conn) WaitOperational(ctx context.Context) (*goamqp.Conn, uint64, error
 	}
 }
 
-// NewSession waits for the connection and opens a session on it. Give each
-// route its own session: a refused attach ends the session on RabbitMQ.
-// A failure that kills the connection makes it reconnect.
+// NewSession waits for the connection and opens a session on it. A
+// refused attach ends the session on RabbitMQ: links that must not be
+// ended by another's refusal get a session of their own; senders may
+// share (NewSharedSender). A failure that kills the connection makes it
+// reconnect.
 func (c *Conn) NewSession(ctx context.Context) (*Session, uint64, error) {
 	conn, gen, err := c.WaitOperational(ctx)
 	if err != nil {

@@ -81,12 +81,18 @@ func outcomeOf(st goamqp.DeliveryState) Outcome {
 }
 
 // Receipt is the pending outcome of one message sent unsettled.
-type Receipt struct{ r goamqp.SendReceipt }
+type Receipt struct {
+	r      goamqp.SendReceipt
+	shared *SharedSender // set when sent on a shared session
+}
 
 // Wait waits for the destination's outcome.
 func (r *Receipt) Wait(ctx context.Context) (Outcome, error) {
 	st, err := r.r.Wait(ctx)
 	if err != nil {
+		if r.shared != nil {
+			err = r.shared.sessionError(err)
+		}
 		return Outcome{}, err
 	}
 	return outcomeOf(st), nil
@@ -134,6 +140,9 @@ func PerMessage(err error) bool {
 // as configured — the node is not there, or not allowed — rather than a
 // passing failure.
 func Refusal(err error) bool {
+	if errors.Is(err, ErrSharedSessionEnded) {
+		return false // whatever the session ended with was another sender's
+	}
 	if errors.Is(err, ErrNotFound) {
 		return true
 	}

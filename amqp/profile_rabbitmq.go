@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // rabbitProfile: RabbitMQ 3.10 with rabbitmq_amqp1_0 and the management
@@ -13,7 +14,8 @@ import (
 // new server-named queue that is never deleted), so subscriptions are named
 // queues bound through the management API and consumed as /amq/queue/Q.
 type rabbitProfile struct {
-	mgmt *RabbitManagement
+	mgmt   *RabbitManagement
+	exists targetCache // CheckTarget's recent answers
 }
 
 func newRabbitProfile(cfg BrokerConfig) (Profile, error) {
@@ -147,11 +149,26 @@ func (p *rabbitProfile) Unsubscribe(ctx context.Context, n Node, sub Subscriptio
 }
 
 // CheckTarget: RabbitMQ accepts and drops sends to a missing queue, so
-// look the destination up.
+// look the destination up — once per targetTTL for a queue or exchange
+// found there (targetcache.go).
 func (p *rabbitProfile) CheckTarget(ctx context.Context, n Node) error {
-	switch n.Kind {
-	case Transit:
+	if n.Kind == Transit {
 		return p.declareTransit(ctx, n.Name)
+	}
+	now := time.Now()
+	if p.exists.fresh(n, now) {
+		return nil
+	}
+	if err := p.lookTarget(ctx, n); err != nil {
+		return err
+	}
+	p.exists.saw(n, now)
+	return nil
+}
+
+// lookTarget asks the management API whether queue or exchange n exists.
+func (p *rabbitProfile) lookTarget(ctx context.Context, n Node) error {
+	switch n.Kind {
 	case Queue:
 		if _, err := p.mgmt.Queue(ctx, n.Name); err != nil {
 			if isNotFound(err) {

@@ -33,8 +33,14 @@ type Sink interface {
 	Send(ctx context.Context, msg amqp.Message) (Receipt, error)
 }
 
-// SenderSink adapts *amqp.Sender to Sink.
-type SenderSink struct{ S *amqp.Sender }
+// MessageSender is what SenderSink sends with: *amqp.Sender, or
+// *amqp.SharedSender.
+type MessageSender interface {
+	Send(ctx context.Context, msg amqp.Message) (*amqp.Receipt, error)
+}
+
+// SenderSink adapts a MessageSender to Sink.
+type SenderSink struct{ S MessageSender }
 
 // Send sends msg unsettled and returns its receipt.
 func (s SenderSink) Send(ctx context.Context, msg amqp.Message) (Receipt, error) {

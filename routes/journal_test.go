@@ -224,7 +224,7 @@ func TestFlushCancelledDeletesNothing(t *testing.T) {
 
 // newTestManager is a manager of brokers a and b that are never reached
 // (a closed port): its routes wait, which is all the state file needs.
-func newTestManager(t *testing.T, statePath string) *Manager {
+func newTestManager(t testing.TB, statePath string) *Manager {
 	t.Helper()
 	brokers := map[string]amqp.Broker{}
 	for _, name := range []string{"a", "b"} {

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -547,11 +546,10 @@ func (m *Manager) List() []Status {
 	}
 	m.mu.Unlock()
 	// Sorted before the statuses are made: swapping pointers, not
-	// statuses of a few hundred bytes each.
-	slices.SortFunc(rs, func(a, b *route) int { return compareKeys(routeKey(a), routeKey(b)) })
+	// statuses of a few hundred bytes each; each key made once.
 	out := make([]Status, 0, len(rs))
-	for _, r := range rs {
-		out = append(out, r.status())
+	for _, kr := range sortedAfter(rs, routeKey, cursorKey{}, false) {
+		out = append(out, kr.it.status())
 	}
 	return out
 }

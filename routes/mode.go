@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -63,6 +64,12 @@ type routeBase struct {
 	src, dst amqp.Broker // dst is zero for a destination not attached here
 	log      zerolog.Logger
 	c        links.Counters // what its runs did
+	// ownSession: an attach of this route's sender was refused, which on
+	// RabbitMQ ends the session with every other route's sender on it;
+	// from then on its sender takes a session of its own, so a route
+	// that keeps being refused (no permission, say) disturbs the others
+	// once, not at every retry.
+	ownSession atomic.Bool
 	runState
 }
 
@@ -127,28 +134,35 @@ func (b *routeBase) deadLetterSink(ctx context.Context, sess *amqp.Session) (lin
 
 // directSink attaches a sender to the route's destination node, on a
 // session of its own at the destination broker.
+//
+// The sender joins one of the destination connection's shared sessions
+// (amqp.NewSharedSender): what it has in flight is still unsettled at the
+// source, on the route's own session there, so losing the sender — or
+// the whole shared session, when another route's attach is refused —
+// loses nothing; the route retries.
 func (b *routeBase) directSink(setup context.Context) (wiring, error) {
-	dstSess, _, err := b.dst.Conn.NewSession(setup)
-	if err != nil {
-		return wiring{}, err
-	}
 	_, _, dstNode := b.nodes()
-	// RabbitMQ accepts and drops sends to a missing node: look first.
+	// RabbitMQ accepts and drops sends to a missing node: look first. A
+	// refused attach would also end the shared session.
 	if err := b.dst.Profile.CheckTarget(setup, dstNode); err != nil {
-		amqp.CloseSession(dstSess)
 		return wiring{}, fmt.Errorf("destination %s on %s: %w", dstNode, b.spec.Dest, err)
 	}
 	dstSpec, err := b.dst.Profile.Target(dstNode)
 	if err != nil {
-		amqp.CloseSession(dstSess)
 		return wiring{}, err
 	}
-	snd, err := dstSess.NewSender(setup, dstSpec)
+	newSender := b.dst.Conn.NewSharedSender
+	if b.ownSession.Load() {
+		newSender = b.dst.Conn.NewOwnSender
+	}
+	snd, err := newSender(setup, dstSpec)
 	if err != nil {
-		amqp.CloseSession(dstSess)
+		if amqp.Refusal(err) {
+			b.ownSession.Store(true)
+		}
 		return wiring{}, fmt.Errorf("attach sender to %s on %s: %w", dstSpec.Address, b.spec.Dest, err)
 	}
-	return wiring{sink: links.SenderSink{S: snd}, close: func() { amqp.CloseSession(dstSess) }}, nil
+	return wiring{sink: links.SenderSink{S: snd}, close: snd.Close}, nil
 }
 
 // transitSink is the sink of a run through transit: the source broker's

@@ -48,8 +48,7 @@ func SortStatuses(list []Status) {
 
 // Page returns the routes of list (in any order) after the cursor after
 // ("" for the first page), at most limit of them, sorted, and the cursor
-// of the next page ("" when this one is the last). list is sorted in
-// place.
+// of the next page ("" when this one is the last).
 func Page(list []Status, after string, limit int) (page []Status, next string, err error) {
 	return pageOf(list, keyOf, after, limit)
 }
@@ -76,6 +75,10 @@ func (m *Manager) ListPage(after string, limit int) (page []Status, next string,
 }
 
 // pageOf is Page over any list whose items have a place in list order.
+// Each item's key is made once and only the items after the cursor are
+// sorted: paging through 10,000 routes used to sort all of them for
+// every page, making every key twice per comparison — a third of the
+// router's CPU while a client polled the list (docs/performance.md).
 func pageOf[T any](list []T, key func(T) cursorKey, after string, limit int) (page []T, next string, err error) {
 	if limit < 1 || limit > MaxPageLimit {
 		return nil, "", fmt.Errorf("routes: page limit %d: want 1..%d", limit, MaxPageLimit)
@@ -86,20 +89,35 @@ func pageOf[T any](list []T, key func(T) cursorKey, after string, limit int) (pa
 			return nil, "", err
 		}
 	}
-	slices.SortFunc(list, func(a, b T) int { return compareKeys(key(a), key(b)) })
-	start := 0
-	if after != "" {
-		start, _ = slices.BinarySearchFunc(list, from, func(it T, k cursorKey) int { return compareKeys(key(it), k) })
-		for start < len(list) && compareKeys(key(list[start]), from) <= 0 {
-			start++
-		}
+	rest := sortedAfter(list, key, from, after != "")
+	n := min(len(rest), limit)
+	page = make([]T, n)
+	for i := range n {
+		page[i] = rest[i].it
 	}
-	end := min(len(list), start+limit)
-	page = list[start:end]
-	if end < len(list) {
-		next = encodeCursor(key(list[end-1]))
+	if n < len(rest) {
+		next = encodeCursor(rest[n-1].k)
 	}
 	return page, next, nil
+}
+
+// keyed is an item with its place in list order.
+type keyed[T any] struct {
+	k  cursorKey
+	it T
+}
+
+// sortedAfter returns list's items in list order with their keys, each
+// key made once; with only set, only those after from.
+func sortedAfter[T any](list []T, key func(T) cursorKey, from cursorKey, only bool) []keyed[T] {
+	out := make([]keyed[T], 0, len(list))
+	for _, it := range list {
+		if k := key(it); !only || compareKeys(k, from) > 0 {
+			out = append(out, keyed[T]{k, it})
+		}
+	}
+	slices.SortFunc(out, func(a, b keyed[T]) int { return compareKeys(a.k, b.k) })
+	return out
 }
 
 func encodeCursor(k cursorKey) string {

@@ -103,3 +103,34 @@ func TestManagerListPage(t *testing.T) {
 		t.Fatalf("bad cursor: %v", err)
 	}
 }
+
+// The whole list, and the list page by page, at 10,000 routes: what a
+// route list or a /metrics scrape costs the router.
+func BenchmarkList10000(b *testing.B) {
+	m := newTestManager(b, "")
+	for i := range 10000 {
+		s := testSpec(i)
+		s.Durable = false
+		if _, err := m.Add(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("List", func(b *testing.B) {
+		for b.Loop() {
+			m.List()
+		}
+	})
+	b.Run("Pages1000", func(b *testing.B) {
+		for b.Loop() {
+			for after := ""; ; {
+				_, next, err := m.ListPage(after, 1000)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if after = next; after == "" {
+					break
+				}
+			}
+		}
+	})
+}

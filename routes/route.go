@@ -14,10 +14,12 @@ import (
 )
 
 // route is one running route: a goroutine that waits for a path
-// (routepath.go), attaches the route's links on sessions of its own (a
-// refused attach ends the session on RabbitMQ, so routes never share one),
-// forwards until something fails, and retries with backoff. What differs
-// by mode — where the messages go — is its mode (mode.go).
+// (routepath.go), attaches the route's links — its receiver on a session
+// of its own, whose end hands the run's unsettled messages back to the
+// source; its sender on a session shared with other routes (mode.go,
+// directSink) —, forwards until something fails, and retries with
+// backoff. What differs by mode — where the messages go — is its mode
+// (mode.go).
 type route struct {
 	*routeBase
 	mode    mode
@@ -108,6 +110,9 @@ func (r *route) run(ctx context.Context) {
 		credit, limit := r.spec.Credit, 0
 		if suspect > 0 {
 			credit, limit = 1, r.spec.Credit+1
+			// A message the destination fails on may end its session:
+			// from now on not one shared with other routes.
+			r.ownSession.Store(true)
 		}
 		err := r.runOnce(ctx, path, credit, limit)
 		if ctx.Err() != nil || errors.Is(err, errHalted) {

@@ -43,6 +43,10 @@ type Store interface {
 	PutRoute(ctx context.Context, r RouteDef) (created bool, err error)
 	// DeleteRoute removes a definition and its lease; ErrNotFound if absent.
 	DeleteRoute(ctx context.Context, id string) error
+	// DeleteRoutes removes the definitions ids and their leases in one
+	// statement (a flush of thousands is one round trip, all or none) and
+	// returns how many there were; ids already absent are no error.
+	DeleteRoutes(ctx context.Context, ids []string) (int, error)
 	// Close releases the connections; the data stay.
 	Close()
 }

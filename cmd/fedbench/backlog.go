@@ -54,7 +54,7 @@ func (b *bench) runBacklog(ctx context.Context, p pairDef) (*backlogResult, erro
 	if err != nil {
 		return nil, err
 	}
-	rp, err := startRouter(ctx, b.opt.Fedrouter, dir, 1, false, p.Src, p.Dst)
+	rp, err := startRouter(ctx, b.opt.Fedrouter, dir, 1, p.Src, p.Dst)
 	if err != nil {
 		return nil, err
 	}

@@ -15,15 +15,18 @@ type result struct {
 	caseSpec
 	Runs []*sample `json:"runs"`
 	// Medians over the runs, each figure on its own.
-	Rate             float64  `json:"msgs_per_s"`
-	ProcCPUPer100k   float64  `json:"process_cpu_s_per_100k"`
-	BrokerCPUPer100k float64  `json:"broker_cpu_s_per_100k"`
-	PeakRSSMiB       float64  `json:"peak_rss_mib"`
-	VsRaw            *float64 `json:"fedrouter_vs_raw,omitempty"`
-	VsShovel         *float64 `json:"fedrouter_vs_best_shovel,omitempty"`
-	BestShovel       string   `json:"best_shovel,omitempty"`
-	VsQpidFed        *float64 `json:"fedrouter_vs_qpidd_federation,omitempty"`
-	Errors           []string `json:"errors,omitempty"`
+	Rate             float64 `json:"msgs_per_s"`
+	ProcCPUPer100k   float64 `json:"process_cpu_s_per_100k"`
+	BrokerCPUPer100k float64 `json:"broker_cpu_s_per_100k"`
+	PeakRSSMiB       float64 `json:"peak_rss_mib"`
+	// RouterCPUPer100k: each router's median, when a variant runs
+	// several (transit: A, B).
+	RouterCPUPer100k []float64 `json:"router_cpu_s_per_100k,omitempty"`
+	VsRaw            *float64  `json:"fedrouter_vs_raw,omitempty"`
+	VsShovel         *float64  `json:"fedrouter_vs_best_shovel,omitempty"`
+	BestShovel       string    `json:"best_shovel,omitempty"`
+	VsQpidFed        *float64  `json:"fedrouter_vs_qpidd_federation,omitempty"`
+	Errors           []string  `json:"errors,omitempty"`
 }
 
 func (b *bench) pairs() ([]pairDef, error) {
@@ -35,7 +38,16 @@ func (b *bench) pairs() ([]pairDef, error) {
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, pairDef{Name: "RabbitMQ->RabbitMQ", Src: bs["rabbit1"], Dst: bs["rabbit2"], Shovel: true})
+			pd := pairDef{Name: "RabbitMQ->RabbitMQ", Src: bs["rabbit1"], Dst: bs["rabbit2"], Shovel: true}
+			if slices.Contains(b.opt.Variants, vTransit) {
+				far, err := loadBrokers(transitFar)
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "the transit variant is skipped: %v\n", err)
+				} else {
+					pd.Far = far[transitFar]
+				}
+			}
+			out = append(out, pd)
 		case "proton":
 			bs, err := loadBrokers("proton1", "proton2")
 			if err != nil {
@@ -71,6 +83,9 @@ func (b *bench) cases(pairs []pairDef) []caseSpec {
 					}
 					if v == vQpidFed && !p.QpidFed {
 						continue // qpidd only
+					}
+					if v == vTransit && p.Far.Name == "" {
+						continue // RabbitMQ, with a third node
 					}
 					m := n / routes * routes // every route gets the same share
 					out = append(out, caseSpec{Pair: p.Name, Size: size, Variant: v, Routes: routes, Messages: m})
@@ -192,6 +207,9 @@ func summarize(results []*result) {
 		r.ProcCPUPer100k = median(r.Runs, func(s *sample) float64 { return s.ProcCPU / float64(r.Messages) * 1e5 })
 		r.BrokerCPUPer100k = median(r.Runs, func(s *sample) float64 { return s.BrokerCPU / float64(r.Messages) * 1e5 })
 		r.PeakRSSMiB = median(r.Runs, func(s *sample) float64 { return float64(s.PeakRSS) / 1024 })
+		for i := range r.Runs[0].RouterCPU {
+			r.RouterCPUPer100k = append(r.RouterCPUPer100k, median(r.Runs, func(s *sample) float64 { return s.RouterCPU[i] / float64(r.Messages) * 1e5 }))
+		}
 		k := key{r.Pair, r.Size, r.Routes}
 		switch r.Variant {
 		case vRaw:
@@ -206,12 +224,15 @@ func summarize(results []*result) {
 	}
 	for _, r := range results {
 		k := key{r.Pair, r.Size, r.Routes}
-		if (r.Variant != vFedrouter && r.Variant != vFanout) || r.Rate == 0 {
+		if (r.Variant != vFedrouter && r.Variant != vFanout && r.Variant != vTransit) || r.Rate == 0 {
 			continue
 		}
 		if v := raw[k]; v > 0 {
 			x := r.Rate / v
 			r.VsRaw = &x
+		}
+		if r.Variant == vTransit {
+			continue // two hops: no one-hop native forwarder to compare with
 		}
 		if s := shov[k]; s != nil {
 			x := r.Rate / s.Rate
@@ -300,8 +321,8 @@ func pairBrokers(pairs []pairDef, keep func(broker) bool) []broker {
 	var out []broker
 	seen := map[string]bool{}
 	for _, p := range pairs {
-		for _, br := range []broker{p.Src, p.Dst} {
-			if keep(br) && !seen[br.Name] {
+		for _, br := range []broker{p.Src, p.Dst, p.Far} {
+			if br.Name != "" && keep(br) && !seen[br.Name] {
 				seen[br.Name] = true
 				out = append(out, br)
 			}

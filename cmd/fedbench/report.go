@@ -194,6 +194,13 @@ func (r *report) resultRows() string {
 		if res.Variant == vShovel091 || res.Variant == vShovel10 || res.Variant == vQpidFed {
 			proc, rss = "(in broker)", "-"
 		}
+		if len(res.RouterCPUPer100k) > 1 { // several routers: each, then the sum
+			var each []string
+			for _, c := range res.RouterCPUPer100k {
+				each = append(each, fmt.Sprintf("%.2f", c))
+			}
+			proc = strings.Join(each, "+") + "=" + proc
+		}
 		native := res.VsShovel // the broker's own forwarder: the best shovel, or qpidd's federation
 		if res.VsQpidFed != nil {
 			native = res.VsQpidFed

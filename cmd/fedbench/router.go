@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -43,7 +44,8 @@ func freePort() (int, error) {
 }
 
 // benchSecret turns link-state flooding on for the fan-out variant (one
-// router: it floods to itself and computes its paths).
+// router: it floods to itself and computes its paths) and the transit
+// variant (two routers).
 const benchSecret = "fedbench-network-secret"
 
 // newToken is a router's admin token for one run: random, so a process of
@@ -52,11 +54,23 @@ func newToken() string {
 	return rand.Text() // 26 base32 characters, 130 bits
 }
 
-func routerConfig(dir, token string, port, conns int, flooding bool, brokers ...broker) string {
+// routerSpec is what a bench router's configuration holds besides its
+// admin API and state file.
+type routerSpec struct {
+	ID       string      // router_id; "fedbench" when empty
+	Conns    int         // brokers[].connections
+	Flooding bool        // link-state flooding on (benchSecret)
+	Control  string      // topology.control_address; the default when empty
+	Links    [][2]string // links[].between, by the names in Brokers
+	Brokers  []broker    // as named in the configuration: Name is the router's name for it
+}
+
+func routerConfig(dir, token string, port int, rs routerSpec) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "router_id: fedbench\nbrokers:\n")
-	for _, br := range brokers {
-		fmt.Fprintf(&b, "  - name: %s\n    url: %s\n    profile: %s\n    connections: %d\n", br.Name, br.URL, br.profile(), conns)
+	id := cmp.Or(rs.ID, "fedbench")
+	fmt.Fprintf(&b, "router_id: %s\nbrokers:\n", id)
+	for _, br := range rs.Brokers {
+		fmt.Fprintf(&b, "  - name: %s\n    url: %s\n    profile: %s\n    connections: %d\n", br.Name, br.URL, br.profile(), rs.Conns)
 		if br.Kind == "rabbitmq" { // the Proton brokers offer only ANONYMOUS
 			fmt.Fprintf(&b, "    username: guest\n    password: guest\n")
 		}
@@ -67,23 +81,38 @@ func routerConfig(dir, token string, port, conns int, flooding bool, brokers ...
 	// warn: a route's state changes are logged at info; nothing on the
 	// hot path logs, but keep the log quiet anyway.
 	fmt.Fprintf(&b, "log: {level: warn, format: json}\nadmin: {listen: \"127.0.0.1:%d\", token: %q}\nstate_file: %q\n", port, token, filepath.Join(dir, "routes.json"))
-	if flooding {
-		fmt.Fprintf(&b, "topology: {secret: %q, refresh: 1s, max_age: 3s}\n", benchSecret)
+	if rs.Flooding {
+		fmt.Fprintf(&b, "topology: {secret: %q, refresh: 1s, max_age: 3s", benchSecret)
+		if rs.Control != "" {
+			fmt.Fprintf(&b, ", control_address: %q", rs.Control)
+		}
+		fmt.Fprintf(&b, "}\n")
+	}
+	if len(rs.Links) > 0 {
+		fmt.Fprintf(&b, "links:\n")
+		for _, l := range rs.Links {
+			fmt.Fprintf(&b, "  - {between: [%s, %s]}\n", l[0], l[1])
+		}
 	}
 	return b.String()
 }
 
 // startRouter starts bin with a configuration holding the brokers and no
-// routes, and waits until every broker connection is Operational
+// routes, link-state flooding off, and waits until every broker connection is Operational
 // (/readyz).
-func startRouter(ctx context.Context, bin, dir string, conns int, flooding bool, brokers ...broker) (*routerProc, error) {
+func startRouter(ctx context.Context, bin, dir string, conns int, brokers ...broker) (*routerProc, error) {
+	return startRouterSpec(ctx, bin, dir, routerSpec{Conns: conns, Brokers: brokers})
+}
+
+// startRouterSpec is startRouter with the whole configuration spelt out.
+func startRouterSpec(ctx context.Context, bin, dir string, rs routerSpec) (*routerProc, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	cfg := filepath.Join(dir, "fedrouter.yaml")
 	token := newToken()
-	if err := os.WriteFile(cfg, []byte(routerConfig(dir, token, port, conns, flooding, brokers...)), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(routerConfig(dir, token, port, rs)), 0o600); err != nil {
 		return nil, err
 	}
 	logPath := filepath.Join(dir, "fedrouter.log")

@@ -31,6 +31,9 @@ type pairDef struct {
 	Src, Dst broker
 	Shovel   bool // RabbitMQ: the shovel plugin is a baseline
 	QpidFed  bool // qpidd: its own federation is a baseline
+	// Far is a third node of the same kind (RabbitMQ: rabbit3), the
+	// transit variant's destination; zero when not measured.
+	Far broker
 }
 
 // caseSpec is one cell of the table: a variant on a pair with a message
@@ -54,9 +57,12 @@ type sample struct {
 	ProcCPU   float64 `json:"process_cpu_s"` // router or pipe process; 0 for shovels
 	BrokerCPU float64 `json:"broker_cpu_s"`  // source + destination broker processes
 	PeakRSS   int64   `json:"peak_rss_kib"`  // router or pipe process (VmHWM); 0 for shovels
-	Verified  string  `json:"verified"`      // "ok", or what the after-the-fact check found
-	FillSecs  float64 `json:"fill_seconds"`  // not timed: filling the sources before
-	WaitSecs  float64 `json:"wait_seconds"`  // not timed: the previous run's check after the fill
+	// RouterCPU is each router's CPU seconds when a variant runs several
+	// (transit: A, B); ProcCPU is their sum.
+	RouterCPU []float64 `json:"router_cpu_s,omitempty"`
+	Verified  string    `json:"verified"`     // "ok", or what the after-the-fact check found
+	FillSecs  float64   `json:"fill_seconds"` // not timed: filling the sources before
+	WaitSecs  float64   `json:"wait_seconds"` // not timed: the previous run's check after the fill
 }
 
 // runObjs are the broker objects of one run, one set per route.
@@ -69,6 +75,12 @@ type runObjs struct {
 	srcX  []string // fan-out: source exchanges (named as dstX), srcQ their shared queues
 	shovs []string // shovel parameter names (shovel variants); qpidd bridge names
 	link  string   // qpidd federation: the link object on the destination
+	// via is the node between source and destination in the transit
+	// variant (pair.Dst is then pairDef.Far); zero otherwise.
+	via broker
+	// deadLetterBefore: the transit nodes that held the router
+	// dead-letter queue before the run (transit.go).
+	deadLetterBefore map[string]bool
 }
 
 // bench holds one `fedbench run`.
@@ -104,6 +116,9 @@ func (b *bench) objects(c caseSpec, p pairDef) runObjs {
 	}
 	if c.Variant == vQpidFed {
 		o.link = base + ".link"
+	}
+	if c.Variant == vTransit {
+		o.via, o.pair.Dst = p.Dst, p.Far
 	}
 	return o
 }
@@ -211,6 +226,9 @@ func (b *bench) cleanup(ctx context.Context, o runObjs) string {
 			}
 		}
 	}
+	if o.via.Name != "" {
+		problems = append(problems, b.transitCleanup(ctx, o)...)
+	}
 	if len(problems) > 0 {
 		return strings.Join(problems, "; ")
 	}
@@ -232,6 +250,11 @@ func (b *bench) runCase(ctx context.Context, c caseSpec, p pairDef) (*sample, er
 		b.cleanup(cctx, o)
 	}()
 	t0 := time.Now()
+	if o.via.Name != "" {
+		if err := b.noteDeadLetters(ctx, &o); err != nil {
+			return nil, fmt.Errorf("setup: %w", err)
+		}
+	}
 	if err := b.setup(ctx, o, c.Size); err != nil {
 		return nil, fmt.Errorf("setup: %w", err)
 	}
@@ -246,6 +269,8 @@ func (b *bench) runCase(ctx context.Context, c caseSpec, p pairDef) (*sample, er
 		err = b.runFedrouter(ctx, o, s)
 	case vFanout:
 		err = b.runFanout(ctx, o, s)
+	case vTransit:
+		err = b.runTransit(ctx, o, s)
 	case vShovel091, vShovel10:
 		err = b.runShovel(ctx, o, c.Variant == vShovel10, s)
 	case vQpidFed:

@@ -160,7 +160,7 @@ func (b *bench) runFedrouter(ctx context.Context, o runObjs, s *sample) error {
 	if err != nil {
 		return err
 	}
-	rp, err := startRouter(ctx, b.opt.Fedrouter, dir, b.conns(o), false, o.pair.Src, o.pair.Dst)
+	rp, err := startRouter(ctx, b.opt.Fedrouter, dir, b.conns(o), o.pair.Src, o.pair.Dst)
 	if err != nil {
 		return err
 	}
@@ -170,14 +170,9 @@ func (b *bench) runFedrouter(ctx context.Context, o runObjs, s *sample) error {
 		return err
 	}
 	t0 := time.Now()
-	ids := map[string]bool{}
-	for k := range o.srcQ {
-		id, err := rp.addRoute(ctx, routes.Spec{Kind: routes.KindQueue, Src: o.pair.Src.Name, Dest: o.pair.Dst.Name,
-			Exchange: o.dstX[k], Queue: o.srcQ[k], Credit: b.opt.Credit})
-		if err != nil {
-			return err
-		}
-		ids[id] = true
+	ids, err := b.addQueueRoutes(ctx, rp, o, o.pair.Src.Name, o.pair.Dst.Name)
+	if err != nil {
+		return err
 	}
 	want := uint64(o.per * len(o.srcQ))
 	err = poll(ctx, b.opt.Poll, b.timeout(int(want)), func() (bool, error) {
@@ -189,6 +184,22 @@ func (b *bench) runFedrouter(ctx context.Context, o runObjs, s *sample) error {
 	}
 	s.Seconds = time.Since(t0).Seconds()
 	return finishRouterRun(rp, meter, dir, s)
+}
+
+// addQueueRoutes adds the run's queue routes (source queue k to
+// destination exchange k) on rp, from broker src to broker dest as the
+// router names them, and returns their IDs.
+func (b *bench) addQueueRoutes(ctx context.Context, rp *routerProc, o runObjs, src, dest string) (map[string]bool, error) {
+	ids := map[string]bool{}
+	for k := range o.srcQ {
+		id, err := rp.addRoute(ctx, routes.Spec{Kind: routes.KindQueue, Src: src, Dest: dest,
+			Exchange: o.dstX[k], Queue: o.srcQ[k], Credit: b.opt.Credit})
+		if err != nil {
+			return nil, err
+		}
+		ids[id] = true
+	}
+	return ids, nil
 }
 
 // fanoutQueue is the shared queue fedrouter consumes for an exchange
@@ -210,7 +221,10 @@ func (b *bench) runFanout(ctx context.Context, o runObjs, s *sample) error {
 	if err != nil {
 		return err
 	}
-	rp, err := startRouter(ctx, b.opt.Fedrouter, dir, b.conns(o), true, o.pair.Src, o.pair.Dst)
+	// The run's own control node: not the default one other routers on
+	// these nodes may use (transit.go).
+	rp, err := startRouterSpec(ctx, b.opt.Fedrouter, dir, routerSpec{Conns: b.conns(o), Flooding: true,
+		Control: b.transitControl(), Brokers: []broker{o.pair.Src, o.pair.Dst}})
 	if err != nil {
 		return err
 	}

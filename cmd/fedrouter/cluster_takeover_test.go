@@ -107,3 +107,32 @@ func TestClusterChangeRefusedDuringTakeover(t *testing.T) {
 		t.Errorf("tk's log does not say the route was deleted")
 	}
 }
+
+// A flush in a cluster deletes its routes from the store in one statement
+// (store.DeleteRoutes): every one goes, from the store and from the
+// member that held it.
+func TestClusterFlushDeletesAtOnce(t *testing.T) {
+	c := newClusterRig(t, []string{"fa", "fb"}, 4, 100)
+	c.spread(4)
+	m := c.members["fa"]
+	if out, code := m.cli("route", "flush"); code != 0 || !strings.Contains(out, "4 routes deleted") {
+		t.Fatalf("route flush: exit %d: %s", code, out)
+	}
+	st, err := pgstore.Open(context.Background(), c.url, c.name, pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if snap, err := st.Snapshot(context.Background()); err != nil || len(snap.Routes) != 0 {
+		t.Fatalf("the store after the flush: %+v, %v", snap.Routes, err)
+	}
+	brokertest.Eventually(t, 30*time.Second, 100*time.Millisecond, func() error {
+		if h := held(t, c.members); len(h) != 0 {
+			return fmt.Errorf("%d routes still run", len(h))
+		}
+		return nil
+	})
+	if out := m.out.String(); !strings.Contains(out, "routes flushed from the cluster") {
+		t.Errorf("fa's log does not say the routes were flushed")
+	}
+}

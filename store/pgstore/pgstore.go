@@ -274,6 +274,19 @@ func (s *Store) DeleteRoute(ctx context.Context, id string) error {
 	return nil
 }
 
+// DeleteRoutes removes the definitions ids with their leases, in one
+// statement; their holders find out at their next heartbeat.
+func (s *Store) DeleteRoutes(ctx context.Context, ids []string) (int, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	tag, err := s.pool.Exec(ctx, `DELETE FROM fedrouter_routes WHERE cluster = $1 AND id = ANY($2)`, s.cluster, ids)
+	if err != nil {
+		return 0, s.wrap(fmt.Sprintf("deleting %d routes", len(ids)), err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
 // Snapshot reads members and routes with their leases, in one
 // repeatable-read transaction so that both are of one instant.
 func (s *Store) Snapshot(ctx context.Context) (store.Snapshot, error) {

@@ -83,6 +83,39 @@ func TestRouteDefinitions(t *testing.T) {
 	}
 }
 
+func TestDeleteRoutesAtOnce(t *testing.T) {
+	s := open(t, storetest.Schema(t), "c1")
+	other := open(t, s.pool.Config().ConnString(), "c2")
+	ctx := context.Background()
+	for _, id := range []string{"r1", "r2", "r3", "r4"} {
+		put(t, s, id)
+	}
+	put(t, other, "r1") // another cluster, same id: not deleted with ours
+	if _, err := s.Claim(ctx, "A", []string{"r1", "r4"}, 6*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.DeleteRoutes(ctx, []string{"r1", "r2", "r3", "gone"})
+	if err != nil || n != 3 {
+		t.Fatalf("DeleteRoutes = %d, %v; want 3 (an absent id is no error)", n, err)
+	}
+	snap, err := s.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Routes) != 1 || snap.Routes[0].ID != "r4" || snap.Routes[0].Owner != "A" {
+		t.Fatalf("left after the delete: %+v; want r4, held by A", snap.Routes)
+	}
+	if won, _ := s.Claim(ctx, "B", []string{"r1"}, 6*time.Second); len(won) != 0 {
+		t.Fatalf("a deleted route's lease was claimed: %+v", won)
+	}
+	if snap, _ := other.Snapshot(ctx); len(snap.Routes) != 1 {
+		t.Fatalf("the other cluster's route went too: %+v", snap.Routes)
+	}
+	if n, err := s.DeleteRoutes(ctx, nil); err != nil || n != 0 {
+		t.Fatalf("DeleteRoutes(nil) = %d, %v", n, err)
+	}
+}
+
 func TestBeatRenewsAndFences(t *testing.T) {
 	url := storetest.Schema(t)
 	a, b := open(t, url, "c1"), open(t, url, "c1")

@@ -1,0 +1,115 @@
+package routes_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	goamqp "github.com/Azure/go-amqp"
+
+	famqp "github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp/brokertest"
+	"github.com/fedrouter/fedrouter/routes"
+)
+
+// lenientProfile passes the destination check for one exchange that is
+// not there: the exchange deleted between the check and the attach (or
+// the check remembered from before), so that the attach is refused.
+type lenientProfile struct {
+	famqp.Profile
+	missing string
+}
+
+func (p lenientProfile) CheckTarget(ctx context.Context, n famqp.Node) error {
+	if n.Name == p.missing {
+		return nil
+	}
+	return p.Profile.CheckTarget(ctx, n)
+}
+
+// One route's refused attach ends the shared destination session of the
+// others (RabbitMQ ends a session on a refused attach). The others must
+// retry and deliver every message, and be disturbed by the first refusal
+// only: the refused route retries on a session of its own, so its later
+// failures leave the others' last errors as they were.
+func TestIntegrationSharedSessionRefusedRoute(t *testing.T) {
+	h := newHarness(t, "rabbit1", "rabbit2")
+	h.m.Stop(context.Background())
+	missing := brokertest.UniqueName(t, "missing")
+	b2 := h.opts.Brokers["rabbit2"]
+	b2.Profile = lenientProfile{Profile: b2.Profile, missing: missing}
+	h.opts.Brokers["rabbit2"] = b2
+	h.start()
+
+	var good []sharedRoute
+	for i := range 3 {
+		r := sharedRoute{src: brokertest.UniqueName(t, fmt.Sprint("src", i)), dq: brokertest.UniqueName(t, fmt.Sprint("dq", i))}
+		ex := brokertest.UniqueName(t, fmt.Sprint("ex", i))
+		brokertest.DeclareQueue(t, h.brokers["rabbit1"].Config(), r.src)
+		h.exchangeWithQueue("rabbit2", ex, "fanout", r.dq, "")
+		r.id = h.add(routes.Spec{Kind: routes.KindQueue, Src: "rabbit1", Dest: "rabbit2", Exchange: ex, Queue: r.src}).ID
+		h.waitState(r.id, routes.StateOperational)
+		good = append(good, r)
+	}
+	badSrc := brokertest.UniqueName(t, "badsrc")
+	brokertest.DeclareQueue(t, h.brokers["rabbit1"].Config(), badSrc)
+	bad := routes.Spec{Kind: routes.KindQueue, Src: "rabbit1", Dest: "rabbit2", Exchange: missing, Queue: badSrc}
+	// Messages in flight while the shared session ends.
+	h.sendThrough(good, 0, 3000, func() { bad = h.add(bad).Spec })
+	after := h.nextFailure(bad.ID(), time.Time{})
+	after = h.nextFailure(bad.ID(), after) // a retry, on a session of its own
+	before := map[string]time.Time{}
+	for _, r := range good {
+		before[r.id] = h.waitState(r.id, routes.StateOperational).LastErrorAt
+	}
+	h.nextFailure(bad.ID(), after) // another one while the others run
+	h.sendThrough(good, 3000, 3000, nil)
+	for _, r := range good {
+		if st := h.waitState(r.id, routes.StateOperational); !st.LastErrorAt.Equal(before[r.id]) {
+			t.Errorf("route %s was disturbed by a later refusal of the bad route: %q", r.id, st.LastError)
+		}
+	}
+}
+
+// sharedRoute is a route of the test above, its source queue and the
+// queue bound to its destination exchange.
+type sharedRoute struct{ id, src, dq string }
+
+// sendThrough sends messages from..from+n-1 into each route's source,
+// calling during (when set) meanwhile, and checks that each destination
+// queue got all of them.
+func (h *harness) sendThrough(rs []sharedRoute, from, n int, during func()) {
+	h.t.Helper()
+	var wg sync.WaitGroup
+	mk := func(i int) *goamqp.Message { return brokertest.Numbered(from + i) }
+	for _, r := range rs {
+		wg.Go(func() { brokertest.SendAll(h.t, h.session("rabbit1"), "/amq/queue/"+r.src, 200, n, mk) })
+	}
+	if during != nil {
+		during()
+	}
+	wg.Wait()
+	for _, r := range rs {
+		got := brokertest.Collect(h.t, h.conns["rabbit2"], "/amq/queue/"+r.dq, n, 30*time.Second)
+		brokertest.CheckNoLossFrom(h.t, got, from, from+n)
+	}
+}
+
+// nextFailure waits until route id has failed to attach its sender after
+// since, and returns when.
+func (h *harness) nextFailure(id string, since time.Time) time.Time {
+	h.t.Helper()
+	var at time.Time
+	brokertest.Eventually(h.t, 60*time.Second, 20*time.Millisecond, func() error {
+		st, _ := h.m.Get(id)
+		if st.State != routes.StateFailed || !strings.Contains(st.LastError, "attach sender") || !st.LastErrorAt.After(since) {
+			return fmt.Errorf("route %s: %s, %q at %s", id, st.State, st.LastError, st.LastErrorAt)
+		}
+		at = st.LastErrorAt
+		return nil
+	})
+	return at
+}
