@@ -36,8 +36,11 @@ const globalDestCall = 10 * time.Second
 type globalDests struct {
 	core   *globaldest.Core // owned by run
 	mgrs   map[string]amqp.QueueManager
-	routes *routes.Manager  // runs the flows (messages following consumers)
-	remote *remoteConsumers // other routers' consumers; nil without link state
+	routes *routes.Manager // runs the flows (messages following consumers)
+	// flowsOut: the flows this router runs or ran out of each (broker,
+	// queue): zero while running, else when stopped (owned by run).
+	flowsOut map[[2]string]time.Time
+	remote   *remoteConsumers // other routers' consumers; nil without link state
 	// truncatedOnce: the advertisement's bound was hit (logged once).
 	truncatedOnce sync.Once
 	listings      listings // each broker's last listing, shared with the advertised destinations
@@ -79,7 +82,7 @@ func (r *Router) newGlobalDests(brokers map[string]amqp.Broker) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	g := &globalDests{core: globaldest.New(entries), mgrs: map[string]amqp.QueueManager{}, routes: r.routes, control: r.cfg.Topology.ControlAddress,
+	g := &globalDests{core: globaldest.New(entries), mgrs: map[string]amqp.QueueManager{}, routes: r.routes, flowsOut: map[[2]string]time.Time{}, control: r.cfg.Topology.ControlAddress,
 		log: r.log.With().Str("subsystem", "destinations").Logger(), listErr: map[string]string{}}
 	for _, e := range entries {
 		for _, b := range e.Brokers {
@@ -144,7 +147,7 @@ func (g *globalDests) round(ctx context.Context) {
 		}
 		g.listings.put(b, qs, now)
 		g.listed(b)
-		g.apply(ctx, g.core.Observe(b, g.observed(qs), now))
+		g.apply(ctx, g.core.Observe(b, g.observed(b, qs, now), now))
 	}
 	if g.remote != nil {
 		g.core.Remote(g.remote.merged(g.brokers), time.Now())
@@ -158,11 +161,15 @@ func (g *globalDests) round(ctx context.Context) {
 
 // observed turns a listing into the core's terms: the routers' own queues
 // are never global destinations.
-func (g *globalDests) observed(qs []amqp.QueueInfo) []globaldest.Queue {
+func (g *globalDests) observed(b string, qs []amqp.QueueInfo, now time.Time) []globaldest.Queue {
 	out := make([]globaldest.Queue, 0, len(qs))
 	for _, q := range qs {
 		if links.RouterOwned(amqp.Node{Kind: amqp.Queue, Name: q.Name}, g.control) {
 			continue
+		}
+		if g.ownConsumer(b, q.Name, now) {
+			// The router's own flow out of this instance is no consumer.
+			q.Consumers = max(0, q.Consumers-1)
 		}
 		kind := globaldest.AutoCreated
 		switch {
@@ -309,11 +316,33 @@ func flowSpec(a globaldest.Action) routes.Spec {
 		MaxMoves: a.MaxHops, NoPath: []string{"hold"}}
 }
 
+// ownConsumerLag is how long a flow's receiver may still be counted
+// among an instance's consumers after the flow stopped: RabbitMQ's
+// statistics interval (5 s) and a listing period, with a margin.
+const ownConsumerLag = 10 * time.Second
+
+// ownConsumer says whether a listing of broker's queue made at now may
+// count this router's own flow receiver as a consumer.
+func (g *globalDests) ownConsumer(broker, queue string, now time.Time) bool {
+	stopped, ok := g.flowsOut[[2]string{broker, queue}]
+	switch {
+	case !ok:
+		return false
+	case stopped.IsZero() || now.Sub(stopped) < ownConsumerLag:
+		return true
+	}
+	delete(g.flowsOut, [2]string{broker, queue})
+	return false
+}
+
 // move starts a flow.
 func (g *globalDests) move(a globaldest.Action) {
 	_, err := g.routes.Start(flowSpec(a), routes.OriginDestination)
 	if errors.Is(err, routes.ErrDuplicate) {
 		err = nil
+	}
+	if err == nil {
+		g.flowsOut[[2]string{a.Broker, a.Name}] = time.Time{}
 	}
 	g.core.Result(a, err)
 	ev := g.log.Info()
@@ -332,6 +361,7 @@ func (g *globalDests) move(a globaldest.Action) {
 // first, so nothing comes back to the source as a duplicate.
 func (g *globalDests) stopFlow(ctx context.Context, a globaldest.Action) {
 	st, _ := g.routes.Halt(ctx, flowSpec(a).ID(), true, false)
+	g.flowsOut[[2]string{a.Broker, a.Name}] = time.Now()
 	g.mu.Lock()
 	g.counts.FlowsStopped++
 	g.counts.Moved += st.Moved
