@@ -2,6 +2,8 @@ package globaldest
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 )
@@ -108,7 +110,7 @@ func (c *Core) target(d *dest, s string, now time.Time) (string, string) {
 	}
 	where := ""
 	if best == "" {
-		for _, t := range sortedKeys(d.remote) {
+		for _, t := range slices.Sorted(maps.Keys(d.remote)) {
 			if ti := d.remote[t]; ti.consumers > 0 && now.Sub(ti.busySince) >= settle && ti.consumers > n {
 				best, n, where = t, ti.consumers, " (advertised by its router)"
 			}

@@ -1,7 +1,6 @@
 package globaldest
 
 import (
-	"sort"
 	"time"
 )
 
@@ -54,13 +53,4 @@ func (d *dest) forgetRemote() {
 			delete(d.remote, b)
 		}
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -1,6 +1,8 @@
 package globaldest
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -47,7 +49,7 @@ func (c *Core) Status() []Status {
 		for _, b := range c.entries[d.entry].Brokers {
 			st.Instances = append(st.Instances, c.instance(d, b))
 		}
-		for _, b := range sortedKeys(d.remote) {
+		for _, b := range slices.Sorted(maps.Keys(d.remote)) {
 			if in := d.remote[b]; in.consumers > 0 {
 				// Known from another router's advertisement: its
 				// consumers only.

@@ -12,13 +12,13 @@ import (
 
 // destinationCommand is `fedrouter destination list`: the global
 // destinations (docs/destinations.md), each with its instance, depth and
-// consumers at every broker of its span.
+// consumers at every broker of its span, and where its messages move.
 func destinationCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "destination",
 		Usage: "show the global destinations (destinations: section)",
 		Subcommands: []*cli.Command{
-			apiCommand("destination", "list", "list the global destinations: state, properties, and at each broker the instance, messages and consumers", "", 0, 0, true, listDestinations),
+			apiCommand("destination", "list", "list the global destinations: state, properties, and at each broker the instance, messages, consumers and where its messages move", "", 0, 0, true, listDestinations),
 		},
 	}
 }
