@@ -24,12 +24,8 @@ var (
 
 var clusterDescs = []*prometheus.Desc{descClusterHeld, descClusterTakeovers, descClusterStoreErrors, descClusterRenewal, descClusterMembers}
 
-// ownRouter is the optional view of the routes this process runs (in a
-// cluster, Routes lists the whole cluster's: per-route series would repeat
-// on every member).
-type ownRouter interface{ OwnRoutes() []routes.Status }
-
-// OwnRoutes lists the routes this router runs.
+// OwnRoutes lists the routes this router runs (in a cluster, Routes lists
+// the whole cluster's: per-route series would repeat on every member).
 func (r *Router) OwnRoutes() []routes.Status {
 	if r.cluster != nil {
 		return r.cluster.own()
@@ -39,11 +35,7 @@ func (r *Router) OwnRoutes() []routes.Status {
 
 // collectCluster exports the member's counters, when svc is a member.
 func (c serviceCollector) collectCluster(ch chan<- prometheus.Metric) {
-	cs, ok := c.svc.(clusterService)
-	if !ok {
-		return
-	}
-	st, err := cs.Cluster(context.WithoutCancel(c.ctx))
+	st, err := c.svc.Cluster(context.WithoutCancel(c.ctx))
 	if err != nil {
 		return // not a member
 	}
