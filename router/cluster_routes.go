@@ -49,9 +49,9 @@ func (c *clusterPart) addRoute(ctx context.Context, spec routes.Spec) (routes.St
 // storeErr says a store failure in the admin API's terms: retry later.
 func storeErr(err error) error {
 	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("%w: %v", routes.ErrNotFound, err)
+		return fmt.Errorf("%w: %w", routes.ErrNotFound, err)
 	}
-	return fmt.Errorf("%w: %v", ErrStoreUnavailable, err)
+	return fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 }
 
 func (c *clusterPart) deleteRouteID(ctx context.Context, id string) error {

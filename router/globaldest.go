@@ -330,7 +330,7 @@ func (g *globalDests) move(a globaldest.Action) {
 // stopFlow stops a flow gracefully: what it has in flight is settled
 // first, so nothing comes back to the source as a duplicate.
 func (g *globalDests) stopFlow(ctx context.Context, a globaldest.Action) {
-	st, _ := g.routes.Halt(ctx, flowSpec(a).ID(), true, false)
+	st, _ := g.routes.Halt(ctx, flowSpec(a).ID(), routes.HaltMode{Drain: true})
 	g.flowsOut[[2]string{a.Broker, a.Name}] = time.Now()
 	g.mu.Lock()
 	g.counts.FlowsStopped++

@@ -380,11 +380,11 @@ func (r *Router) Routes() []routes.Status {
 		// Once, then at most every 10 s with a count: a dashboard polling
 		// the list during an outage must not flood the log.
 		now := time.Now()
-		if r.cluster.listWarn.allow("list", now) {
+		if r.cluster.listWarn.Allow("list", now) {
 			r.log.Warn().Err(err).Msg("route list: the cluster store cannot be read: listing this member's routes only")
 		}
-		for _, sum := range r.cluster.listWarn.due(now) {
-			r.log.Warn().Err(err).Uint64("times", sum.count).Str("over", sum.over.Round(time.Second).String()).
+		for _, sum := range r.cluster.listWarn.Due(now) {
+			r.log.Warn().Err(err).Uint64("times", sum.Count).Str("over", sum.Over.Round(time.Second).String()).
 				Msg("route list: the cluster store cannot be read: listing this member's routes only")
 		}
 		return r.cluster.own()

@@ -132,14 +132,15 @@ func (b *routeBase) deadLetterSink(ctx context.Context, sess *amqp.Session) (lin
 	return senderTo(ctx, sess, b.src.Profile, b.spec.Src, amqp.Node{Kind: amqp.Queue, Name: b.spec.DeadLetterQueue}, "dead-letter queue")
 }
 
-// directSink attaches a sender to the route's destination node, on a
-// session of its own at the destination broker.
+// directSink attaches a sender to the route's destination node.
 //
 // The sender joins one of the destination connection's shared sessions
 // (amqp.NewSharedSender): what it has in flight is still unsettled at the
 // source, on the route's own session there, so losing the sender — or
 // the whole shared session, when another route's attach is refused —
-// loses nothing; the route retries.
+// loses nothing; the route retries. After one of its own attaches was
+// refused (ownSession), it attaches on a session of its own instead, so
+// that a refusal again ends no other route's sender.
 func (b *routeBase) directSink(setup context.Context) (wiring, error) {
 	_, _, dstNode := b.nodes()
 	// RabbitMQ accepts and drops sends to a missing node: look first. A

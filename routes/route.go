@@ -132,7 +132,7 @@ func (r *route) run(ctx context.Context) {
 		if time.Since(began) >= stableRun {
 			attempt = 0
 		}
-		if errors.Is(err, errConnLost) {
+		if errors.Is(err, errPathChanged) {
 			r.setState(StateWaiting, err, 0)
 			continue
 		}

@@ -100,12 +100,12 @@ func (r *route) correct(ctx context.Context, d Decision, st PathState) {
 		defer close(watched)
 		for {
 			obs, changed := r.observe()
-			now, _ := Decide(r.policy, obs, st, time.Now())
-			if !now.Same(d) {
+			current, _ := Decide(r.policy, obs, st, time.Now())
+			if !current.Same(d) {
 				cancel()
 				return
 			}
-			if !waitFor(actx, now.Timer, changed) {
+			if !waitFor(actx, current.Timer, changed) {
 				return
 			}
 		}
@@ -122,11 +122,11 @@ func (r *route) correct(ctx context.Context, d Decision, st PathState) {
 	}
 }
 
-// errConnLost ends a run whose path went away (a broker connection, or
-// the table's path) or changed: the route waits for a path (and applies
-// its no-path chain) at once, with no backoff of its own — the
-// connection has one.
-var errConnLost = errors.New("path changed")
+// errPathChanged ends a run whose path went away (a broker connection, or
+// the table's path) or changed to another: the route waits for a path
+// (and applies its no-path chain) at once, with no backoff of its own —
+// a lost connection has one.
+var errPathChanged = errors.New("path changed")
 
 // watchPath returns why, once the path policy no longer decides to
 // forward on the run's path; nil when ctx ends first. A run's policy
@@ -140,7 +140,7 @@ func (r *route) watchPath(ctx context.Context, path pathKind) error {
 			if why == "" {
 				why = fmt.Sprintf("broker %s is reachable directly again", r.spec.Dest)
 			}
-			return fmt.Errorf("%w: %s", errConnLost, why)
+			return fmt.Errorf("%w: %s", errPathChanged, why)
 		}
 		if detail := r.mode.detail(path); detail != "" {
 			r.setDetail(detail) // the path, or the routes advertised, may have changed

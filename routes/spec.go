@@ -1,6 +1,7 @@
 // Package routes holds fedrouter's routes: what a route is (Spec), how it is
-// named and validated, where durable runtime routes are kept (Store), and
-// the Manager that runs each route over its two brokers' connections.
+// named and validated, where durable runtime routes are kept (the state
+// file and its journal: statefile.go, journal.go), and the Manager that
+// runs each route over its two brokers' connections.
 package routes
 
 import (
