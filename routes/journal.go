@@ -10,7 +10,7 @@ import (
 	"sync"
 )
 
-// The state file is a snapshot (store.go) plus a journal beside it,
+// The state file is a snapshot (statefile.go) plus a journal beside it,
 // StatePath + ".journal": one JSON line per change since the snapshot,
 //
 //	{"add": Spec}
