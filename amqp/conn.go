@@ -113,7 +113,7 @@ type Conn struct {
 	g    *group.Group // run's; Close stops it
 	kick chan uint64  // generation reported broken by a user
 
-	pool sessionPool // NewSharedSender's sessions; its lock is taken before mu, never after
+	pool sessionPool // NewSharedSender's sessions; its lock and mu are never held together
 
 	mu      sync.Mutex
 	status  Status

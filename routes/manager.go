@@ -89,8 +89,8 @@ type Options struct {
 }
 
 // Manager runs the routes: one goroutine per route, owned here and
-// stopped by Delete or Stop. Lock order: Manager.mu, then stateLog.mu,
-// then route.mu; no I/O under mu or route.mu.
+// stopped by Delete or Stop. mu is taken before stateLog.mu and the
+// group's (docs/architecture.md, Lock order); no I/O under it.
 type Manager struct {
 	opts Options
 	log  zerolog.Logger
