@@ -335,7 +335,7 @@ func (r *Router) AddRoute(ctx context.Context, spec routes.Spec) (routes.Status,
 	if r.cluster != nil {
 		return r.cluster.addRoute(ctx, spec)
 	}
-	return r.routes.Add(spec)
+	return r.routes.Add(ctx, spec)
 }
 
 // DeleteRoute deletes the route with spec's identity.

@@ -19,7 +19,7 @@ var errHalted = errors.New("routes: route handed off")
 // before each message is sent, and the route stops forwarding as soon as
 // it says no. A route with spec's id already running is left as it is.
 func (m *Manager) Hold(spec Spec, origin Origin, fence func() bool) error {
-	if _, err := m.addFenced(spec, origin, fence); err != nil && !errors.Is(err, ErrDuplicate) {
+	if _, err := m.run(spec, origin, fence); err != nil && !errors.Is(err, ErrDuplicate) {
 		return fmt.Errorf("routes: hold %s: %w", spec, err)
 	}
 	return nil
