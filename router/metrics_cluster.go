@@ -4,8 +4,6 @@ import (
 	"context"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/fedrouter/fedrouter/routes"
 )
 
 // A cluster member's metrics; a single router exports none of them.
@@ -23,15 +21,6 @@ var (
 )
 
 var clusterDescs = []*prometheus.Desc{descClusterHeld, descClusterTakeovers, descClusterStoreErrors, descClusterRenewal, descClusterMembers}
-
-// OwnRoutes lists the routes this router runs (in a cluster, Routes lists
-// the whole cluster's: per-route series would repeat on every member).
-func (r *Router) OwnRoutes() []routes.Status {
-	if r.cluster != nil {
-		return r.cluster.own()
-	}
-	return r.routes.List()
-}
 
 // collectCluster exports the member's counters, when svc is a member.
 func (c serviceCollector) collectCluster(ch chan<- prometheus.Metric) {
