@@ -11,6 +11,7 @@ import (
 
 	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/links"
+	"github.com/fedrouter/fedrouter/routes/pathpolicy"
 )
 
 // Dynamic routes: the route's subscription at the source carries one
@@ -43,7 +44,7 @@ func (d *dynamicMode) source(ctx context.Context) (amqp.LinkSpec, error) {
 
 // wire sends straight to the destination exchange, recording the trace
 // (messages route there by subject), and follows demand during the run.
-func (d *dynamicMode) wire(_, setup context.Context, _ pathKind, _ *amqp.Session) (wiring, error) {
+func (d *dynamicMode) wire(_, setup context.Context, _ pathpolicy.Path, _ *amqp.Session) (wiring, error) {
 	w, err := d.directSink(setup)
 	if err != nil {
 		return w, err
@@ -52,7 +53,7 @@ func (d *dynamicMode) wire(_, setup context.Context, _ pathKind, _ *amqp.Session
 	return w, nil
 }
 
-func (d *dynamicMode) detail(pathKind) string { return "" }
+func (d *dynamicMode) detail(pathpolicy.Path) string { return "" }
 
 // unsubscribe removes the subscription at the source and the queue of
 // binding events at the destination.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/links"
+	"github.com/fedrouter/fedrouter/routes/pathpolicy"
 )
 
 // Exchange routes on a link-state network: fan-out at the origin.
@@ -253,13 +254,13 @@ func (f *fanoutMode) source(ctx context.Context) (amqp.LinkSpec, error) {
 	return f.sourceAt(ctx, fanoutSubscription(f.edge))
 }
 
-func (f *fanoutMode) wire(_, _ context.Context, _ pathKind, srcSess *amqp.Session) (wiring, error) {
+func (f *fanoutMode) wire(_, _ context.Context, _ pathpolicy.Path, srcSess *amqp.Session) (wiring, error) {
 	_, _, dstNode := f.nodes()
 	fs := &fanoutSink{f: f, dispatch: f.transitSink(srcSess), node: dstNode}
 	return wiring{sink: fs, prepare: f.fanoutPrepare, close: fs.close}, nil
 }
 
-func (f *fanoutMode) detail(pathKind) string { return f.fanoutDetail() }
+func (f *fanoutMode) detail(pathpolicy.Path) string { return f.fanoutDetail() }
 
 // unsubscribe removes the group's queue at the source, with the group's
 // last route from there: it serves every route of the group from that

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fedrouter/fedrouter/routes/pathpolicy"
 	"time"
 )
 
@@ -68,7 +69,7 @@ func (m *Manager) Halt(ctx context.Context, id string, how HaltMode) (Status, bo
 // watchPathOrHalt is watchPath, ended also by a graceful halt, and by
 // lap closing (a global destination's flow that has nothing left to
 // move: errLapped).
-func (r *route) watchPathOrHalt(ctx context.Context, path pathKind, lap <-chan struct{}) error {
+func (r *route) watchPathOrHalt(ctx context.Context, path pathpolicy.Path, lap <-chan struct{}) error {
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	defer func() { cancel(); <-done }()

@@ -17,6 +17,7 @@ import (
 	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/internal/group"
 	"github.com/fedrouter/fedrouter/links"
+	"github.com/fedrouter/fedrouter/routes/pathpolicy"
 )
 
 // Options configure a Manager; zero values take the defaults.
@@ -46,7 +47,7 @@ type Options struct {
 	DemandInterval time.Duration
 	// DefaultNoPath is the corrective action of routes without their own
 	// no_path; empty: hold.
-	DefaultNoPath []NoPathStep
+	DefaultNoPath []pathpolicy.Step
 	// NextHop, when set, returns the next hop on the shortest path from one
 	// broker to another (from link state); dynamic routes follow demand
 	// only along it. ok false: no path known.
@@ -301,7 +302,7 @@ func (m *Manager) refuseLocked(id string) error {
 // runLocked is every route's start, once its spec is normalized: into
 // the map and running, together under mu (no route in the map that does
 // not run). The caller holds mu.
-func (m *Manager) runLocked(spec Spec, steps []NoPathStep, origin Origin, fence func() bool) (*route, error) {
+func (m *Manager) runLocked(spec Spec, steps []pathpolicy.Step, origin Origin, fence func() bool) (*route, error) {
 	if m.stopped {
 		return nil, ErrStopped
 	}
@@ -374,7 +375,7 @@ func (m *Manager) Normalize(spec Spec) (Spec, error) {
 
 // normalize is Normalize, and returns the route's no_path chain (its own,
 // else the manager's default).
-func (m *Manager) normalize(spec Spec) (Spec, []NoPathStep, error) {
+func (m *Manager) normalize(spec Spec) (Spec, []pathpolicy.Step, error) {
 	var err error
 	if spec.Src, err = m.Resolve(spec.Src); err != nil {
 		return spec, nil, err
@@ -394,7 +395,7 @@ func (m *Manager) normalize(spec Spec) (Spec, []NoPathStep, error) {
 	}
 	if len(spec.NoPath) == 0 {
 		steps = m.opts.DefaultNoPath
-		if spec.Kind == KindDynamic && rerouting(steps) {
+		if spec.Kind == KindDynamic && pathpolicy.Rerouting(steps) {
 			// A dynamic route follows demand along shortest paths
 			// already: the router's default reroute is not for it.
 			steps = steps[1:]

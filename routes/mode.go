@@ -11,6 +11,7 @@ import (
 
 	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/links"
+	"github.com/fedrouter/fedrouter/routes/pathpolicy"
 )
 
 // A route runs in one of four modes, chosen once when it is made
@@ -31,10 +32,10 @@ type mode interface {
 	// wire attaches the destination side of a run on path: where the
 	// messages go and the hook each forward copy passes first. Attaching
 	// is bounded by setup; what runs with the run, by ctx.
-	wire(ctx, setup context.Context, path pathKind, srcSess *amqp.Session) (wiring, error)
+	wire(ctx, setup context.Context, path pathpolicy.Path, srcSess *amqp.Session) (wiring, error)
 	// detail says, for route list, how an Operational run on path goes;
 	// "" for nothing to say.
-	detail(path pathKind) string
+	detail(path pathpolicy.Path) string
 	// unsubscribe removes what the route made at its source (the route is
 	// deleted): its subscription, unless shared.
 	unsubscribe(ctx context.Context)
