@@ -104,6 +104,8 @@ type Manager struct {
 	// context, from NewManager's caller, is their parent; Stop waits for
 	// them all.
 	group *group.Group
+	// env is what the routes' modes need of the manager (newModeEnv).
+	env *modeEnv
 
 	mu     sync.Mutex
 	routes map[string]*route // by Spec.ID(); guarded by mu
@@ -165,6 +167,7 @@ func NewManager(ctx context.Context, opts Options) *Manager {
 	}
 	m := &Manager{opts: opts, log: opts.Log, group: group.New(ctx), routes: map[string]*route{}, syncing: map[string]Spec{}, started: time.Now(),
 		setupSlots: make(chan struct{}, opts.SetupParallel)}
+	m.env = newModeEnv(m)
 	if opts.StatePath != "" {
 		m.state = newStateLog(opts.StatePath, m.durableSpecs)
 	}

@@ -70,7 +70,7 @@ func (d *directMode) wire(ctx, setup context.Context, path pathpolicy.Path, srcS
 	if err != nil {
 		return w, err
 	}
-	if d.spec.Kind == KindExchange && d.m.opts.Table != nil {
+	if d.spec.Kind == KindExchange && d.env.table != nil {
 		w.prepare = d.meshHop
 		if err := d.waitLinkInTable(ctx); err != nil {
 			w.close()
@@ -107,7 +107,7 @@ func (d *directMode) waitLinkInTable(ctx context.Context) error {
 	deadline := time.NewTimer(linkWait)
 	defer deadline.Stop()
 	for {
-		p, changed := d.m.opts.Table.Paths()
+		p, changed := d.env.table.Paths()
 		if p != nil && p.LinkUp(d.spec.Src, d.spec.Dest) {
 			return nil
 		}
@@ -136,7 +136,7 @@ func (d *directMode) meshHop(out amqp.Message) bool {
 		out.SetAnnotation(links.AnnotationOrigin, origin)
 	}
 	if origin != d.spec.Src {
-		if p, _ := d.m.opts.Table.Paths(); p != nil {
+		if p, _ := d.env.table.Paths(); p != nil {
 			if on, known := p.OnTree(origin, d.spec.Src, d.spec.Dest); known && !on {
 				return false
 			}

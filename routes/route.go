@@ -23,6 +23,7 @@ import (
 // (mode.go).
 type route struct {
 	*routeBase
+	m       *Manager // the route's own life (backoff, setup slots): not its mode's
 	mode    mode
 	policy  pathpolicy.Policy // what the route does about its path
 	noPath  atomic.Uint64     // messages handled by a no-path action
@@ -53,9 +54,9 @@ func newRoute(m *Manager, spec Spec, steps []pathpolicy.Step, origin Origin, pic
 		dst.Conn = pick(dst, spec.Dest)
 	}
 	log := m.log.With().Str("route", id).Str("src", spec.Src).Str("dest", spec.Dest).Logger()
-	b := &routeBase{m: m, id: id, spec: spec, origin: origin, src: src, dst: dst, log: log,
+	b := &routeBase{env: m.env, id: id, spec: spec, origin: origin, src: src, dst: dst, log: log,
 		runState: runState{log: log, name: spec.String(), state: StateWaiting, since: time.Now()}}
-	r := &route{routeBase: b, done: make(chan struct{}), halt: make(chan struct{}),
+	r := &route{m: m, routeBase: b, done: make(chan struct{}), halt: make(chan struct{}),
 		policy: pathpolicy.Policy{Src: spec.Src, Dest: spec.Dest, Mode: pathpolicy.Direct, Steps: steps, Table: m.opts.Table != nil,
 			Started: m.started, Grace: m.opts.TableGrace, DeadLetterQueue: spec.DeadLetterQueue}}
 	_, attached := m.opts.Brokers[spec.Dest]
