@@ -112,14 +112,18 @@ brokers-status:
 
 # Short fuzz runs of what is decoded from outside: the config file, the
 # signed advertisements, the transit annotations of a message, the ingress
-# allow-list's globs, the frames go-amqp reads (the key guard) (new failing
-# inputs land in <pkg>/testdata/fuzz).
+# allow-list's globs, the frames go-amqp reads (the key guard), a route
+# spec as the admin API and the state file decode it, the state file's
+# journal as a start replays it (new failing inputs land in
+# <pkg>/testdata/fuzz).
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./config/
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 30s ./topology/
 	$(GO) test -run '^$$' -fuzz FuzzTransitAnnotations -fuzztime 30s ./links/
 	$(GO) test -run '^$$' -fuzz FuzzGlob -fuzztime 10s ./links/
 	$(GO) test -run '^$$' -fuzz FuzzKeyGuard -fuzztime 30s ./amqp/
+	$(GO) test -run '^$$' -fuzz FuzzSpecUnmarshalJSON -fuzztime 30s ./routes/
+	$(GO) test -run '^$$' -fuzz FuzzJournalReplay -fuzztime 30s ./routes/
 
 clean:
 	rm -rf bin

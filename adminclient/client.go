@@ -4,7 +4,7 @@
 // token and the error body are handled in one place.
 //
 // Answers decode into the types the server encodes (routes.Status,
-// router.BrokerStatus, topology.Snapshot, ...) rather than copies of them:
+// api.BrokerStatus, topology.Snapshot, ...) rather than copies of them:
 // a field the server adds reaches every client with nothing to update.
 package adminclient
 
@@ -25,7 +25,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fedrouter/fedrouter/router"
+	"github.com/fedrouter/fedrouter/api"
 	"github.com/fedrouter/fedrouter/routes"
 	"github.com/fedrouter/fedrouter/topology"
 )
@@ -175,16 +175,16 @@ func (c *Client) Routes(ctx context.Context) ([]routes.Status, error) {
 // cursor after ("" for the first page), and the next page's cursor in
 // Next ("" after the last). A router older than paging answers every
 // route, with no Next.
-func (c *Client) RoutesPage(ctx context.Context, after string, limit int) (router.RoutePage, error) {
+func (c *Client) RoutesPage(ctx context.Context, after string, limit int) (api.RoutePage, error) {
 	q := url.Values{"limit": {strconv.Itoa(limit)}}
 	if after != "" {
 		q.Set("after", after)
 	}
 	var raw json.RawMessage
 	if err := c.do(ctx, http.MethodGet, "/api/v1/routes?"+q.Encode(), nil, &raw); err != nil {
-		return router.RoutePage{}, err
+		return api.RoutePage{}, err
 	}
-	var p router.RoutePage
+	var p api.RoutePage
 	var err error
 	if trimmed := bytes.TrimSpace(raw); len(trimmed) > 0 && trimmed[0] == '[' {
 		err = json.Unmarshal(raw, &p.Routes) // a router that ignores ?limit: the whole list
@@ -192,15 +192,14 @@ func (c *Client) RoutesPage(ctx context.Context, after string, limit int) (route
 		err = json.Unmarshal(raw, &p)
 	}
 	if err != nil {
-		return router.RoutePage{}, &Error{Method: http.MethodGet, URL: c.base + "/api/v1/routes", Status: http.StatusOK, Err: fmt.Errorf("not the JSON expected: %w", err)}
+		return api.RoutePage{}, &Error{Method: http.MethodGet, URL: c.base + "/api/v1/routes", Status: http.StatusOK, Err: fmt.Errorf("not the JSON expected: %w", err)}
 	}
 	return p, nil
 }
 
 // AddRoute adds a runtime route and returns its status. A route that
-// exists already is an *Error with Status 409 and Message
-// routes.ErrDuplicate's text, which qpid-route-style callers treat as
-// success.
+// exists already is an *Error with Status 409 and Code api.CodeDuplicate,
+// which qpid-route-style callers treat as success.
 func (c *Client) AddRoute(ctx context.Context, spec routes.Spec) (routes.Status, error) {
 	var st routes.Status
 	err := c.do(ctx, http.MethodPost, "/api/v1/routes", spec, &st)
@@ -225,7 +224,7 @@ func (c *Client) FlushRoutes(ctx context.Context, dest string) (int, error) {
 	if dest != "" {
 		path += "?dest=" + url.QueryEscape(dest)
 	}
-	var d router.Deleted
+	var d api.Deleted
 	err := c.do(ctx, http.MethodPost, path, nil, &d)
 	return d.Deleted, err
 }
@@ -238,15 +237,15 @@ func (c *Client) Links(ctx context.Context) ([]routes.LinkStatus, error) {
 }
 
 // Brokers lists the broker connections.
-func (c *Client) Brokers(ctx context.Context) ([]router.BrokerStatus, error) {
-	var bs []router.BrokerStatus
+func (c *Client) Brokers(ctx context.Context) ([]api.BrokerStatus, error) {
+	var bs []api.BrokerStatus
 	err := c.do(ctx, http.MethodGet, "/api/v1/brokers", nil, &bs)
 	return bs, err
 }
 
 // Router says which router answers and how much it holds.
-func (c *Client) Router(ctx context.Context) (router.RouterInfo, error) {
-	var ri router.RouterInfo
+func (c *Client) Router(ctx context.Context) (api.RouterInfo, error) {
+	var ri api.RouterInfo
 	err := c.do(ctx, http.MethodGet, "/api/v1/router", nil, &ri)
 	return ri, err
 }
@@ -267,7 +266,7 @@ func (c *Client) Healthz(ctx context.Context) error {
 // Ready asks /readyz whether every broker connection is Operational. Not
 // ready is an answer, not an error: false, with the brokers that are not
 // Operational, so callers can poll on it.
-func (c *Client) Ready(ctx context.Context) (bool, []router.BrokerStatus, error) {
+func (c *Client) Ready(ctx context.Context) (bool, []api.BrokerStatus, error) {
 	resp, body, err := c.exchange(ctx, http.MethodGet, "/readyz", nil)
 	if err != nil {
 		return false, nil, err
@@ -276,7 +275,7 @@ func (c *Client) Ready(ctx context.Context) (bool, []router.BrokerStatus, error)
 	case http.StatusOK:
 		return true, nil, nil
 	case http.StatusServiceUnavailable:
-		var nr router.NotReady
+		var nr api.NotReady
 		if json.Unmarshal(body, &nr) == nil && nr.Error != "" {
 			return false, nr.Brokers, nil
 		}
@@ -373,9 +372,9 @@ func (c *Client) request(ctx context.Context, base, method, path string, in any)
 func (c *Client) answerError(resp *http.Response, body []byte) *Error {
 	e := c.fail(resp.Request, resp.StatusCode, nil)
 	e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"))
-	var eb router.ErrorBody
+	var eb api.ErrorBody
 	if json.Unmarshal(body, &eb) == nil && eb.Error != "" {
-		e.Message, e.Problems = c.redact(eb.Error), eb.Problems
+		e.Message, e.Code, e.Problems = c.redact(eb.Error), eb.Code, eb.Problems
 		for i, p := range e.Problems {
 			e.Problems[i] = c.redact(p)
 		}

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/api"
 	"github.com/fedrouter/fedrouter/router"
 	"github.com/fedrouter/fedrouter/router/routertest"
 	"github.com/fedrouter/fedrouter/routes"
@@ -91,8 +92,8 @@ func TestRouteCalls(t *testing.T) {
 		t.Fatalf("AddRoute: %+v, %v", st, err)
 	}
 	_, err = h.c.AddRoute(ctx, queueRoute)
-	if e := asError(t, err, http.StatusConflict); e.Message != routes.ErrDuplicate.Error() {
-		t.Fatalf("duplicate: message %q", e.Message)
+	if e := asError(t, err, http.StatusConflict); e.Message != routes.ErrDuplicate.Error() || e.Code != api.CodeDuplicate {
+		t.Fatalf("duplicate: message %q, code %q", e.Message, e.Code)
 	}
 	ex := routes.Spec{Kind: routes.KindExchange, Dest: "a", Src: "b", Exchange: "amq.topic", Key: "#"}
 	if _, err := h.c.AddRoute(ctx, ex); err != nil {
@@ -158,7 +159,7 @@ func TestListings(t *testing.T) {
 	if bs, err := h.c.Brokers(ctx); err != nil || len(bs) != 2 || bs[1].URL != "amqp://h2:5672" || bs[1].State != "Operational" {
 		t.Fatalf("Brokers: %+v, %v", bs, err)
 	}
-	if ri, err := h.c.Router(ctx); err != nil || ri != (router.RouterInfo{RouterID: "ac-test", Links: 1, Brokers: 2}) {
+	if ri, err := h.c.Router(ctx); err != nil || ri != (api.RouterInfo{RouterID: "ac-test", Links: 1, Brokers: 2}) {
 		t.Fatalf("Router: %+v, %v", ri, err)
 	}
 }

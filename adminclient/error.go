@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fedrouter/fedrouter/api"
 )
 
 // ErrBadURL is the error New gives for a base URL that cannot be the admin
@@ -27,6 +29,10 @@ type Error struct {
 	// Message is the router's {"error": ...}: "" when the answer was not
 	// the API's JSON error.
 	Message string
+	// Code is the router's machine-readable kind of error (api.Code*):
+	// what programs match, never Message. "" when the answer was not the
+	// API's JSON error (or came from a router older than codes).
+	Code api.Code
 	// Problems lists each problem of an invalid route spec (400).
 	Problems []string
 	// Body is the start of an answer that was not the API's JSON, so an

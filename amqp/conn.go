@@ -100,9 +100,11 @@ const DefaultIdleTimeout = 10 * time.Second
 // an authentication failure. Links are not carried over a reconnect: their
 // owners see the error, classify it and ask for a new session.
 //
-// Goroutines: exactly one (run), in a group owned by the Conn, started by
-// Dial and stopped by Close, which cancels its context (aborting a
-// dial in progress) and waits for it.
+// Goroutines: run, in a group owned by the Conn, started by Dial and
+// stopped by Close, which cancels its context (aborting a dial in
+// progress) and waits for it; and, while a connection is up, its write
+// flusher (coalesce.go), started with the connection and joined when it
+// closes. go-amqp's own goroutines end when the connection is closed.
 type Conn struct {
 	cfg     BrokerConfig
 	opts    ConnOptions
@@ -111,7 +113,7 @@ type Conn struct {
 	g    *group.Group // run's; Close stops it
 	kick chan uint64  // generation reported broken by a user
 
-	pool sessionPool // NewSharedSender's sessions; its lock is taken before mu, never after
+	pool sessionPool // NewSharedSender's sessions; its lock and mu are never held together
 
 	mu      sync.Mutex
 	status  Status

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/fedrouter/fedrouter/internal/ratelog"
 	"github.com/fedrouter/fedrouter/store"
 )
 
@@ -18,10 +19,19 @@ type Runner interface {
 	// Run starts route id, held with epoch; fence says, at each message,
 	// whether the lease still covers this member.
 	Run(id string, spec []byte, epoch int64, fence func() bool) error
-	// Halt stops route id. graceful: stop taking messages and settle what
-	// is in flight first (a handoff); deleted: the route is gone, remove
-	// what it made at its source.
-	Halt(ctx context.Context, id string, graceful, deleted bool)
+	// Halt stops route id as how says.
+	Halt(ctx context.Context, id string, how HaltMode)
+}
+
+// HaltMode says how a Runner stops a route.
+type HaltMode struct {
+	// Drain (a handoff): stop taking messages and settle what is in
+	// flight first, so the next holder gets neither a loss nor a
+	// duplicate. Without it the route stops at once (its lease is lost).
+	Drain bool
+	// Deleted: the route is gone from the store: remove what it made at
+	// its source.
+	Deleted bool
 }
 
 // Member is this router's membership: one goroutine (Run) beats, reads the
@@ -40,9 +50,9 @@ type Member struct {
 	specs   map[string][]byte // the specs of the last view, by route id; guarded by mu
 	last    View              // the last view, for status; guarded by mu
 	metrics Metrics           // guarded by mu
-	// lastErrLog, quietErrs rate-limit the store's error lines; guarded by mu.
-	lastErrLog time.Time
-	quietErrs  int
+	// storeLog and supersededLog keep the store's error lines and the
+	// superseded member's down to one per storeErrorLogEvery, with counts.
+	storeLog, supersededLog *ratelog.Limiter
 
 	// handoffs are the handoffs under way, each in a goroutine of its own
 	// (a drain can take seconds: the beats must go on meanwhile); Run
@@ -52,6 +62,18 @@ type Member struct {
 
 // storeErrorLogEvery: at most one store error line per this.
 const storeErrorLogEvery = 10 * time.Second
+
+// logLimited logs a failure at once, then at most one line per lim's
+// interval, saying how many failures came since the last line.
+func logLimited(lim *ratelog.Limiter, now time.Time, level func() *zerolog.Event, err error, msg string) {
+	if lim.Allow("", now) {
+		level().Err(err).Msg(msg)
+		return
+	}
+	for _, s := range lim.Due(now) {
+		level().Err(err).Uint64("failures", s.Count).Str("over", s.Over.Round(time.Second).String()).Msg(msg)
+	}
+}
 
 // Metrics are the member's counters.
 type Metrics struct {
@@ -64,7 +86,8 @@ type Metrics struct {
 // NewMember builds a member; Run runs it.
 func NewMember(p Params, info store.Member, st store.Store, runner Runner, log zerolog.Logger) *Member {
 	return &Member{p: p, info: info, st: st, runner: runner, log: log.With().Str("member", p.Self).Logger(),
-		now: time.Now, core: NewCore(p), specs: map[string][]byte{}}
+		now: time.Now, core: NewCore(p), specs: map[string][]byte{},
+		storeLog: ratelog.New(storeErrorLogEvery), supersededLog: ratelog.New(storeErrorLogEvery)}
 }
 
 // Run beats every heartbeat until ctx ends, then hands its routes off and
@@ -81,7 +104,7 @@ func (m *Member) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			m.leave()
+			m.leave(ctx)
 			return
 		case <-beat.C:
 			m.round(ctx)
@@ -129,16 +152,7 @@ func (m *Member) round(ctx context.Context) {
 
 // superseded stops every route this member runs: its beat renewed nothing.
 func (m *Member) superseded(ctx context.Context, sent time.Time, err error) {
-	m.mu.Lock()
-	now := m.now()
-	say := now.Sub(m.lastErrLog) >= storeErrorLogEvery
-	if say {
-		m.lastErrLog = now
-	}
-	m.mu.Unlock()
-	if say {
-		m.log.Error().Err(err).Msg("cluster: another process is this member: running no route until it stops beating for a lease")
-	}
+	logLimited(m.supersededLog, m.now(), m.log.Error, err, "cluster: another process is this member: running no route until it stops beating for a lease")
 	m.apply(ctx, m.locked(func(c *Core) []Action { return c.Beaten(sent, store.Renewal{}) }))
 }
 
@@ -146,21 +160,11 @@ func (m *Member) storeError(ctx context.Context, what string, err error) {
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		return
 	}
-	// One line per storeErrorLogEvery at most, with the count since the
-	// last: a store down for an hour must not fill the disk.
 	m.mu.Lock()
 	m.metrics.StoreErrors++
-	now := m.now()
-	say, quiet := now.Sub(m.lastErrLog) >= storeErrorLogEvery, m.quietErrs
-	if say {
-		m.lastErrLog, m.quietErrs = now, 0
-	} else {
-		m.quietErrs++
-	}
 	m.mu.Unlock()
-	if say {
-		m.log.Warn().Err(err).Int("failures_not_logged", quiet).Msg("cluster store: " + what + " failed")
-	}
+	// A store down for an hour must not fill the disk.
+	logLimited(m.storeLog, m.now(), m.log.Warn, err, "cluster store: "+what+" failed")
 	m.apply(ctx, m.locked(func(c *Core) []Action { return c.BeatFailed(m.now(), err) }))
 }
 
@@ -199,7 +203,7 @@ func (m *Member) apply(ctx context.Context, acts []Action) {
 			m.start(a)
 		case Stop:
 			m.log.Warn().Str("route", a.Route).Msg("cluster: stopping route: " + a.Msg)
-			m.runner.Halt(ctx, a.Route, false, a.Msg == msgDeleted)
+			m.runner.Halt(ctx, a.Route, HaltMode{Deleted: a.Msg == msgDeleted})
 		case HandOff:
 			batch = append(batch, a)
 		case Claim:
@@ -266,7 +270,7 @@ func (m *Member) handoff(ctx context.Context, acts []Action) {
 		wg.Add(1)
 		go func() { // joined below
 			defer wg.Done()
-			m.runner.Halt(ctx, a.Route, true, false)
+			m.runner.Halt(ctx, a.Route, HaltMode{Drain: true})
 		}()
 	}
 	wg.Wait()
@@ -293,8 +297,11 @@ func (m *Member) handoff(ctx context.Context, acts []Action) {
 const storeCallTimeout = 5 * time.Second
 
 // leave hands every route off and marks the member as left.
-func (m *Member) leave() {
-	ctx := context.Background()
+//
+// owner is Run's context, ended: the handoffs and the store call run under
+// it without its cancel (its values kept), each bounded by its own timeout.
+func (m *Member) leave(owner context.Context) {
+	ctx := context.WithoutCancel(owner)
 	m.handoffs.Wait() // those under way first: Leaving skips their routes
 	if acts := m.locked(func(c *Core) []Action { return c.Leaving() }); len(acts) > 0 {
 		m.handoff(ctx, acts)

@@ -49,7 +49,7 @@ func (x *idle) Run(id string, _ []byte, _ int64, _ func() bool) error {
 	x.running.Store(id, true)
 	return nil
 }
-func (x *idle) Halt(_ context.Context, id string, _, _ bool) { x.running.Delete(id) }
+func (x *idle) Halt(_ context.Context, id string, _ HaltMode) { x.running.Delete(id) }
 
 // Three members on 1,000 routes against real PostgreSQL: every route held
 // by exactly one member, spread within the quota, and the store load per

@@ -15,6 +15,7 @@ import (
 	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/links"
 	"github.com/fedrouter/fedrouter/routes"
+	"github.com/fedrouter/fedrouter/routes/pathpolicy"
 )
 
 // DefaultControlAddress is the control node's name on every broker.
@@ -60,9 +61,9 @@ type Config struct {
 	// docs/destinations.md): queues kept alike at every broker of a span.
 	Destinations []DestinationSpec `yaml:"destinations"`
 
-	file   string              // path the config came from, for messages
-	lines  map[string]int      // "brokers[i]" → line, for validation messages
-	noPath []routes.NoPathStep // NoPath, parsed by validate
+	file   string            // path the config came from, for messages
+	lines  map[string]int    // "brokers[i]" → line, for validation messages
+	noPath []pathpolicy.Step // NoPath, parsed by validate
 }
 
 // BrokerSpec is one broker as written in the file.

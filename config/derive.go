@@ -8,6 +8,7 @@ import (
 
 	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/routes"
+	"github.com/fedrouter/fedrouter/routes/pathpolicy"
 )
 
 // What the router needs of the configuration, derived from the file:
@@ -75,7 +76,7 @@ func (c *Config) RouteSpecs() []routes.Spec {
 }
 
 // DefaultNoPath returns the router-wide no-path chain (validated).
-func (c *Config) DefaultNoPath() []routes.NoPathStep {
+func (c *Config) DefaultNoPath() []pathpolicy.Step {
 	return c.noPath
 }
 

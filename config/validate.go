@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fedrouter/fedrouter/routes"
+	"github.com/fedrouter/fedrouter/routes/pathpolicy"
 )
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
@@ -34,15 +35,15 @@ func (c *Config) validate() []string {
 	p = append(p, c.validateLinks(brokers)...)
 	p = append(p, c.validateIngress(brokers)...)
 	p = append(p, c.validateDestinations(brokers)...)
-	if steps, err := routes.ParseNoPath(c.NoPath); err != nil {
+	if steps, err := pathpolicy.Parse(c.NoPath); err != nil {
 		add("no_path", "%v", err)
 	} else {
 		c.noPath = steps
 		for _, st := range steps {
-			if st.Action == routes.NoPathDeadLetter {
+			if st.Action == pathpolicy.StepDeadLetter {
 				add("no_path", "no_path: dead-letter needs a route's dead_letter_queue; set it per route")
 			}
-			if st.Action == routes.NoPathReroute && !c.Flooding() {
+			if st.Action == pathpolicy.StepReroute && !c.Flooding() {
 				add("no_path", "no_path: reroute needs link-state flooding: set topology.secret")
 			}
 		}

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"io"
 	stdlog "log"
-	"math"
+
 	"net"
 	"net/http"
 	"strconv"
@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/api"
 	"github.com/fedrouter/fedrouter/config"
 	"github.com/fedrouter/fedrouter/internal/group"
 	"github.com/fedrouter/fedrouter/routes"
@@ -288,7 +289,7 @@ func jsonNotFound(mux *http.ServeMux) http.Handler {
 			w.Header().Set("Allow", allow)
 			writeError(w, rec.status, fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allow))
 		case http.StatusNotFound:
-			writeError(w, rec.status, fmt.Sprintf("no such endpoint: %s %s (see docs/admin-api.md)", r.Method, r.URL.Path))
+			writeCode(w, rec.status, api.CodeNoEndpoint, fmt.Sprintf("no such endpoint: %s %s (see docs/admin-api.md)", r.Method, r.URL.Path))
 		default: // a redirect (path cleaning): pass it on as is
 			for k, v := range rec.header {
 				w.Header()[k] = v
@@ -327,33 +328,12 @@ func (a *AdminServer) listRoutes(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	var page []routes.Status
-	var next string
-	if p, ok := a.svc.(routePager); ok {
-		page, next, err = p.RoutesPage(q.Get("after"), limit)
-	} else {
-		page, next, err = routes.Page(a.svc.Routes(), q.Get("after"), limit)
-	}
+	page, next, err := a.svc.RoutesPage(q.Get("after"), limit)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, RoutePage{Routes: nonNil(page), Next: next})
-}
-
-// routePager is the Service's optional paging of the route list, which
-// computes only the page's statuses (*Router); any other Service is paged
-// from its whole list.
-type routePager interface {
-	RoutesPage(after string, limit int) ([]routes.Status, string, error)
-}
-
-// RoutePage is a page of GET /api/v1/routes?limit=N&after=CURSOR: the
-// routes in list order, and the cursor of the next page ("" after the
-// last).
-type RoutePage struct {
-	Routes []routes.Status `json:"routes"`
-	Next   string          `json:"next,omitempty"`
+	writeJSON(w, http.StatusOK, api.RoutePage{Routes: nonNil(page), Next: next})
 }
 
 // DefaultPageLimit is a page's size when only after is given.
@@ -447,16 +427,8 @@ func (a *AdminServer) listBrokers(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, brokerStatuses(a.svc.Brokers()))
 }
 
-// RouterInfo is GET /api/v1/router.
-type RouterInfo struct {
-	RouterID string `json:"router_id"`
-	Routes   int    `json:"routes"`
-	Links    int    `json:"links"`
-	Brokers  int    `json:"brokers"`
-}
-
 func (a *AdminServer) routerInfo(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, RouterInfo{
+	writeJSON(w, http.StatusOK, api.RouterInfo{
 		RouterID: a.svc.RouterID(),
 		Routes:   len(a.svc.Routes()),
 		Links:    len(a.svc.Links()),
@@ -471,15 +443,9 @@ func healthz(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, "ok\n") // a write error means the prober left
 }
 
-// NotReady is the 503 body of /readyz.
-type NotReady struct {
-	Error   string         `json:"error"`
-	Brokers []BrokerStatus `json:"brokers"` // the brokers not Operational
-}
-
 // readyz is 200 only while every broker connection is Operational.
 func (a *AdminServer) readyz(w http.ResponseWriter, r *http.Request) {
-	var down []BrokerStatus
+	var down []api.BrokerStatus
 	var names []string
 	for _, st := range a.svc.Brokers() {
 		if st.State != amqp.Operational {
@@ -491,7 +457,7 @@ func (a *AdminServer) readyz(w http.ResponseWriter, r *http.Request) {
 		healthz(w, r)
 		return
 	}
-	writeJSON(w, http.StatusServiceUnavailable, NotReady{
+	writeJSON(w, http.StatusServiceUnavailable, api.NotReady{
 		Error:   fmt.Sprintf("not ready: %d broker(s) not Operational: %s", len(down), strings.Join(names, ", ")),
 		Brokers: down,
 	})
@@ -559,65 +525,12 @@ func bodyError(err error) (int, string) {
 	return http.StatusBadRequest, "request body: " + strings.TrimPrefix(err.Error(), "json: ")
 }
 
-// Deleted is the body of a successful delete or flush.
-type Deleted struct {
-	Deleted int `json:"deleted"`
-}
-
 func writeDeleted(w http.ResponseWriter, n int, err error) {
 	if err != nil {
 		writeServiceError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, Deleted{Deleted: n})
-}
-
-// ErrorBody is every error response: Error says what was wrong; Problems
-// lists each problem of an invalid route spec.
-type ErrorBody struct {
-	Error    string   `json:"error"`
-	Problems []string `json:"problems,omitempty"`
-}
-
-// writeServiceError maps the Service's errors to HTTP statuses.
-func writeServiceError(w http.ResponseWriter, err error) {
-	var se *routes.SpecError
-	if errors.As(err, &se) {
-		writeJSON(w, http.StatusBadRequest, ErrorBody{Error: err.Error(), Problems: se.Problems})
-		return
-	}
-	if errors.Is(err, routes.ErrDuplicate) {
-		// qpid-route's exact words: the CLI shows them as a warning.
-		writeError(w, http.StatusConflict, routes.ErrDuplicate.Error())
-		return
-	}
-	var te *TakeoverError
-	if errors.As(err, &te) {
-		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(te.RetryAfter.Seconds())))))
-	} else if errors.Is(err, ErrStoreUnavailable) {
-		// A cluster member whose store is down (or a takeover under way):
-		// the change can be made again in a moment.
-		w.Header().Set("Retry-After", "2")
-	}
-	writeError(w, serviceErrorStatus(err), err.Error())
-}
-
-func serviceErrorStatus(err error) int {
-	switch {
-	case errors.Is(err, routes.ErrNotFound), errors.Is(err, ErrTopologyOff):
-		return http.StatusNotFound
-	case errors.Is(err, routes.ErrConfigRoute), errors.Is(err, routes.ErrDestinationRoute):
-		return http.StatusConflict
-	case errors.Is(err, routes.ErrUnknownBroker):
-		return http.StatusBadRequest
-	case errors.Is(err, routes.ErrStopped), errors.Is(err, ErrStoreUnavailable), errors.Is(err, ErrTakeover), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
-}
-
-func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, ErrorBody{Error: msg})
+	writeJSON(w, http.StatusOK, api.Deleted{Deleted: n})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -637,22 +550,10 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-// BrokerStatus is amqp.Status as JSON: the state and the error as text
+// brokerStatus is amqp.Status as JSON: the state and the error as text
 // (an error value would marshal as {}), the retry delay as a duration.
-type BrokerStatus struct {
-	Broker      string    `json:"broker"`
-	State       string    `json:"state"`
-	Since       time.Time `json:"since"`
-	URL         string    `json:"url"`
-	LastError   string    `json:"last_error,omitempty"`
-	LastErrorAt time.Time `json:"last_error_at,omitzero"`
-	Attempt     int       `json:"attempt"`
-	RetryIn     string    `json:"retry_in,omitempty"`
-	Generation  uint64    `json:"generation"`
-}
-
-func brokerStatus(st amqp.Status) BrokerStatus {
-	b := BrokerStatus{
+func brokerStatus(st amqp.Status) api.BrokerStatus {
+	b := api.BrokerStatus{
 		Broker:      st.Broker,
 		State:       st.State.String(),
 		Since:       st.Since,
@@ -670,8 +571,8 @@ func brokerStatus(st amqp.Status) BrokerStatus {
 	return b
 }
 
-func brokerStatuses(sts []amqp.Status) []BrokerStatus {
-	out := make([]BrokerStatus, 0, len(sts))
+func brokerStatuses(sts []amqp.Status) []api.BrokerStatus {
+	out := make([]api.BrokerStatus, 0, len(sts))
 	for _, st := range sts {
 		out = append(out, brokerStatus(st))
 	}

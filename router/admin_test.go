@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/api"
 	"github.com/fedrouter/fedrouter/config"
 	"github.com/fedrouter/fedrouter/router/routertest"
 	"github.com/fedrouter/fedrouter/routes"
@@ -29,6 +30,7 @@ func newFakeService() *routertest.Service {
 	since := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	return routertest.New(routertest.Options{RouterID: "test-router", Known: []string{"a", "b"},
 		Added: routes.Status{State: routes.StateWaiting}, TopologyOff: ErrTopologyOff,
+		NotClustered: ErrNotClustered, NoDestinations: ErrNoDestinations,
 		Brokers: []amqp.Status{
 			{Broker: "a", State: amqp.Operational, Since: since, URL: "amqp://h1:5672", Generation: 1},
 			{Broker: "b", State: amqp.Operational, Since: since, URL: "amqp://h2:5672", Generation: 3},
@@ -175,8 +177,8 @@ func TestAdminDuplicateBodyIsQpidWording(t *testing.T) {
 	h := startAdmin(t)
 	h.expect("POST", "/api/v1/routes", queueRoute, http.StatusCreated)
 	_, out := h.do("POST", "/api/v1/routes", testToken, queueRoute)
-	var body ErrorBody
-	if err := json.Unmarshal([]byte(out), &body); err != nil || body.Error != "Duplicate route - ignoring" {
+	var body api.ErrorBody
+	if err := json.Unmarshal([]byte(out), &body); err != nil || body.Error != "Duplicate route - ignoring" || body.Code != api.CodeDuplicate {
 		t.Fatalf("duplicate body %s (%v)", out, err)
 	}
 }
@@ -274,11 +276,11 @@ func TestAdminLinksBrokersRouter(t *testing.T) {
 	})
 	h.expect("GET", "/api/v1/links", nil, http.StatusOK, `"src": "a"`, `"routes": 1`, `"state": "Operational"`)
 	out := h.expect("GET", "/api/v1/brokers", nil, http.StatusOK)
-	var bs []BrokerStatus
+	var bs []api.BrokerStatus
 	if err := json.Unmarshal([]byte(out), &bs); err != nil || len(bs) != 3 {
 		t.Fatalf("brokers %s (%v)", out, err)
 	}
-	want := BrokerStatus{Broker: "c", State: "Waiting", URL: "amqp://h3:5672", LastError: "dial tcp: connection refused",
+	want := api.BrokerStatus{Broker: "c", State: "Waiting", URL: "amqp://h3:5672", LastError: "dial tcp: connection refused",
 		LastErrorAt: time.Unix(100, 0).UTC(), Attempt: 4, RetryIn: "8s"}
 	if bs[2] != want {
 		t.Errorf("broker c: got %+v, want %+v", bs[2], want)
@@ -489,7 +491,7 @@ func TestAdminListPaging(t *testing.T) {
 	seen := map[string]bool{}
 	path := "/api/v1/routes?limit=2"
 	for pages := 1; ; pages++ {
-		var p RoutePage
+		var p api.RoutePage
 		if err := json.Unmarshal([]byte(h.expect("GET", path, nil, http.StatusOK)), &p); err != nil {
 			t.Fatal(err)
 		}

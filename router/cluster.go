@@ -14,6 +14,7 @@ import (
 	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/cluster"
 	"github.com/fedrouter/fedrouter/internal/group"
+	"github.com/fedrouter/fedrouter/internal/ratelog"
 	"github.com/fedrouter/fedrouter/routes"
 	"github.com/fedrouter/fedrouter/store"
 	"github.com/fedrouter/fedrouter/store/pgstore"
@@ -30,7 +31,7 @@ type clusterPart struct {
 	info   store.Member
 	group  *group.Group
 
-	listWarn *logLimiter // the route list's store errors
+	listWarn *ratelog.Limiter // the route list's store errors
 
 	ready  chan struct{} // closed once st and member are set
 	st     store.Store
@@ -60,7 +61,7 @@ func (r *Router) startCluster(brokers map[string]amqp.Broker) error {
 	if adminURL == "" && !r.cfg.AdminOff() {
 		adminURL = "http://" + r.cfg.Admin.Listen
 	}
-	c := &clusterPart{r: r, log: r.log.With().Str("cluster", cs.Name).Logger(), group: group.New(r.ctx), ready: make(chan struct{}), listWarn: newLogLimiter(10 * time.Second),
+	c := &clusterPart{r: r, log: r.log.With().Str("cluster", cs.Name).Logger(), group: group.New(r.ctx), ready: make(chan struct{}), listWarn: ratelog.New(10 * time.Second),
 		params: cluster.Params{Self: r.cfg.RouterID, Heartbeat: time.Duration(cs.Heartbeat), SuspectAfter: cs.SuspectAfter,
 			Lease: time.Duration(cs.Lease), Attached: attached, Local: cs.LocalBrokers},
 		info: store.Member{ID: r.cfg.RouterID, Incarnation: fmt.Sprintf("%x", time.Now().UnixNano()), AdminURL: adminURL,
@@ -193,6 +194,6 @@ func (x runner) Run(id string, data []byte, epoch int64, fence func() bool) erro
 	return x.r.routes.Hold(s, routes.OriginRuntime, fence)
 }
 
-func (x runner) Halt(ctx context.Context, id string, graceful, deleted bool) {
-	_, _ = x.r.routes.Halt(ctx, id, graceful, deleted)
+func (x runner) Halt(ctx context.Context, id string, how cluster.HaltMode) {
+	_, _ = x.r.routes.Halt(ctx, id, routes.HaltMode{Drain: how.Drain, Deleted: how.Deleted})
 }

@@ -19,7 +19,7 @@ import (
 // storeCallTimeout bounds one store call made for an API request.
 const storeCallTimeout = 5 * time.Second
 
-func (c *clusterPart) addRoute(ctx context.Context, spec routes.Spec) (routes.Status, error) {
+func (c *clusterPart) add(ctx context.Context, spec routes.Spec) (routes.Status, error) {
 	n, err := c.r.routes.Normalize(spec)
 	if err != nil {
 		return routes.Status{}, err
@@ -49,12 +49,22 @@ func (c *clusterPart) addRoute(ctx context.Context, spec routes.Spec) (routes.St
 // storeErr says a store failure in the admin API's terms: retry later.
 func storeErr(err error) error {
 	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("%w: %v", routes.ErrNotFound, err)
+		return fmt.Errorf("%w: %w", routes.ErrNotFound, err)
 	}
-	return fmt.Errorf("%w: %v", ErrStoreUnavailable, err)
+	return fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 }
 
-func (c *clusterPart) deleteRouteID(ctx context.Context, id string) error {
+// deleteSpec deletes the route with spec's identity, its brokers
+// resolved as an add resolves them.
+func (c *clusterPart) deleteSpec(ctx context.Context, spec routes.Spec) error {
+	spec, err := c.r.routes.Normalize(spec)
+	if err != nil {
+		return err
+	}
+	return c.deleteID(ctx, spec.ID())
+}
+
+func (c *clusterPart) deleteID(ctx context.Context, id string) error {
 	st, err := c.store()
 	if err != nil {
 		return err
@@ -150,9 +160,36 @@ func (c *clusterPart) own() []routes.Status {
 	return list
 }
 
-// list is every route of the cluster: those this member runs with their
+// list is every route of the cluster; only this member's own when the
+// store cannot be read.
+func (c *clusterPart) list() []routes.Status {
+	ctx, cancel := context.WithTimeout(c.r.ctx, listStoreTimeout)
+	defer cancel()
+	list, err := c.read(ctx)
+	if err == nil {
+		return list
+	}
+	// Once, then at most every 10 s with a count: a dashboard polling
+	// the list during an outage must not flood the log.
+	now := time.Now()
+	if c.listWarn.Allow("list", now) {
+		c.r.log.Warn().Err(err).Msg("route list: the cluster store cannot be read: listing this member's routes only")
+	}
+	for _, sum := range c.listWarn.Due(now) {
+		c.r.log.Warn().Err(err).Uint64("times", sum.Count).Str("over", sum.Over.Round(time.Second).String()).
+			Msg("route list: the cluster store cannot be read: listing this member's routes only")
+	}
+	return c.own()
+}
+
+// page pages the cluster's list.
+func (c *clusterPart) page(after string, limit int) ([]routes.Status, string, error) {
+	return routes.Page(c.list(), after, limit)
+}
+
+// read is every route of the cluster: those this member runs with their
 // live status, the others as the store has them, with their holder.
-func (c *clusterPart) list(ctx context.Context) ([]routes.Status, error) {
+func (c *clusterPart) read(ctx context.Context) ([]routes.Status, error) {
 	local := map[string]routes.Status{}
 	for _, s := range c.own() {
 		local[s.ID] = s

@@ -13,6 +13,7 @@ import (
 	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/config"
 	"github.com/fedrouter/fedrouter/internal/group"
+	"github.com/fedrouter/fedrouter/internal/ratelog"
 	"github.com/fedrouter/fedrouter/topology"
 )
 
@@ -90,7 +91,7 @@ type Control struct {
 	links  map[string]*controlLink // by broker; fixed after NewControl
 	secret []byte                  // set by SetSecret before Start, read-only after
 	ready  chan struct{}           // holds a token while the inbox may hold advertisements
-	limit  *logLimiter             // drop reports
+	limit  *ratelog.Limiter        // drop reports
 
 	received, sent, sendErrors atomic.Uint64
 
@@ -137,7 +138,7 @@ func NewControl(brokers map[string]amqp.Broker, opts ControlOptions) *Control {
 		opts.LogEvery = 10 * time.Second
 	}
 	c := &Control{opts: opts, links: map[string]*controlLink{}, ready: make(chan struct{}, 1),
-		limit: newLogLimiter(opts.LogEvery), inbox: topology.NewInbox(opts.Inbox), dropped: map[string]uint64{}}
+		limit: ratelog.New(opts.LogEvery), inbox: topology.NewInbox(opts.Inbox), dropped: map[string]uint64{}}
 	for name, b := range brokers {
 		c.links[name] = &controlLink{c: c, broker: name, b: b, out: make(chan outbound, opts.Outbox),
 			log: opts.Log.With().Str("broker", name).Str("link", "control").Logger()}

@@ -2,9 +2,6 @@ package router
 
 import (
 	"fmt"
-	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/fedrouter/fedrouter/topology"
@@ -55,7 +52,7 @@ func (c *Control) count(reason string) {
 // report logs a drop if its reason has not been reported within LogEvery;
 // otherwise the drop waits, counted, for ReportDrops.
 func (c *Control) report(reason, broker string, err error, now time.Time) {
-	if !c.limit.allow(reason, now) {
+	if !c.limit.Allow(reason, now) {
 		return
 	}
 	c.opts.Log.Warn().Str("broker", broker).Str("reason", reason).Err(err).Dur("report_every", c.opts.LogEvery).
@@ -66,69 +63,8 @@ func (c *Control) report(reason, broker string, err error, now time.Time) {
 // report once LogEvery has passed. The driver calls it periodically, so
 // that the counts of a flood that stopped are reported too.
 func (c *Control) ReportDrops(now time.Time) {
-	for _, s := range c.limit.due(now) {
-		c.opts.Log.Warn().Str("reason", s.key).Uint64("dropped", s.count).Dur("over", s.over).
+	for _, s := range c.limit.Due(now) {
+		c.opts.Log.Warn().Str("reason", s.Key).Uint64("dropped", s.Count).Dur("over", s.Over).
 			Msg("control messages dropped")
 	}
-}
-
-// logLimiter lets the first occurrence of a key be logged at once, then
-// counts the next ones and has them reported (due) at most once per
-// interval: nats' RateLimitWarnf, with counts. Keys are a fixed set
-// (reasons, event kinds), so it stays small. Safe for concurrent use; its
-// lock covers map updates only, the caller logs after.
-type logLimiter struct {
-	every time.Duration
-	mu    sync.Mutex
-	keys  map[string]*limitState
-}
-
-type limitState struct {
-	since      time.Time // of the last line logged for the key
-	suppressed uint64    // occurrences since, not logged yet
-}
-
-// summary is what a key suppressed over an interval.
-type summary struct {
-	key   string
-	count uint64
-	over  time.Duration
-}
-
-func newLogLimiter(every time.Duration) *logLimiter {
-	return &logLimiter{every: every, keys: map[string]*limitState{}}
-}
-
-// allow reports whether to log this occurrence now; if not, it is counted
-// for the key's next summary.
-func (l *logLimiter) allow(key string, now time.Time) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s, ok := l.keys[key]
-	if !ok {
-		l.keys[key] = &limitState{since: now}
-		return true
-	}
-	if s.suppressed == 0 && !now.Before(s.since.Add(l.every)) {
-		s.since = now
-		return true
-	}
-	s.suppressed++
-	return false
-}
-
-// due returns, sorted by key, the summaries whose interval is over, and
-// starts a new interval for each.
-func (l *logLimiter) due(now time.Time) []summary {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []summary
-	for key, s := range l.keys {
-		if s.suppressed > 0 && !now.Before(s.since.Add(l.every)) {
-			out = append(out, summary{key, s.suppressed, now.Sub(s.since)})
-			s.since, s.suppressed = now, 0
-		}
-	}
-	slices.SortFunc(out, func(a, b summary) int { return strings.Compare(a.key, b.key) })
-	return out
 }

@@ -13,38 +13,6 @@ import (
 	"github.com/fedrouter/fedrouter/topology"
 )
 
-// The limiter logs the first occurrence of a key at once, then at most one
-// summary per interval with the count of what it held back; every
-// occurrence is in a line or a count.
-func TestLogLimiter(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	l := newLogLimiter(10 * time.Second)
-	logged := 0
-	for i := 0; i < 1000; i++ { // 1,000 in 5 s
-		if l.allow("bad_signature", t0.Add(time.Duration(i)*5*time.Millisecond)) {
-			logged++
-		}
-	}
-	if logged != 1 {
-		t.Fatalf("%d lines for 1,000 occurrences within one interval", logged)
-	}
-	if s := l.due(t0.Add(9 * time.Second)); len(s) != 0 {
-		t.Fatalf("summary before the interval is over: %+v", s)
-	}
-	s := l.due(t0.Add(10 * time.Second))
-	if len(s) != 1 || s[0].key != "bad_signature" || s[0].count != 999 || s[0].over != 10*time.Second {
-		t.Fatalf("summary %+v", s)
-	}
-	// Nothing held back: no summary; the next occurrence after an
-	// interval is logged at once again.
-	if s := l.due(t0.Add(30 * time.Second)); len(s) != 0 {
-		t.Fatalf("empty summary %+v", s)
-	}
-	if !l.allow("bad_signature", t0.Add(31*time.Second)) || !l.allow("unsigned", t0.Add(31*time.Second)) {
-		t.Fatal("a quiet key is not logged at once")
-	}
-}
-
 // A Control checks what it receives before it queues it: junk is counted
 // by reason and reported in a bounded number of lines, with counts; the
 // valid advertisement among it is queued, and copies of it coalesce.

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/api"
 	"github.com/fedrouter/fedrouter/globaldest"
 	"github.com/fedrouter/fedrouter/internal/group"
 	"github.com/fedrouter/fedrouter/links"
@@ -51,24 +52,8 @@ type globalDests struct {
 
 	mu      sync.Mutex
 	status  []globaldest.Status // guarded by mu
-	counts  destCounts          // guarded by mu
+	counts  api.DestCounts      // guarded by mu
 	listErr map[string]string   // guarded by mu: brokers whose last listing failed
-}
-
-// destCounts are the actions carried out since the start, for metrics.
-type destCounts struct {
-	Created uint64 `json:"created"`
-	Deleted uint64 `json:"deleted"`
-	Kept    uint64 `json:"kept"` // deletes refused: the queue held messages
-	Failed  uint64 `json:"failed"`
-	// FlowsStarted, FlowsStopped: messages following consumers.
-	FlowsStarted uint64 `json:"flows_started"`
-	FlowsStopped uint64 `json:"flows_stopped"`
-	// Moved: messages moved by the flows; Parked: messages a flow left
-	// where they were, having moved max_hops times (a message parked at
-	// each of several laps counts each time).
-	Moved  uint64 `json:"moved"`
-	Parked uint64 `json:"parked"`
 }
 
 // ErrNoDestinations: the router has no destinations: section.
@@ -265,22 +250,14 @@ func (g *globalDests) listed(b string) {
 	}
 }
 
-// Destinations is the admin API's view: every global destination with its
-// instances, and the brokers that could not be listed.
-type Destinations struct {
-	Destinations []globaldest.Status `json:"destinations"`
-	Unlisted     map[string]string   `json:"unlisted,omitempty"` // broker → why its last listing failed
-	Counts       destCounts          `json:"counts"`
-}
-
 // GlobalDestinations returns the global destinations as last decided.
-func (r *Router) GlobalDestinations(context.Context) (Destinations, error) {
+func (r *Router) GlobalDestinations(context.Context) (api.Destinations, error) {
 	g := r.gdests
 	if g == nil {
-		return Destinations{}, ErrNoDestinations
+		return api.Destinations{}, ErrNoDestinations
 	}
 	g.mu.Lock()
-	out := Destinations{Destinations: append([]globaldest.Status{}, g.status...), Counts: g.counts, Unlisted: map[string]string{}}
+	out := api.Destinations{Destinations: append([]globaldest.Status{}, g.status...), Counts: g.counts, Unlisted: map[string]string{}}
 	for b, e := range g.listErr {
 		out.Unlisted[b] = e
 	}
@@ -295,16 +272,9 @@ func (r *Router) GlobalDestinations(context.Context) (Destinations, error) {
 	return out, nil
 }
 
-// destinationService is the admin API's optional view of the global
-// destinations (Router has it; a fake Service need not).
-type destinationService interface {
-	GlobalDestinations(ctx context.Context) (Destinations, error)
-}
-
 // destinations serves GET /api/v1/destinations.
 func (a *AdminServer) destinations(w http.ResponseWriter, r *http.Request) {
-	ds, ok := a.svc.(destinationService)
-	serveOptional(w, r, ok, ErrNoDestinations, func() (Destinations, error) { return ds.GlobalDestinations(r.Context()) })
+	serveView(w, func() (api.Destinations, error) { return a.svc.GlobalDestinations(r.Context()) })
 }
 
 // flowSpec is the route that moves a's destination's messages from
@@ -360,7 +330,7 @@ func (g *globalDests) move(a globaldest.Action) {
 // stopFlow stops a flow gracefully: what it has in flight is settled
 // first, so nothing comes back to the source as a duplicate.
 func (g *globalDests) stopFlow(ctx context.Context, a globaldest.Action) {
-	st, _ := g.routes.Halt(ctx, flowSpec(a).ID(), true, false)
+	st, _ := g.routes.Halt(ctx, flowSpec(a).ID(), routes.HaltMode{Drain: true})
 	g.flowsOut[[2]string{a.Broker, a.Name}] = time.Now()
 	g.mu.Lock()
 	g.counts.FlowsStopped++

@@ -183,7 +183,8 @@ func ingressRefusedMetric(t *testing.T, r *Router, broker string) (owned, notAll
 
 // deadLetterWatch takes what is dead-lettered to the router dead-letter
 // queue on a broker and keeps this test's messages (those marked) by
-// their "case"; others (an earlier run's) are taken and dropped.
+// their "case"; others (an earlier run's, another test's: the queue is
+// every router's on that broker) are taken and dropped, never matched.
 type deadLetterWatch struct {
 	m      *mesh
 	rcv    *famqp.Receiver

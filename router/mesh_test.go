@@ -516,8 +516,18 @@ func TestIntegrationMeshCorrectiveAction(t *testing.T) {
 			t.Errorf("ingress message %d came by %q", a.seq, a.trace)
 		}
 	}
-	brokertest.SendAll(t, s1, "/amq/queue/"+links.IngressQueue, 1, 1, brokertest.Numbered)
-	bad := m.receiveN("rabbit1", links.RouterDeadLetterQueue, 1, 30*time.Second)[0]
+	// The routers' dead-letter queue on rabbit1 is shared with every test
+	// that makes a router dead-letter there (TestIntegrationIngressAllowList):
+	// only this test's marked request counts.
+	marker := brokertest.UniqueName(t, "bad-request")
+	refusals := m.deadLetters("rabbit1", marker)
+	brokertest.SendAll(t, s1, "/amq/queue/"+links.IngressQueue, 1, 1, func(i int) *goamqp.Message {
+		msg := brokertest.Numbered(i)
+		msg.ApplicationProperties["ingress-test"] = marker
+		msg.ApplicationProperties["case"] = "no destination"
+		return msg
+	})
+	bad := refusals.wait(t, 1, 30*time.Second)["no destination"]
 	if reason, _ := bad.Annotations["x-fedrouter-reason"].(string); !strings.Contains(reason, "no destination broker") {
 		t.Errorf("bad ingress request dead-lettered with %v", bad.Annotations)
 	}

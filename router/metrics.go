@@ -96,11 +96,7 @@ func (c serviceCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c serviceCollector) Collect(ch chan<- prometheus.Metric) {
-	list := c.svc.Routes
-	if own, ok := c.svc.(ownRouter); ok {
-		list = own.OwnRoutes
-	}
-	c.collectRoutes(ch, list())
+	c.collectRoutes(ch, c.svc.OwnRoutes())
 	for _, st := range c.svc.Brokers() {
 		ch <- constMetric(descBrokerUp, prometheus.GaugeValue, boolValue(st.State == amqp.Operational), st.Broker)
 		ch <- constMetric(descBrokerAttempts, prometheus.GaugeValue, float64(st.Attempt), st.Broker)

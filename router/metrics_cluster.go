@@ -4,8 +4,6 @@ import (
 	"context"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/fedrouter/fedrouter/routes"
 )
 
 // A cluster member's metrics; a single router exports none of them.
@@ -24,26 +22,9 @@ var (
 
 var clusterDescs = []*prometheus.Desc{descClusterHeld, descClusterTakeovers, descClusterStoreErrors, descClusterRenewal, descClusterMembers}
 
-// ownRouter is the optional view of the routes this process runs (in a
-// cluster, Routes lists the whole cluster's: per-route series would repeat
-// on every member).
-type ownRouter interface{ OwnRoutes() []routes.Status }
-
-// OwnRoutes lists the routes this router runs.
-func (r *Router) OwnRoutes() []routes.Status {
-	if r.cluster != nil {
-		return r.cluster.own()
-	}
-	return r.routes.List()
-}
-
 // collectCluster exports the member's counters, when svc is a member.
 func (c serviceCollector) collectCluster(ch chan<- prometheus.Metric) {
-	cs, ok := c.svc.(clusterService)
-	if !ok {
-		return
-	}
-	st, err := cs.Cluster(context.WithoutCancel(c.ctx))
+	st, err := c.svc.Cluster(context.WithoutCancel(c.ctx))
 	if err != nil {
 		return // not a member
 	}

@@ -36,11 +36,7 @@ var destDescs = []*prometheus.Desc{descDestinations, descDestActions, descDestMo
 
 // collectDestinations exports the global destinations, when svc has them.
 func (c serviceCollector) collectDestinations(ch chan<- prometheus.Metric) {
-	ds, ok := c.svc.(destinationService)
-	if !ok {
-		return
-	}
-	st, err := ds.GlobalDestinations(context.WithoutCancel(c.ctx))
+	st, err := c.svc.GlobalDestinations(context.WithoutCancel(c.ctx))
 	if err != nil {
 		return // none configured
 	}

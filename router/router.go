@@ -43,6 +43,9 @@ type Router struct {
 	gdests   *globalDests            // set by Start when destinations: has entries
 	table    *table                  // the topology's latest shortest paths
 	cluster  *clusterPart            // set by Start in a router cluster (cluster.go)
+	// routeCtl changes and lists the routes: the manager's (localRoutes)
+	// or, in a cluster, the cluster's (cluster). Set by Start.
+	routeCtl routeControl
 }
 
 // ErrTopologyOff: the router floods no link state (no topology secret).
@@ -90,11 +93,13 @@ func (r *Router) Start(ctx context.Context) error {
 		opts.StatePath = "" // a member's routes live in the cluster's store
 	}
 	r.routes = routes.NewManager(r.ctx, opts)
+	r.routeCtl = localRoutes{r.routes}
 	if r.cfg.Cluster != nil {
 		if err := r.startCluster(brokers); err != nil {
 			r.Stop()
 			return err
 		}
+		r.routeCtl = r.cluster
 	} else if err := r.routes.Restore(r.cfg.RouteSpecs()); err != nil {
 		r.Stop()
 		return err
@@ -332,74 +337,37 @@ func (r *Router) RouterID() string { return r.cfg.RouterID }
 
 // AddRoute adds a runtime route.
 func (r *Router) AddRoute(ctx context.Context, spec routes.Spec) (routes.Status, error) {
-	if r.cluster != nil {
-		return r.cluster.addRoute(ctx, spec)
-	}
-	return r.routes.Add(spec)
+	return r.routeCtl.add(ctx, spec)
 }
 
 // DeleteRoute deletes the route with spec's identity.
 func (r *Router) DeleteRoute(ctx context.Context, spec routes.Spec) error {
-	if r.cluster != nil {
-		var err error
-		if spec, err = r.routes.Normalize(spec); err != nil {
-			return err
-		}
-		return r.cluster.deleteRouteID(ctx, spec.ID())
-	}
-	return r.routes.DeleteSpec(ctx, spec)
+	return r.routeCtl.deleteSpec(ctx, spec)
 }
 
 // DeleteRouteID deletes the route with id.
 func (r *Router) DeleteRouteID(ctx context.Context, id string) error {
-	if r.cluster != nil {
-		return r.cluster.deleteRouteID(ctx, id)
-	}
-	return r.routes.Delete(ctx, id)
+	return r.routeCtl.deleteID(ctx, id)
 }
 
 // FlushRoutes deletes the runtime routes (to dest, if given).
 func (r *Router) FlushRoutes(ctx context.Context, dest string) (int, error) {
-	if r.cluster != nil {
-		return r.cluster.flush(ctx, dest)
-	}
-	return r.routes.Flush(ctx, dest)
+	return r.routeCtl.flush(ctx, dest)
 }
 
-// Routes lists the routes.
-// In a cluster: every route of the cluster, with its holder; only this
-// member's own when the store cannot be read.
-func (r *Router) Routes() []routes.Status {
-	if r.cluster != nil {
-		ctx, cancel := context.WithTimeout(r.ctx, listStoreTimeout)
-		defer cancel()
-		list, err := r.cluster.list(ctx)
-		if err == nil {
-			return list
-		}
-		// Once, then at most every 10 s with a count: a dashboard polling
-		// the list during an outage must not flood the log.
-		now := time.Now()
-		if r.cluster.listWarn.allow("list", now) {
-			r.log.Warn().Err(err).Msg("route list: the cluster store cannot be read: listing this member's routes only")
-		}
-		for _, sum := range r.cluster.listWarn.due(now) {
-			r.log.Warn().Err(err).Uint64("times", sum.count).Str("over", sum.over.Round(time.Second).String()).
-				Msg("route list: the cluster store cannot be read: listing this member's routes only")
-		}
-		return r.cluster.own()
-	}
-	return r.routes.List()
-}
+// Routes lists the routes. In a cluster: every route of the cluster, with
+// its holder; only this member's own when the store cannot be read.
+func (r *Router) Routes() []routes.Status { return r.routeCtl.list() }
 
 // RoutesPage is a page of Routes (routes.Page): a single router computes
 // the page's statuses only; a cluster member pages the cluster's list.
 func (r *Router) RoutesPage(after string, limit int) ([]routes.Status, string, error) {
-	if r.cluster != nil {
-		return routes.Page(r.Routes(), after, limit)
-	}
-	return r.routes.ListPage(after, limit)
+	return r.routeCtl.page(after, limit)
 }
+
+// OwnRoutes lists the routes this router runs (in a cluster, Routes lists
+// the whole cluster's: per-route series would repeat on every member).
+func (r *Router) OwnRoutes() []routes.Status { return r.routeCtl.own() }
 
 // Links lists the links.
 func (r *Router) Links() []routes.LinkStatus { return r.routes.Links() }

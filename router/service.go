@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/api"
 	"github.com/fedrouter/fedrouter/routes"
 	"github.com/fedrouter/fedrouter/topology"
 )
@@ -14,7 +15,10 @@ import (
 // Errors: routes.ErrDuplicate (the route exists: nothing changed),
 // routes.ErrNotFound, routes.ErrConfigRoute (a configured route cannot be
 // deleted at runtime), routes.ErrUnknownBroker (wrapped, naming the broker),
-// *routes.SpecError (bad request), routes.ErrStopped.
+// *routes.SpecError (bad request), routes.ErrStopped; a cluster member's
+// ErrTakeover and ErrStoreUnavailable; ErrTopologyOff, ErrNotClustered and
+// ErrNoDestinations for a view the router does not have. The admin API
+// answers each with its status and code (admin_errors.go).
 type Service interface {
 	// AddRoute adds a route. spec.Src and spec.Dest name a configured broker
 	// by name or as [user/pass@]host[:port]; they are resolved to names.
@@ -30,6 +34,13 @@ type Service interface {
 	FlushRoutes(ctx context.Context, dest string) (int, error)
 	// Routes lists the routes, sorted by dest, src, exchange.
 	Routes() []routes.Status
+	// RoutesPage is a page of Routes: at most limit routes after the
+	// cursor after ("" from the first), and the next page's cursor (""
+	// after the last); a cursor it did not hand out is an error.
+	RoutesPage(after string, limit int) ([]routes.Status, string, error)
+	// OwnRoutes lists the routes this process runs: Routes for a single
+	// router, its own share for a cluster member (/metrics exports these).
+	OwnRoutes() []routes.Status
 	// Links lists the links (broker pairs that routes run over).
 	Links() []routes.LinkStatus
 	// Brokers lists the broker connections.
@@ -39,4 +50,10 @@ type Service interface {
 	// Topology returns the link-state view; ErrTopologyOff when the
 	// router floods no link state.
 	Topology(ctx context.Context) (topology.Snapshot, error)
+	// Cluster is the cluster as this member sees it; ErrNotClustered for
+	// a single router.
+	Cluster(ctx context.Context) (api.ClusterStatus, error)
+	// GlobalDestinations returns the global destinations as last
+	// decided; ErrNoDestinations when the router has none configured.
+	GlobalDestinations(ctx context.Context) (api.Destinations, error)
 }

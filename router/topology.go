@@ -13,6 +13,7 @@ import (
 	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/config"
 	"github.com/fedrouter/fedrouter/internal/group"
+	"github.com/fedrouter/fedrouter/internal/ratelog"
 	"github.com/fedrouter/fedrouter/routes"
 	"github.com/fedrouter/fedrouter/topology"
 )
@@ -39,9 +40,9 @@ type topoDriver struct {
 	// driver's goroutine (dynamic routes); a *Paths is never changed once
 	// published.
 	table        *table
-	edgesErr     string      // the last advertised-edges error logged (owned by run)
-	consumersErr string      // the last advertised-consumers error logged (owned by run)
-	limit        *logLimiter // warnings about the node's events, by kind
+	edgesErr     string           // the last advertised-edges error logged (owned by run)
+	consumersErr string           // the last advertised-consumers error logged (owned by run)
+	limit        *ratelog.Limiter // warnings about the node's events, by kind
 
 	snapReq chan chan topology.Snapshot
 	g       *group.Group  // run's; set by start
@@ -79,7 +80,7 @@ func newTopoDriver(cfg *config.Config, secret string, ctl *Control, local func()
 	// The transport checks signatures before it queues anything.
 	ctl.SetSecret(tc.Secret)
 	return &topoDriver{node: node, ctl: ctl, local: local, exts: exts, table: table, peers: cfg.Topology.Peers, self: cfg.RouterID,
-		log: log.With().Str("subsystem", "topology").Logger(), limit: newLogLimiter(eventLogEvery),
+		log: log.With().Str("subsystem", "topology").Logger(), limit: ratelog.New(eventLogEvery),
 		snapReq: make(chan chan topology.Snapshot), done: make(chan struct{})}, nil
 }
 
@@ -240,12 +241,12 @@ func (d *topoDriver) logEvent(e topology.Event) {
 	switch e.Kind {
 	case topology.EventRejected, topology.EventDuplicateID, topology.EventVersionUnknown, topology.EventOriginateFailed,
 		topology.EventTooOld, topology.EventFuture:
-		if !d.limit.allow(e.Kind.String(), time.Now()) {
+		if !d.limit.Allow(e.Kind.String(), time.Now()) {
 			return
 		}
 		ev = d.log.Warn().Dur("report_every", eventLogEvery)
 	case topology.EventReplayed: // a replay, or a late copy (a sync from a router that held it longer)
-		if !d.limit.allow(e.Kind.String(), time.Now()) {
+		if !d.limit.Allow(e.Kind.String(), time.Now()) {
 			return
 		}
 		ev = d.log.Info().Dur("report_every", eventLogEvery)
@@ -257,12 +258,12 @@ func (d *topoDriver) logEvent(e topology.Event) {
 
 // reportEvents logs the warnings logEvent held back, with their counts.
 func (d *topoDriver) reportEvents(now time.Time) {
-	for _, s := range d.limit.due(now) {
+	for _, s := range d.limit.Due(now) {
 		ev := d.log.Warn()
-		if s.key == topology.EventReplayed.String() {
+		if s.Key == topology.EventReplayed.String() {
 			ev = d.log.Info()
 		}
-		ev.Str("event", s.key).Uint64("count", s.count).Dur("over", s.over).Msg("link state: events not logged one by one")
+		ev.Str("event", s.Key).Uint64("count", s.Count).Dur("over", s.Over).Msg("link state: events not logged one by one")
 	}
 }
 

@@ -108,7 +108,7 @@ func rawForward(b *testing.B, s1, s2 *famqp.Session, src, ex string, n int) {
 func routeForward(b *testing.B, brokers map[string]famqp.Broker, src, ex string, n int) {
 	m := routes.NewManager(context.Background(), routes.Options{RouterID: "bench", Brokers: brokers})
 	defer m.Stop(context.Background())
-	st, err := m.Add(routes.Spec{Kind: routes.KindQueue, Dest: "rabbit2", Src: "rabbit1", Exchange: ex, Queue: src})
+	st, err := m.Add(b.Context(), routes.Spec{Kind: routes.KindQueue, Dest: "rabbit2", Src: "rabbit1", Exchange: ex, Queue: src})
 	if err != nil {
 		b.Fatal(err)
 	}

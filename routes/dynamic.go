@@ -11,6 +11,7 @@ import (
 
 	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/links"
+	"github.com/fedrouter/fedrouter/routes/pathpolicy"
 )
 
 // Dynamic routes: the route's subscription at the source carries one
@@ -43,7 +44,7 @@ func (d *dynamicMode) source(ctx context.Context) (amqp.LinkSpec, error) {
 
 // wire sends straight to the destination exchange, recording the trace
 // (messages route there by subject), and follows demand during the run.
-func (d *dynamicMode) wire(_, setup context.Context, _ pathKind, _ *amqp.Session) (wiring, error) {
+func (d *dynamicMode) wire(_, setup context.Context, _ pathpolicy.Path, _ *amqp.Session) (wiring, error) {
 	w, err := d.directSink(setup)
 	if err != nil {
 		return w, err
@@ -52,7 +53,7 @@ func (d *dynamicMode) wire(_, setup context.Context, _ pathKind, _ *amqp.Session
 	return w, nil
 }
 
-func (d *dynamicMode) detail(pathKind) string { return "" }
+func (d *dynamicMode) detail(pathpolicy.Path) string { return "" }
 
 // unsubscribe removes the subscription at the source and the queue of
 // binding events at the destination.
@@ -138,9 +139,9 @@ func (d *dynamicMode) followDemand(ctx context.Context) {
 	}
 	kick := make(chan struct{}, 1)
 	events := d.watchBindings(ctx, dst, kick) // nil: no events, poll
-	every := d.m.opts.DemandInterval
+	every := d.env.demandInterval
 	if events != nil {
-		every = d.m.opts.DemandReconcile
+		every = d.env.demandReconcile
 		defer func() { <-events }()
 	}
 	d.setDemandSource(events != nil, every)
@@ -153,8 +154,8 @@ func (d *dynamicMode) followDemand(ctx context.Context) {
 		case <-kick:
 		case <-events: // the event link failed: poll
 			events = nil
-			t.Reset(d.m.opts.DemandInterval)
-			d.setDemandSource(false, d.m.opts.DemandInterval)
+			t.Reset(d.env.demandInterval)
+			d.setDemandSource(false, d.env.demandInterval)
 		case <-ctx.Done():
 			return
 		}
@@ -183,7 +184,7 @@ func (d *dynamicMode) watchBindings(ctx context.Context, dst demandReader, kick 
 	if !ok {
 		return nil
 	}
-	setup, cancel := context.WithTimeout(ctx, d.m.opts.SetupTimeout)
+	setup, cancel := context.WithTimeout(ctx, d.env.setupTimeout)
 	defer cancel()
 	spec, err := ev.BindingEvents(setup, d.eventsSubscription())
 	if err != nil {
@@ -341,14 +342,14 @@ func withBroker(origins []string, b string) []string {
 // demand. Without link state (Options.NextHop nil, or no path known yet)
 // every route follows it.
 func (d *dynamicMode) onShortestPath(origins []string) bool {
-	if d.m.opts.NextHop == nil {
+	if d.env.nextHop == nil {
 		return true
 	}
 	consumer := d.spec.Dest
 	if len(origins) > 0 {
 		consumer = origins[0]
 	}
-	next, ok := d.m.opts.NextHop(d.spec.Src, consumer)
+	next, ok := d.env.nextHop(d.spec.Src, consumer)
 	return !ok || next == d.spec.Dest
 }
 

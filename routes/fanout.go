@@ -11,6 +11,7 @@ import (
 
 	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/links"
+	"github.com/fedrouter/fedrouter/routes/pathpolicy"
 )
 
 // Exchange routes on a link-state network: fan-out at the origin.
@@ -218,7 +219,7 @@ func reach(origin string, edges []ExchangeEdge, skip []string) []string {
 // Called for every message, from the send loop only.
 func (f *fanoutMode) fanoutTargets(msg amqp.Message) []string {
 	c := &f.reach
-	own, adv := f.m.ExchangeEdges(), f.m.advertised()
+	own, adv := f.env.exchangeEdges(), f.env.advertised()
 	if c.targets == nil || !sameSlice(own, c.own) || !sameSlice(adv, c.adv) {
 		c.own, c.adv = own, adv
 		c.targets = reach(f.spec.Src, groupOf(f.edge, own, adv), nil)
@@ -253,19 +254,19 @@ func (f *fanoutMode) source(ctx context.Context) (amqp.LinkSpec, error) {
 	return f.sourceAt(ctx, fanoutSubscription(f.edge))
 }
 
-func (f *fanoutMode) wire(_, _ context.Context, _ pathKind, srcSess *amqp.Session) (wiring, error) {
+func (f *fanoutMode) wire(_, _ context.Context, _ pathpolicy.Path, srcSess *amqp.Session) (wiring, error) {
 	_, _, dstNode := f.nodes()
 	fs := &fanoutSink{f: f, dispatch: f.transitSink(srcSess), node: dstNode}
 	return wiring{sink: fs, prepare: f.fanoutPrepare, close: fs.close}, nil
 }
 
-func (f *fanoutMode) detail(pathKind) string { return f.fanoutDetail() }
+func (f *fanoutMode) detail(pathpolicy.Path) string { return f.fanoutDetail() }
 
 // unsubscribe removes the group's queue at the source, with the group's
 // last route from there: it serves every route of the group from that
 // broker, on any router.
 func (f *fanoutMode) unsubscribe(ctx context.Context) {
-	for _, e := range f.m.groupEdges(f.edge) {
+	for _, e := range f.env.groupEdges(f.edge) {
 		if e.Src == f.spec.Src {
 			f.log.Info().Str("queue", fanoutSubscription(f.edge).Name).Str("kept_for", e.Src+" > "+e.Dest).Msg("the fan-out queue stays: another route of the group uses it")
 			return
@@ -286,7 +287,7 @@ func (f *fanoutMode) fanoutPrepare(out amqp.Message) bool {
 
 // fanoutDetail says, for route list, where the route's fan-out copies go.
 func (f *fanoutMode) fanoutDetail() string {
-	targets := reach(f.spec.Src, f.m.groupEdges(f.edge), nil)
+	targets := reach(f.spec.Src, f.env.groupEdges(f.edge), nil)
 	return fmt.Sprintf("fan-out from %s to %s (shared queue %s)", f.spec.Src, strings.Join(targets, ", "), fanoutSubscription(f.edge).Name)
 }
 
@@ -354,7 +355,7 @@ func (s *fanoutSink) directSink(ctx context.Context, d string) links.Sink {
 	if snd, ok := s.direct[d]; ok {
 		return snd
 	}
-	b, ok := s.f.m.opts.Brokers[d]
+	b, ok := s.f.env.brokers[d]
 	if !ok {
 		return nil
 	}
@@ -365,7 +366,7 @@ func (s *fanoutSink) directSink(ctx context.Context, d string) links.Sink {
 	if st, _ := conn.Status(); st.State != amqp.Operational {
 		return nil // not remembered: direct again once it is up
 	}
-	setup, cancel := context.WithTimeout(ctx, s.f.m.opts.SetupTimeout)
+	setup, cancel := context.WithTimeout(ctx, s.f.env.setupTimeout)
 	defer cancel()
 	if s.direct == nil {
 		s.direct = map[string]links.Sink{}

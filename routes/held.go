@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fedrouter/fedrouter/routes/pathpolicy"
 	"time"
 )
 
@@ -19,19 +20,28 @@ var errHalted = errors.New("routes: route handed off")
 // before each message is sent, and the route stops forwarding as soon as
 // it says no. A route with spec's id already running is left as it is.
 func (m *Manager) Hold(spec Spec, origin Origin, fence func() bool) error {
-	if _, err := m.addFenced(spec, origin, fence); err != nil && !errors.Is(err, ErrDuplicate) {
+	if _, err := m.run(spec, origin, fence); err != nil && !errors.Is(err, ErrDuplicate) {
 		return fmt.Errorf("routes: hold %s: %w", spec, err)
 	}
 	return nil
 }
 
-// Halt stops route id without deleting it anywhere. graceful (a planned
-// handoff): it stops taking messages and settles those in flight first,
-// so the next holder gets neither a loss nor a duplicate; bounded by ctx
-// and drainTimeout. deleted: the route was deleted from the store, so
-// what it made at its source goes too (as Delete does). An unknown id is
-// a no-op. It returns the route's last status (false: unknown id).
-func (m *Manager) Halt(ctx context.Context, id string, graceful, deleted bool) (Status, bool) {
+// HaltMode says how Halt stops a route.
+type HaltMode struct {
+	// Drain (a planned handoff, a global destination's flow that stops):
+	// the route stops taking messages and settles those in flight first,
+	// so the next holder gets neither a loss nor a duplicate; bounded by
+	// Halt's ctx and drainTimeout. Without it the route stops at once.
+	Drain bool
+	// Deleted: the route was deleted from the store, so what it made at
+	// its source goes too (as Delete does).
+	Deleted bool
+}
+
+// Halt stops route id without deleting it anywhere, as how says. An
+// unknown id is a no-op. It returns the route's last status (false:
+// unknown id).
+func (m *Manager) Halt(ctx context.Context, id string, how HaltMode) (Status, bool) {
 	m.mu.Lock()
 	r, ok := m.routes[id]
 	delete(m.routes, id)
@@ -40,7 +50,7 @@ func (m *Manager) Halt(ctx context.Context, id string, graceful, deleted bool) (
 	if !ok {
 		return Status{}, false
 	}
-	if graceful && r.status().State == StateOperational { // a route not forwarding has nothing in flight
+	if how.Drain && r.status().State == StateOperational { // a route not forwarding has nothing in flight
 		r.haltOnce.Do(func() { close(r.halt) })
 		select {
 		case <-r.done:
@@ -49,17 +59,17 @@ func (m *Manager) Halt(ctx context.Context, id string, graceful, deleted bool) (
 		}
 	}
 	r.stop()
-	if deleted {
+	if how.Deleted {
 		r.unsubscribe(ctx)
 	}
-	m.log.Info().Str("route", id).Bool("graceful", graceful).Bool("deleted", deleted).Msg("route halted")
+	m.log.Info().Str("route", id).Bool("graceful", how.Drain).Bool("deleted", how.Deleted).Msg("route halted")
 	return r.status(), true
 }
 
 // watchPathOrHalt is watchPath, ended also by a graceful halt, and by
 // lap closing (a global destination's flow that has nothing left to
 // move: errLapped).
-func (r *route) watchPathOrHalt(ctx context.Context, path pathKind, lap <-chan struct{}) error {
+func (r *route) watchPathOrHalt(ctx context.Context, path pathpolicy.Path, lap <-chan struct{}) error {
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	defer func() { cancel(); <-done }()

@@ -52,7 +52,7 @@ func (h *harness) start() {
 
 func (h *harness) add(spec routes.Spec) routes.Status {
 	h.t.Helper()
-	st, err := h.m.Add(spec)
+	st, err := h.m.Add(h.t.Context(), spec)
 	if err != nil {
 		h.t.Fatalf("add %s: %v", spec, err)
 	}

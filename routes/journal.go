@@ -10,7 +10,7 @@ import (
 	"sync"
 )
 
-// The state file is a snapshot (store.go) plus a journal beside it,
+// The state file is a snapshot (statefile.go) plus a journal beside it,
 // StatePath + ".journal": one JSON line per change since the snapshot,
 //
 //	{"add": Spec}
@@ -103,10 +103,10 @@ func compactSpecs(routes []Spec, dead []bool) []Spec {
 }
 
 // stateLog writes the state file and its journal for a Manager. Its
-// methods are safe for concurrent use. Lock order: Manager.mu, then
-// stateLog.mu (enqueue is called under Manager.mu, so that the journal's
-// order is the order of the changes); no I/O under mu, and snapshot (which
-// takes Manager.mu) is never called under it.
+// methods are safe for concurrent use. mu is taken after Manager.mu
+// (enqueue is called under it, so that the journal's order is the order
+// of the changes; docs/architecture.md, Lock order); no I/O under mu, and
+// snapshot (which takes Manager.mu) is never called under it.
 type stateLog struct {
 	path     string
 	snapshot func() []Spec // the durable runtime routes now

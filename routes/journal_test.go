@@ -3,6 +3,7 @@ package routes
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -161,13 +162,13 @@ func TestManagerJournalsDurableRoutes(t *testing.T) {
 	}
 	var added []string
 	for i := 0; i < 5; i++ {
-		st, err := m.Add(testSpec(i))
+		st, err := m.Add(t.Context(), testSpec(i))
 		if err != nil {
 			t.Fatal(err)
 		}
 		added = append(added, st.ID)
 	}
-	if _, err := m.Add(Spec{Kind: KindQueue, Dest: "b", Src: "a", Exchange: "x", Queue: "transient"}); err != nil {
+	if _, err := m.Add(t.Context(), Spec{Kind: KindQueue, Dest: "b", Src: "a", Exchange: "x", Queue: "transient"}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _, err := LoadJournaled(path); err != nil || len(got) != 5 {
@@ -209,7 +210,7 @@ func specsOf(ids ...string) []Spec {
 // A flush whose request has ended deletes nothing.
 func TestFlushCancelledDeletesNothing(t *testing.T) {
 	m := newTestManager(t, "")
-	if _, err := m.Add(testSpec(0)); err != nil {
+	if _, err := m.Add(t.Context(), testSpec(0)); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := contextWithCancel(t)
@@ -276,5 +277,91 @@ func TestRestoreFoldsTheJournal(t *testing.T) {
 	}
 	if snap, err := LoadState(path); err != nil || len(snap) != 2 {
 		t.Fatalf("state file after the start: %d routes, %v", len(snap), err)
+	}
+}
+
+// A durable route starts only once its journal line is on disk: while the
+// sync is under way it is not listed, its id is taken (a second add is a
+// duplicate, a delete finds nothing), and it runs once Add returns. A
+// write that fails starts nothing.
+func TestAddDurableBeforeItStarts(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	m := newTestManager(t, path)
+	if err := m.Restore(nil); err != nil {
+		t.Fatal(err)
+	}
+	// Another waiter "is writing": the add's sync waits for it.
+	m.state.mu.Lock()
+	m.state.writing = true
+	m.state.mu.Unlock()
+	spec := testSpec(0)
+	added := make(chan error, 1)
+	go func() { _, err := m.Add(t.Context(), spec); added <- err }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m.mu.Lock()
+		_, syncing := m.syncing[spec.ID()]
+		m.mu.Unlock()
+		if syncing {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the add never queued its journal line")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := len(m.List()); n != 0 {
+		t.Fatalf("%d routes listed before the add's line is durable", n)
+	}
+	if _, err := m.Add(t.Context(), spec); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("second add while the first syncs: %v, want ErrDuplicate", err)
+	}
+	if err := m.Delete(t.Context(), spec.ID()); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("delete while the add syncs: %v, want ErrNotFound", err)
+	}
+	// The "other writer" is done: this waiter writes the pending batch.
+	m.state.mu.Lock()
+	m.state.writing = false
+	pending := m.state.pending
+	m.state.mu.Unlock()
+	if err := m.state.wait(pending); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-added; err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := LoadJournaled(path); err != nil || len(got) != 1 {
+		t.Fatalf("state file after the add: %v, %v", got, err)
+	}
+	if st, ok := m.Get(spec.ID()); !ok || st.Origin != OriginRuntime {
+		t.Fatalf("route after the add: %+v %v", st, ok)
+	}
+
+	// A journal that cannot be written: the add fails and nothing runs.
+	notDir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notDir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bad := newTestManager(t, filepath.Join(notDir, "state.json")) // its directory is a file
+	if _, err := bad.Add(t.Context(), spec); err == nil {
+		t.Fatal("an add whose journal line cannot be written succeeded")
+	}
+	if n := len(bad.List()); n != 0 {
+		t.Fatalf("%d routes after a failed durable add", n)
+	}
+	bad.mu.Lock()
+	left := len(bad.syncing)
+	bad.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d ids still taken after a failed add", left)
+	}
+	// A request that ended first changes nothing.
+	ctx, cancel := contextWithCancel(t)
+	cancel()
+	if _, err := m.Add(ctx, testSpec(1)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("add with an ended context: %v", err)
+	}
+	if _, ok := m.Get(testSpec(1).ID()); ok {
+		t.Fatal("an add with an ended context added its route")
 	}
 }

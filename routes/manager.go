@@ -17,6 +17,7 @@ import (
 	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/internal/group"
 	"github.com/fedrouter/fedrouter/links"
+	"github.com/fedrouter/fedrouter/routes/pathpolicy"
 )
 
 // Options configure a Manager; zero values take the defaults.
@@ -46,7 +47,7 @@ type Options struct {
 	DemandInterval time.Duration
 	// DefaultNoPath is the corrective action of routes without their own
 	// no_path; empty: hold.
-	DefaultNoPath []NoPathStep
+	DefaultNoPath []pathpolicy.Step
 	// NextHop, when set, returns the next hop on the shortest path from one
 	// broker to another (from link state); dynamic routes follow demand
 	// only along it. ok false: no path known.
@@ -89,8 +90,8 @@ type Options struct {
 }
 
 // Manager runs the routes: one goroutine per route, owned here and
-// stopped by Delete or Stop. Lock order: Manager.mu, then stateLog.mu,
-// then route.mu; no I/O under mu or route.mu.
+// stopped by Delete or Stop. mu is taken before stateLog.mu and the
+// group's (docs/architecture.md, Lock order); no I/O under it.
 type Manager struct {
 	opts Options
 	log  zerolog.Logger
@@ -103,12 +104,19 @@ type Manager struct {
 	// context, from NewManager's caller, is their parent; Stop waits for
 	// them all.
 	group *group.Group
+	// env is what the routes' modes need of the manager (newModeEnv).
+	env *modeEnv
 
-	mu      sync.Mutex
-	routes  map[string]*route // by Spec.ID(); guarded by mu
-	spread  map[string]int    // next pool connection per broker; guarded by mu
-	stopped bool              // guarded by mu
-	transit []*forwarder      // the running transit forwarders; guarded by mu
+	mu     sync.Mutex
+	routes map[string]*route // by Spec.ID(); guarded by mu
+	// syncing are the routes Add has journaled and not started yet, by
+	// id: their ids are taken (a second add is a duplicate) until their
+	// line is durable, and a fold's snapshot holds them (the journal it
+	// empties may hold their lines). Guarded by mu.
+	syncing map[string]Spec
+	spread  map[string]int // next pool connection per broker; guarded by mu
+	stopped bool           // guarded by mu
+	transit []*forwarder   // the running transit forwarders; guarded by mu
 	// edges are the routes taking part in fan-out (fanout.go), sorted;
 	// replaced, never changed, whenever routes changes. Guarded by mu.
 	edges []ExchangeEdge
@@ -157,8 +165,9 @@ func NewManager(ctx context.Context, opts Options) *Manager {
 	if opts.TransitOutcomeTimeout <= 0 {
 		opts.TransitOutcomeTimeout = DefaultOutcomeTimeout
 	}
-	m := &Manager{opts: opts, log: opts.Log, group: group.New(ctx), routes: map[string]*route{}, started: time.Now(),
+	m := &Manager{opts: opts, log: opts.Log, group: group.New(ctx), routes: map[string]*route{}, syncing: map[string]Spec{}, started: time.Now(),
 		setupSlots: make(chan struct{}, opts.SetupParallel)}
+	m.env = newModeEnv(m)
 	if opts.StatePath != "" {
 		m.state = newStateLog(opts.StatePath, m.durableSpecs)
 	}
@@ -173,7 +182,7 @@ func NewManager(ctx context.Context, opts Options) *Manager {
 // started once, as configured.
 func (m *Manager) Restore(configured []Spec) error {
 	for _, s := range configured {
-		if _, err := m.add(s, OriginConfig); err != nil {
+		if _, err := m.run(s, OriginConfig, nil); err != nil {
 			return err
 		}
 	}
@@ -193,7 +202,7 @@ func (m *Manager) Restore(configured []Spec) error {
 		m.log.Warn().Str("state_file", m.opts.StatePath).Msg("the state journal ended in a torn line (a crash while it was written; that change was never acknowledged): dropped")
 	}
 	for _, s := range saved {
-		if _, err := m.add(s, OriginRuntime); err != nil && !errors.Is(err, ErrDuplicate) {
+		if _, err := m.run(s, OriginRuntime, nil); err != nil && !errors.Is(err, ErrDuplicate) {
 			return fmt.Errorf("routes: restore %s: %w", s, err)
 		}
 	}
@@ -209,21 +218,40 @@ func (m *Manager) Restore(configured []Spec) error {
 	return nil
 }
 
-// Add adds a runtime route; durable ones are in the state file when Add
-// returns.
-func (m *Manager) Add(spec Spec) (Status, error) {
-	r, durable, err := m.insert(spec, OriginRuntime, nil, true)
+// Add adds a runtime route. A durable one is in the state file before it
+// starts, so a route that ever ran is never forgotten by a restart; Add
+// returns once it has started. A ctx that ended before the change was
+// made changes nothing.
+func (m *Manager) Add(ctx context.Context, spec Spec) (Status, error) {
+	if err := ctx.Err(); err != nil {
+		return Status{}, fmt.Errorf("routes: add: %w", err)
+	}
+	spec, steps, err := m.normalize(spec)
 	if err != nil {
 		return Status{}, err
 	}
-	if err := durable(); err != nil {
-		m.mu.Lock()
-		if m.routes[r.id] == r {
-			delete(m.routes, r.id)
-			m.edgesAfterLocked(r)
-		}
+	id := spec.ID()
+	m.mu.Lock()
+	if err := m.refuseLocked(id); err != nil {
 		m.mu.Unlock()
-		r.stop()
+		return Status{}, err
+	}
+	durable := noWait
+	if m.state != nil && spec.Durable {
+		// Queued under mu: the journal has the changes in their order.
+		durable = m.state.enqueue(journalLine{Add: &spec})
+		m.syncing[id] = spec
+	}
+	m.mu.Unlock()
+	err = durable() // the sync is not cut short: the line may be on disk already
+	m.mu.Lock()
+	delete(m.syncing, id)
+	var r *route
+	if err == nil {
+		r, err = m.runLocked(spec, steps, OriginRuntime, nil)
+	}
+	m.mu.Unlock()
+	if err != nil {
 		return Status{}, err
 	}
 	m.log.Info().Str("route", r.id).Str("spec", r.spec.String()).Bool("durable", r.spec.Durable).Msg("route added")
@@ -234,7 +262,7 @@ func (m *Manager) Add(spec Spec) (Status, error) {
 // OriginDestination: a global destination's flow): not journaled, not
 // deletable through Delete; Halt stops it.
 func (m *Manager) Start(spec Spec, origin Origin) (Status, error) {
-	r, err := m.add(spec, origin)
+	r, err := m.run(spec, origin, nil)
 	if err != nil {
 		return Status{}, err
 	}
@@ -242,48 +270,59 @@ func (m *Manager) Start(spec Spec, origin Origin) (Status, error) {
 	return r.status(), nil
 }
 
-func (m *Manager) add(spec Spec, origin Origin) (*route, error) {
-	return m.addFenced(spec, origin, nil)
-}
-
-// addFenced is add; fence, when set, is asked before each message (a
-// route held in a cluster: held.go). Nothing is journaled: restored and
-// configured routes are on disk already, a cluster's are in its store.
-func (m *Manager) addFenced(spec Spec, origin Origin, fence func() bool) (*route, error) {
-	r, _, err := m.insert(spec, origin, fence, false)
-	return r, err
-}
-
-// insert starts a route and, with journal, queues its journal line (for a
-// durable runtime route); durable waits until it is synced.
-func (m *Manager) insert(spec Spec, origin Origin, fence func() bool, journal bool) (r *route, durable func() error, err error) {
+// run starts a route that is not journaled: configured and restored
+// routes are on disk already, a cluster's are in its store, a flow is the
+// global destinations'. fence, when set, is asked before each message (a
+// route held in a cluster: held.go).
+func (m *Manager) run(spec Spec, origin Origin, fence func() bool) (*route, error) {
 	spec, steps, err := m.normalize(spec)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	id := spec.ID()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.refuseLocked(spec.ID()); err != nil {
+		return nil, err
+	}
+	return m.runLocked(spec, steps, origin, fence)
+}
+
+// refuseLocked says why a route with id cannot be added now: the manager
+// stopped, or the id is taken. The caller holds mu.
+func (m *Manager) refuseLocked(id string) error {
 	if m.stopped {
-		return nil, nil, ErrStopped
+		return ErrStopped
+	}
+	if _, syncing := m.syncing[id]; syncing {
+		return ErrDuplicate
 	}
 	if _, dup := m.routes[id]; dup {
-		return nil, nil, ErrDuplicate
+		return ErrDuplicate
 	}
-	r = newRoute(m, spec, steps, origin, m.nextConn)
+	return nil
+}
+
+// runLocked is every route's start, once its spec is normalized: into
+// the map and running, together under mu (no route in the map that does
+// not run). The caller holds mu.
+func (m *Manager) runLocked(spec Spec, steps []pathpolicy.Step, origin Origin, fence func() bool) (*route, error) {
+	if m.stopped {
+		return nil, ErrStopped
+	}
+	id := spec.ID()
+	if _, dup := m.routes[id]; dup {
+		return nil, ErrDuplicate
+	}
+	r := newRoute(m, spec, steps, origin, m.nextConn)
 	r.fence = fence
 	m.routes[id] = r
 	m.edgesAfterLocked(r)
 	if !r.start(m.group) {
 		delete(m.routes, id)
 		m.edgesAfterLocked(r)
-		return nil, nil, ErrStopped
+		return nil, ErrStopped
 	}
-	durable = noWait
-	if journal {
-		durable = m.journalLocked(journalLine{Add: &r.spec}, r)
-	}
-	return r, durable, nil
+	return r, nil
 }
 
 // noWait is the durable wait of a change that is not journaled.
@@ -339,7 +378,7 @@ func (m *Manager) Normalize(spec Spec) (Spec, error) {
 
 // normalize is Normalize, and returns the route's no_path chain (its own,
 // else the manager's default).
-func (m *Manager) normalize(spec Spec) (Spec, []NoPathStep, error) {
+func (m *Manager) normalize(spec Spec) (Spec, []pathpolicy.Step, error) {
 	var err error
 	if spec.Src, err = m.Resolve(spec.Src); err != nil {
 		return spec, nil, err
@@ -359,7 +398,7 @@ func (m *Manager) normalize(spec Spec) (Spec, []NoPathStep, error) {
 	}
 	if len(spec.NoPath) == 0 {
 		steps = m.opts.DefaultNoPath
-		if spec.Kind == KindDynamic && rerouting(steps) {
+		if spec.Kind == KindDynamic && pathpolicy.Rerouting(steps) {
 			// A dynamic route follows demand along shortest paths
 			// already: the router's default reroute is not for it.
 			steps = steps[1:]
@@ -531,6 +570,9 @@ func (m *Manager) durableSpecs() []Spec {
 		if r.origin == OriginRuntime && r.spec.Durable {
 			specs = append(specs, r.spec)
 		}
+	}
+	for _, spec := range m.syncing {
+		specs = append(specs, spec)
 	}
 	m.mu.Unlock()
 	sort.Slice(specs, func(i, j int) bool { return specs[i].ID() < specs[j].ID() })

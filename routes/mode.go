@@ -11,6 +11,7 @@ import (
 
 	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/links"
+	"github.com/fedrouter/fedrouter/routes/pathpolicy"
 )
 
 // A route runs in one of four modes, chosen once when it is made
@@ -31,10 +32,10 @@ type mode interface {
 	// wire attaches the destination side of a run on path: where the
 	// messages go and the hook each forward copy passes first. Attaching
 	// is bounded by setup; what runs with the run, by ctx.
-	wire(ctx, setup context.Context, path pathKind, srcSess *amqp.Session) (wiring, error)
+	wire(ctx, setup context.Context, path pathpolicy.Path, srcSess *amqp.Session) (wiring, error)
 	// detail says, for route list, how an Operational run on path goes;
 	// "" for nothing to say.
-	detail(path pathKind) string
+	detail(path pathpolicy.Path) string
 	// unsubscribe removes what the route made at its source (the route is
 	// deleted): its subscription, unless shared.
 	unsubscribe(ctx context.Context)
@@ -54,10 +55,36 @@ type wiring struct {
 	close func()
 }
 
+// modeEnv is what the modes need of the router around them, the same for
+// every route of a Manager (newModeEnv): options they read, and the
+// fan-out edges the Manager keeps.
+type modeEnv struct {
+	routerID     string
+	maxHops      int
+	table        Table // nil without link-state flooding
+	brokers      map[string]amqp.Broker
+	setupTimeout time.Duration
+	// demandInterval, demandReconcile, nextHop: a dynamic route's demand
+	// (Options).
+	demandInterval, demandReconcile time.Duration
+	nextHop                         func(src, dst string) (string, bool)
+	// exchangeEdges, advertised, groupEdges: fan-out's edges (fanout.go).
+	exchangeEdges, advertised func() []ExchangeEdge
+	groupEdges                func(ExchangeEdge) []ExchangeEdge
+}
+
+func newModeEnv(m *Manager) *modeEnv {
+	o := m.opts
+	return &modeEnv{routerID: o.RouterID, maxHops: o.MaxHops, table: o.Table, brokers: o.Brokers, setupTimeout: o.SetupTimeout,
+		demandInterval: o.DemandInterval, demandReconcile: o.DemandReconcile, nextHop: o.NextHop,
+		exchangeEdges: m.ExchangeEdges, advertised: m.advertised, groupEdges: m.groupEdges}
+}
+
 // routeBase is what every mode shares: the route's identity, its pair of
-// brokers, its counters and its state.
+// brokers, its counters and its state, and what it needs of the router
+// around it (env) — given explicitly: no mode reaches the Manager.
 type routeBase struct {
-	m        *Manager
+	env      *modeEnv
 	id       string
 	spec     Spec
 	origin   Origin
@@ -100,7 +127,7 @@ func (b *routeBase) nodes() (src amqp.Node, sub amqp.Subscription, dst amqp.Node
 // subscription names the route's private subscription at the source; the
 // name derives from the route's identity, so it survives restarts.
 func (b *routeBase) subscription() amqp.Subscription {
-	return amqp.Subscription{Name: "fedrouter." + b.m.opts.RouterID + "." + b.id, Durable: b.spec.Durable}
+	return amqp.Subscription{Name: "fedrouter." + b.env.routerID + "." + b.id, Durable: b.spec.Durable}
 }
 
 // sourceAt resolves the route's source node at its broker with sub.
@@ -132,14 +159,15 @@ func (b *routeBase) deadLetterSink(ctx context.Context, sess *amqp.Session) (lin
 	return senderTo(ctx, sess, b.src.Profile, b.spec.Src, amqp.Node{Kind: amqp.Queue, Name: b.spec.DeadLetterQueue}, "dead-letter queue")
 }
 
-// directSink attaches a sender to the route's destination node, on a
-// session of its own at the destination broker.
+// directSink attaches a sender to the route's destination node.
 //
 // The sender joins one of the destination connection's shared sessions
 // (amqp.NewSharedSender): what it has in flight is still unsettled at the
 // source, on the route's own session there, so losing the sender — or
 // the whole shared session, when another route's attach is refused —
-// loses nothing; the route retries.
+// loses nothing; the route retries. After one of its own attaches was
+// refused (ownSession), it attaches on a session of its own instead, so
+// that a refusal again ends no other route's sender.
 func (b *routeBase) directSink(setup context.Context) (wiring, error) {
 	_, _, dstNode := b.nodes()
 	// RabbitMQ accepts and drops sends to a missing node: look first. A
@@ -169,13 +197,13 @@ func (b *routeBase) directSink(setup context.Context) (wiring, error) {
 // transit queue for the destination; the transit forwarders take it from
 // there (transitrun.go).
 func (b *routeBase) transitSink(srcSess *amqp.Session) *links.DispatchSink {
-	return &links.DispatchSink{At: b.spec.Src, MaxHops: int64(b.m.opts.MaxHops), Session: srcSess, Profile: b.src.Profile}
+	return &links.DispatchSink{At: b.spec.Src, MaxHops: int64(b.env.maxHops), Session: srcSess, Profile: b.src.Profile}
 }
 
 // transitDetail says, for route list, which path a transit run takes;
 // how says why it goes through transit.
 func (b *routeBase) transitDetail(how string) string {
-	if p, _ := b.m.opts.Table.Paths(); p != nil {
+	if p, _ := b.env.table.Paths(); p != nil {
 		if path := p.Path(b.spec.Src, b.spec.Dest); path != nil {
 			return fmt.Sprintf("%s via %s", how, strings.Join(path, " > "))
 		}

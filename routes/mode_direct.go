@@ -8,6 +8,7 @@ import (
 
 	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/links"
+	"github.com/fedrouter/fedrouter/routes/pathpolicy"
 )
 
 // transitMode is a route to a broker this router is not attached to: its
@@ -20,12 +21,12 @@ func (t *transitMode) source(ctx context.Context) (amqp.LinkSpec, error) {
 	return t.sourceAt(ctx, sub)
 }
 
-func (t *transitMode) wire(_, _ context.Context, _ pathKind, srcSess *amqp.Session) (wiring, error) {
+func (t *transitMode) wire(_, _ context.Context, _ pathpolicy.Path, srcSess *amqp.Session) (wiring, error) {
 	_, _, dstNode := t.nodes()
 	return wiring{sink: t.transitSink(srcSess), prepare: t.enterTransit(dstNode, nil)}, nil
 }
 
-func (t *transitMode) detail(pathKind) string { return t.transitDetail("multi-hop") }
+func (t *transitMode) detail(pathpolicy.Path) string { return t.transitDetail("multi-hop") }
 
 func (t *transitMode) unsubscribe(ctx context.Context) {
 	_, sub, _ := t.nodes()
@@ -60,16 +61,16 @@ func (d *directMode) source(ctx context.Context) (amqp.LinkSpec, error) {
 	return d.sourceAt(ctx, sub)
 }
 
-func (d *directMode) wire(ctx, setup context.Context, path pathKind, srcSess *amqp.Session) (wiring, error) {
+func (d *directMode) wire(ctx, setup context.Context, path pathpolicy.Path, srcSess *amqp.Session) (wiring, error) {
 	_, _, dstNode := d.nodes()
-	if path == pathTransit {
+	if path == pathpolicy.Transit {
 		return wiring{sink: d.transitSink(srcSess), prepare: d.enterTransit(dstNode, &d.rerouted)}, nil
 	}
 	w, err := d.directSink(setup)
 	if err != nil {
 		return w, err
 	}
-	if d.spec.Kind == KindExchange && d.m.opts.Table != nil {
+	if d.spec.Kind == KindExchange && d.env.table != nil {
 		w.prepare = d.meshHop
 		if err := d.waitLinkInTable(ctx); err != nil {
 			w.close()
@@ -79,8 +80,8 @@ func (d *directMode) wire(ctx, setup context.Context, path pathKind, srcSess *am
 	return w, nil
 }
 
-func (d *directMode) detail(path pathKind) string {
-	if path != pathTransit {
+func (d *directMode) detail(path pathpolicy.Path) string {
+	if path != pathpolicy.Transit {
 		return ""
 	}
 	return d.transitDetail(fmt.Sprintf("rerouting (the direct link to %s is down)", d.spec.Dest))
@@ -106,7 +107,7 @@ func (d *directMode) waitLinkInTable(ctx context.Context) error {
 	deadline := time.NewTimer(linkWait)
 	defer deadline.Stop()
 	for {
-		p, changed := d.m.opts.Table.Paths()
+		p, changed := d.env.table.Paths()
 		if p != nil && p.LinkUp(d.spec.Src, d.spec.Dest) {
 			return nil
 		}
@@ -135,7 +136,7 @@ func (d *directMode) meshHop(out amqp.Message) bool {
 		out.SetAnnotation(links.AnnotationOrigin, origin)
 	}
 	if origin != d.spec.Src {
-		if p, _ := d.m.opts.Table.Paths(); p != nil {
+		if p, _ := d.env.table.Paths(); p != nil {
 			if on, known := p.OnTree(origin, d.spec.Src, d.spec.Dest); known && !on {
 				return false
 			}

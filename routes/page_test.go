@@ -91,7 +91,7 @@ func TestPageRefusesBadInput(t *testing.T) {
 func TestManagerListPage(t *testing.T) {
 	m := newTestManager(t, "")
 	for i := 0; i < 7; i++ {
-		if _, err := m.Add(testSpec(i)); err != nil {
+		if _, err := m.Add(t.Context(), testSpec(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -111,7 +111,7 @@ func BenchmarkList10000(b *testing.B) {
 	for i := range 10000 {
 		s := testSpec(i)
 		s.Durable = false
-		if _, err := m.Add(s); err != nil {
+		if _, err := m.Add(b.Context(), s); err != nil {
 			b.Fatal(err)
 		}
 	}

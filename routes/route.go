@@ -11,6 +11,7 @@ import (
 	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/internal/group"
 	"github.com/fedrouter/fedrouter/links"
+	"github.com/fedrouter/fedrouter/routes/pathpolicy"
 )
 
 // route is one running route: a goroutine that waits for a path
@@ -22,10 +23,11 @@ import (
 // (mode.go).
 type route struct {
 	*routeBase
+	m       *Manager // the route's own life (backoff, setup slots): not its mode's
 	mode    mode
-	policy  PathPolicy     // what the route does about its path (policy.go)
-	noPath  atomic.Uint64  // messages handled by a no-path action
-	cNoPath links.Counters // what the no-path runs did (kept apart: nothing was sent)
+	policy  pathpolicy.Policy // what the route does about its path
+	noPath  atomic.Uint64     // messages handled by a no-path action
+	cNoPath links.Counters    // what the no-path runs did (kept apart: nothing was sent)
 
 	cancel context.CancelFunc
 	done   chan struct{} // closed when run returns
@@ -44,7 +46,7 @@ const stableRun = 30 * time.Second
 
 // newRoute makes a route of spec, checked by Manager.normalize, with its
 // no_path chain steps, on connections chosen by pick.
-func newRoute(m *Manager, spec Spec, steps []NoPathStep, origin Origin, pick func(amqp.Broker, string) *amqp.Conn) *route {
+func newRoute(m *Manager, spec Spec, steps []pathpolicy.Step, origin Origin, pick func(amqp.Broker, string) *amqp.Conn) *route {
 	id := spec.ID()
 	src, dst := m.opts.Brokers[spec.Src], m.opts.Brokers[spec.Dest]
 	src.Conn = pick(src, spec.Src) // this route's connections
@@ -52,10 +54,10 @@ func newRoute(m *Manager, spec Spec, steps []NoPathStep, origin Origin, pick fun
 		dst.Conn = pick(dst, spec.Dest)
 	}
 	log := m.log.With().Str("route", id).Str("src", spec.Src).Str("dest", spec.Dest).Logger()
-	b := &routeBase{m: m, id: id, spec: spec, origin: origin, src: src, dst: dst, log: log,
+	b := &routeBase{env: m.env, id: id, spec: spec, origin: origin, src: src, dst: dst, log: log,
 		runState: runState{log: log, name: spec.String(), state: StateWaiting, since: time.Now()}}
-	r := &route{routeBase: b, done: make(chan struct{}), halt: make(chan struct{}),
-		policy: PathPolicy{Src: spec.Src, Dest: spec.Dest, Mode: ModeDirect, Steps: steps, Table: m.opts.Table != nil,
+	r := &route{m: m, routeBase: b, done: make(chan struct{}), halt: make(chan struct{}),
+		policy: pathpolicy.Policy{Src: spec.Src, Dest: spec.Dest, Mode: pathpolicy.Direct, Steps: steps, Table: m.opts.Table != nil,
 			Started: m.started, Grace: m.opts.TableGrace, DeadLetterQueue: spec.DeadLetterQueue}}
 	_, attached := m.opts.Brokers[spec.Dest]
 	edge, edgeOK := spec.fanoutEdge()
@@ -63,9 +65,9 @@ func newRoute(m *Manager, spec Spec, steps []NoPathStep, origin Origin, pick fun
 	case spec.Kind == KindDynamic:
 		r.mode = &dynamicMode{directMode: directMode{routeBase: b}}
 	case edgeOK && m.opts.Table != nil && m.opts.Advertised != nil && sharesSubscriptions(src.Profile):
-		r.mode, r.policy.Mode = &fanoutMode{routeBase: b, edge: edge}, ModeFanout
+		r.mode, r.policy.Mode = &fanoutMode{routeBase: b, edge: edge}, pathpolicy.Fanout
 	case !attached:
-		r.mode, r.policy.Mode = &transitMode{routeBase: b}, ModeRemote
+		r.mode, r.policy.Mode = &transitMode{routeBase: b}, pathpolicy.Transit
 	default:
 		r.mode = &directMode{routeBase: b}
 	}
@@ -132,7 +134,7 @@ func (r *route) run(ctx context.Context) {
 		if time.Since(began) >= stableRun {
 			attempt = 0
 		}
-		if errors.Is(err, errConnLost) {
+		if errors.Is(err, errPathChanged) {
 			r.setState(StateWaiting, err, 0)
 			continue
 		}
@@ -182,7 +184,7 @@ func setupFailure(err error) bool {
 // runOnce runs the route's links until they fail, or the source or the
 // path changes (a broker connection went, a direct destination came back
 // while rerouting, the table lost the path).
-func (r *route) runOnce(ctx context.Context, path pathKind, credit, limit int) error {
+func (r *route) runOnce(ctx context.Context, path pathpolicy.Path, credit, limit int) error {
 	// The run ends as soon as its path does: a receiver idle at the source
 	// would not notice a dead destination until its next message, and the
 	// route would look Operational without a path. It ends by draining
@@ -217,7 +219,7 @@ func (r *route) runOnce(ctx context.Context, path pathKind, credit, limit int) e
 // runLinks attaches the route's links — the destination side as its mode
 // wires it for path — and forwards until one fails. A flow calls lapped
 // (once) when it has nothing left to move.
-func (r *route) runLinks(ctx context.Context, path pathKind, drain <-chan struct{}, lapped func(), credit, limit int) error {
+func (r *route) runLinks(ctx context.Context, path pathpolicy.Path, drain <-chan struct{}, lapped func(), credit, limit int) error {
 	release, err := r.m.setupSlot(ctx)
 	if err != nil {
 		return err
@@ -267,7 +269,7 @@ func (r *route) runLinks(ctx context.Context, path pathKind, drain <-chan struct
 	r.setState(StateOperational, nil, 0)
 	if detail := r.mode.detail(path); detail != "" {
 		r.setDetail(detail)
-		if path == pathTransit {
+		if path == pathpolicy.Transit {
 			r.log.Info().Str("path", detail).Msg("route runs through transit")
 		}
 	}

@@ -1,6 +1,7 @@
 // Package routes holds fedrouter's routes: what a route is (Spec), how it is
-// named and validated, where durable runtime routes are kept (Store), and
-// the Manager that runs each route over its two brokers' connections.
+// named and validated, where durable runtime routes are kept (the state
+// file and its journal: statefile.go, journal.go), and the Manager that
+// runs each route over its two brokers' connections.
 package routes
 
 import (
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/routes/pathpolicy"
 )
 
 // Kind is the kind of route, as qpid-route has them.
@@ -100,7 +102,7 @@ type Spec struct {
 	Cost   int  `json:"cost" yaml:"cost"`     // link cost for the topology
 
 	// NoPath is the corrective action when the destination cannot be
-	// reached: steps such as ["hold 10m", "dead-letter"] (nopath.go).
+	// reached: steps such as ["hold 10m", "dead-letter"] (pathpolicy.Parse).
 	// Empty: the router's default (hold).
 	NoPath []string `json:"no_path,omitempty" yaml:"no_path"`
 
@@ -225,7 +227,7 @@ func (s Spec) Validate() error {
 // parsed no_path chain. With n.Attached nil, the rules that depend on the
 // router's brokers are skipped. The error is a *SpecError listing every
 // problem.
-func (s Spec) Check(n Network) ([]NoPathStep, error) {
+func (s Spec) Check(n Network) ([]pathpolicy.Step, error) {
 	var p []string
 	add := func(format string, args ...any) { p = append(p, fmt.Sprintf(format, args...)) }
 	p = append(p, s.checkKind()...)
@@ -251,13 +253,13 @@ func (s Spec) Check(n Network) ([]NoPathStep, error) {
 	if s.Cost < 1 {
 		add("cost %d: want 1 or more", s.Cost)
 	}
-	steps, err := ParseNoPath(s.NoPath)
+	steps, err := pathpolicy.Parse(s.NoPath)
 	if err != nil {
 		add("%v", err)
 	}
 	deadLetters := false
 	for _, st := range steps {
-		deadLetters = deadLetters || st.Action == NoPathDeadLetter
+		deadLetters = deadLetters || st.Action == pathpolicy.StepDeadLetter
 	}
 	switch s.OnReject {
 	case RejectAtSource:
@@ -281,7 +283,7 @@ func (s Spec) Check(n Network) ([]NoPathStep, error) {
 			s.OutcomeTimeout, amqp.DefaultIdleTimeout)
 	}
 	if n.Attached != nil {
-		p = append(p, s.checkNetwork(n, rerouting(steps))...)
+		p = append(p, s.checkNetwork(n, pathpolicy.Rerouting(steps))...)
 	}
 	if len(p) > 0 {
 		return nil, &SpecError{Problems: p}

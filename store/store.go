@@ -2,7 +2,9 @@
 // definitions, who holds each route (a lease with an epoch, the fencing
 // token) and the members' heartbeats. It speaks its own vocabulary — a
 // route definition is an id and opaque JSON — so that the routes package
-// and the store do not know each other; the cluster package translates.
+// and the store do not know each other; the router translates
+// (router/cluster.go, cluster_routes.go), and the cluster package's core
+// decides on the store's rows without reading a spec.
 //
 // The one implementation is PostgreSQL (store/pgstore); the interface is
 // small so that another (etcd, say) could follow. Every time compared here

@@ -12,8 +12,8 @@ import (
 // The lazy shortest paths (a tree per source, computed on first use and
 // kept for the table's life; the broker index shared with the previous
 // table) must answer every question exactly as a straightforward
-// all-pairs reference does: Floyd–Warshall for the distances, then the tie
-// rule applied by brute force (spf_test.go). The graphs are seeded and
+// all-pairs reference does: github.com/yourbasic/graph for the distances,
+// then the tie rule applied by brute force (spf_test.go). The graphs are seeded and
 // random, with many equal-cost ties (costs 1..3), parallel links, links
 // that are down, disconnected parts and one-way bridges between them, and
 // each is followed through versions that remove, cut, re-cost and add
@@ -101,7 +101,7 @@ func mutateGraph(r *rand.Rand, es []Edge) []Edge {
 func checkAgainstReference(t *testing.T, r *rand.Rand, where string, p *Paths, es []Edge) {
 	t.Helper()
 	names := p.Brokers()
-	fw := floyd(names, es)
+	ref := shortestPaths(names, es)
 	radius := 0
 	for _, si := range r.Perm(len(names)) {
 		s := names[si]
@@ -110,7 +110,7 @@ func checkAgainstReference(t *testing.T, r *rand.Rand, where string, p *Paths, e
 			got, ok := p.Route(s, d)
 			want, path, reach := Route{}, []string(nil), false
 			if s != d {
-				want, path, reach = fw.route(s, d)
+				want, path, reach = ref.route(s, d)
 			}
 			if ok != reach || !reflect.DeepEqual(got, want) {
 				t.Fatalf("%s: Route(%s, %s) = %+v %v, reference %+v %v\nedges %v", where, s, d, got, ok, want, reach, es)
@@ -124,7 +124,7 @@ func checkAgainstReference(t *testing.T, r *rand.Rand, where string, p *Paths, e
 			if ok {
 				routes, radius = append(routes, got), max(radius, got.Hops)
 			}
-			checkTreeEdge(t, where, p, fw, s, d)
+			checkTreeEdge(t, where, p, ref, s, d)
 		}
 		if got := p.Routes(s); !reflect.DeepEqual(got, routes) {
 			t.Fatalf("%s: Routes(%s) = %v, reference %v", where, s, got, routes)
@@ -138,15 +138,15 @@ func checkAgainstReference(t *testing.T, r *rand.Rand, where string, p *Paths, e
 
 // checkTreeEdge compares LinkUp, OnTree and ValidOrigins for the link
 // from→to with the reference's chosen parents.
-func checkTreeEdge(t *testing.T, where string, p *Paths, fw *bruteForce, from, to string) {
+func checkTreeEdge(t *testing.T, where string, p *Paths, ref *reference, from, to string) {
 	t.Helper()
-	u, v := fw.index[from], fw.index[to]
-	if got := p.LinkUp(from, to); got != (fw.cost[u][v] > 0) {
+	u, v := ref.index[from], ref.index[to]
+	if got := p.LinkUp(from, to); got != (ref.cost[u][v] > 0) {
 		t.Fatalf("%s: LinkUp(%s, %s) = %v", where, from, to, got)
 	}
 	var origins []string
-	for o, name := range fw.names {
-		on := o != v && fw.dist[o][v] >= 0 && fw.parent(o, v) == u
+	for o, name := range ref.names {
+		on := o != v && ref.dist[o][v] >= 0 && ref.parent(o, v) == u
 		if on {
 			origins = append(origins, name)
 		}
@@ -180,7 +180,7 @@ func checkAlternative(t *testing.T, r *rand.Rand, where string, p *Paths, es []E
 	})
 	want, wantPath, wantOK := Route{}, []string(nil), false
 	if s != d {
-		want, wantPath, wantOK = floyd(names, rest).route(s, d)
+		want, wantPath, wantOK = shortestPaths(names, rest).route(s, d)
 	}
 	got, path, ok := p.Alternative(s, d, avoid...)
 	if ok != wantOK || !reflect.DeepEqual(got, want) || !reflect.DeepEqual(path, wantPath) {

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/yourbasic/graph"
 )
 
 // both returns the two directed edges of a bidirectional link.
@@ -129,28 +131,28 @@ func TestValidOriginsGiveOneCopyPerBroker(t *testing.T) {
 	}
 }
 
-// Costs, hops, next hops, equal-cost next hops and paths agree with a
-// brute-force Floyd–Warshall on random graphs of up to 30 brokers; the
+// Costs, hops, next hops, equal-cost next hops and paths agree with the
+// reference (yourbasic/graph's distances) on random graphs of up to 30 brokers; the
 // chosen path follows the tie rule (on a shortest path, the predecessor
 // with the smallest name).
-func TestCostsMatchBruteForce(t *testing.T) {
+func TestCostsMatchReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for trial := 0; trial < 200; trial++ {
 		es := randomGraph(r, 2+r.IntN(29))
 		p := mustCompute(t, es)
-		fw := floyd(p.Brokers(), es)
+		ref := shortestPaths(p.Brokers(), es)
 		for _, s := range p.Brokers() {
 			for _, d := range p.Brokers() {
 				if s == d {
 					continue
 				}
 				got, ok := p.Route(s, d)
-				want, path, reach := fw.route(s, d)
+				want, path, reach := ref.route(s, d)
 				if ok != reach || !reflect.DeepEqual(got, want) {
-					t.Fatalf("trial %d %s→%s: got %+v %v, brute force %+v %v\nedges %v", trial, s, d, got, ok, want, reach, es)
+					t.Fatalf("trial %d %s→%s: got %+v %v, reference %+v %v\nedges %v", trial, s, d, got, ok, want, reach, es)
 				}
 				if gp := p.Path(s, d); !reflect.DeepEqual(gp, path) || p.Reachable(s, d) != reach {
-					t.Fatalf("trial %d %s→%s: path %v, brute force %v", trial, s, d, gp, path)
+					t.Fatalf("trial %d %s→%s: path %v, reference %v", trial, s, d, gp, path)
 				}
 			}
 		}
@@ -158,7 +160,7 @@ func TestCostsMatchBruteForce(t *testing.T) {
 }
 
 // Alternative(src, dst, avoid) is what a recompute without the avoided
-// link would give, and agrees with brute force.
+// link would give, and agrees with the reference.
 func TestAlternativeMatchesRecompute(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for trial := 0; trial < 200; trial++ {
@@ -180,7 +182,7 @@ func TestAlternativeMatchesRecompute(t *testing.T) {
 				rest = append(rest, e)
 			}
 		}
-		want, wantPath, wantOK := floyd(names, rest).route(s, d)
+		want, wantPath, wantOK := shortestPaths(names, rest).route(s, d)
 		got, path, ok := p.Alternative(s, d, avoid)
 		if ok != wantOK || !reflect.DeepEqual(got, want) || !reflect.DeepEqual(path, wantPath) {
 			t.Fatalf("trial %d %s→%s avoiding %v: got %+v %v %v, want %+v %v %v", trial, s, d, avoid, got, path, ok, want, wantPath, wantOK)
@@ -206,50 +208,50 @@ func randomGraph(r *rand.Rand, n int) []Edge {
 	return es
 }
 
-// bruteForce holds all-pairs distances by Floyd–Warshall over the up
-// edges, -1 where unreachable; names in Compute's (sorted) order.
-type bruteForce struct {
+// reference holds all-pairs distances over the up edges, computed by an
+// implementation independent of ours (github.com/yourbasic/graph's
+// Dijkstra, one source at a time), -1 where unreachable; names in
+// Compute's (sorted) order. What Route, Path and NextHops must answer is
+// derived from the distances alone (route, parent).
+type reference struct {
 	names []string
 	index map[string]int
 	cost  [][]int64 // cheapest direct up edge, 0 if none
 	dist  [][]int64
 }
 
-func floyd(names []string, es []Edge) *bruteForce {
+func shortestPaths(names []string, es []Edge) *reference {
 	n := len(names)
-	b := &bruteForce{names: names, index: map[string]int{}}
+	b := &reference{names: names, index: map[string]int{}}
 	for i, s := range names {
 		b.index[s] = i
 	}
 	b.cost, b.dist = make([][]int64, n), make([][]int64, n)
 	for i := range b.cost {
-		b.cost[i], b.dist[i] = make([]int64, n), make([]int64, n)
-		for j := range b.dist[i] {
-			b.dist[i][j] = -1
-		}
-		b.dist[i][i] = 0
+		b.cost[i] = make([]int64, n)
 	}
 	for _, e := range es {
 		i, j := b.index[e.From], b.index[e.To]
 		if c := b.cost[i][j]; e.Up && (c == 0 || e.Cost < c) {
-			b.cost[i][j], b.dist[i][j] = e.Cost, e.Cost
+			b.cost[i][j] = e.Cost
 		}
 	}
-	for k := 0; k < n; k++ {
-		for i := 0; i < n; i++ {
-			for j := 0; j < n; j++ {
-				a, c := b.dist[i][k], b.dist[k][j]
-				if a >= 0 && c >= 0 && (b.dist[i][j] < 0 || a+c < b.dist[i][j]) {
-					b.dist[i][j] = a + c
-				}
+	g := graph.New(n)
+	for i := range b.cost {
+		for j, c := range b.cost[i] {
+			if c > 0 {
+				g.AddCost(i, j, c)
 			}
 		}
+	}
+	for i := range names {
+		_, b.dist[i] = graph.ShortestPaths(g, i)
 	}
 	return b
 }
 
 // route derives what Route and Path must return from the distances alone.
-func (b *bruteForce) route(src, dst string) (Route, []string, bool) {
+func (b *reference) route(src, dst string) (Route, []string, bool) {
 	s, d := b.index[src], b.index[dst]
 	if b.dist[s][d] < 0 {
 		return Route{}, nil, false
@@ -270,7 +272,7 @@ func (b *bruteForce) route(src, dst string) (Route, []string, bool) {
 
 // parent is v's predecessor on src's tree: the smallest-named u with a
 // shortest path through the edge u→v.
-func (b *bruteForce) parent(s, v int) int {
+func (b *reference) parent(s, v int) int {
 	for u := range b.names {
 		if c := b.cost[u][v]; c > 0 && b.dist[s][u] >= 0 && b.dist[s][u]+c == b.dist[s][v] {
 			return u

@@ -19,8 +19,8 @@ import (
 	"github.com/fedrouter/fedrouter/adminclient"
 	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/amqp/brokertest"
+	"github.com/fedrouter/fedrouter/api"
 	"github.com/fedrouter/fedrouter/config"
-	"github.com/fedrouter/fedrouter/router"
 	"github.com/fedrouter/fedrouter/routes"
 	"github.com/fedrouter/fedrouter/store/storetest"
 )
@@ -268,7 +268,7 @@ func TestClusterMemberKilledRoutesTakenOver(t *testing.T) {
 	for _, p := range c.members {
 		survivor = p
 		out, code := p.cli("cluster", "status", "--json")
-		var st router.ClusterStatus
+		var st api.ClusterStatus
 		if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil {
 			t.Fatalf("cluster status --json: exit %d, %v:\n%s", code, err, out)
 		}

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/fedrouter/fedrouter/amqp/brokertest"
+	"github.com/fedrouter/fedrouter/api"
 	"github.com/fedrouter/fedrouter/cluster"
-	"github.com/fedrouter/fedrouter/router"
 	"github.com/fedrouter/fedrouter/routes"
 	"github.com/fedrouter/fedrouter/store"
 	"github.com/fedrouter/fedrouter/store/pgstore"
@@ -60,7 +60,7 @@ func TestClusterChangeRefusedDuringTakeover(t *testing.T) {
 	// The ghost is suspect once it missed three of tk's heartbeats.
 	brokertest.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
 		out, code := m.cli("cluster", "status", "--json")
-		var cs router.ClusterStatus
+		var cs api.ClusterStatus
 		if err := json.Unmarshal([]byte(out), &cs); code != 0 || err != nil {
 			return fmt.Errorf("cluster status: exit %d, %v: %s", code, err, out)
 		}

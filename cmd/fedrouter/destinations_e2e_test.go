@@ -15,7 +15,7 @@ import (
 
 	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/amqp/brokertest"
-	"github.com/fedrouter/fedrouter/router"
+	"github.com/fedrouter/fedrouter/api"
 )
 
 // destRig is a router over rabbit1..4 with one destinations: entry, and
@@ -139,7 +139,7 @@ func TestGlobalDestinationsPropagate(t *testing.T) {
 	if err := d.mgmt[0].DeleteQueue(ctx, jobs); err != nil {
 		t.Fatal(err)
 	}
-	var st router.Destinations
+	var st api.Destinations
 	brokertest.Eventually(t, 30*time.Second, 200*time.Millisecond, func() error {
 		for i := range 3 {
 			if _, err := d.args(i, jobs); !errors.Is(err, amqp.ErrNotFound) {
@@ -186,7 +186,7 @@ func TestGlobalDestinationsAutoCreatedReaped(t *testing.T) {
 	// router's own status says.
 	brokertest.Eventually(t, 30*time.Second, 200*time.Millisecond, func() error {
 		out, code := d.p.cli("destination", "list", "--json")
-		var st router.Destinations
+		var st api.Destinations
 		if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil {
 			return fmt.Errorf("destination list: exit %d, %v: %s", code, err, out)
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"sort"
 	"strings"
 	"time"
@@ -13,7 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/fedrouter/fedrouter/adminclient"
-	"github.com/fedrouter/fedrouter/router"
+	"github.com/fedrouter/fedrouter/api"
 	"github.com/fedrouter/fedrouter/routes"
 )
 
@@ -158,7 +157,7 @@ func nArgs(kind routes.Kind) int {
 }
 
 func addCommand(kind routes.Kind) *cli.Command {
-	add := func(c *cli.Context, api *adminclient.Client) error { return addRoute(c, api, kind) }
+	add := func(c *cli.Context, client *adminclient.Client) error { return addRoute(c, client, kind) }
 	cmd := apiCommand(parentOf(kind), "add", "add a route", "<dest> <src> <exchange>"+lastArg(kind), nArgs(kind), nArgs(kind), false, add)
 	cmd.Usage = map[routes.Kind]string{
 		routes.KindQueue:    "add a route from queue <queue> on <src> to exchange <exchange> on <dest>",
@@ -185,7 +184,7 @@ func addCommand(kind routes.Kind) *cli.Command {
 }
 
 func delCommand(kind routes.Kind) *cli.Command {
-	del := func(c *cli.Context, api *adminclient.Client) error { return deleteRoute(c, api, kind) }
+	del := func(c *cli.Context, client *adminclient.Client) error { return deleteRoute(c, client, kind) }
 	return apiCommand(parentOf(kind), "del", "delete a route", "<dest> <src> <exchange>"+lastArg(kind), nArgs(kind), nArgs(kind), false, del)
 }
 
@@ -202,7 +201,7 @@ func specFromArgs(c *cli.Context, kind routes.Kind) routes.Spec {
 	return spec
 }
 
-func addRoute(c *cli.Context, api *adminclient.Client, kind routes.Kind) error {
+func addRoute(c *cli.Context, client *adminclient.Client, kind routes.Kind) error {
 	spec := specFromArgs(c, kind)
 	spec.Durable = c.Bool("durable")
 	spec.Ack = c.Int("ack")
@@ -218,9 +217,9 @@ func addRoute(c *cli.Context, api *adminclient.Client, kind routes.Kind) error {
 	case routes.KindDynamic:
 		spec.DivertBindings = c.Bool("divert-bindings")
 	}
-	st, err := api.AddRoute(c.Context, spec)
+	st, err := client.AddRoute(c.Context, spec)
 	var ae *adminclient.Error
-	if errors.As(err, &ae) && ae.Status == http.StatusConflict && ae.Message == routes.ErrDuplicate.Error() {
+	if errors.As(err, &ae) && ae.Code == api.CodeDuplicate {
 		// qpid-route's behaviour: a warning, and success, so scripts that
 		// add their routes on every start keep working.
 		if !c.Bool("quiet") {
@@ -240,9 +239,9 @@ func addRoute(c *cli.Context, api *adminclient.Client, kind routes.Kind) error {
 	return p.done()
 }
 
-func deleteRoute(c *cli.Context, api *adminclient.Client, kind routes.Kind) error {
+func deleteRoute(c *cli.Context, client *adminclient.Client, kind routes.Kind) error {
 	spec := specFromArgs(c, kind)
-	if err := api.DeleteRoute(c.Context, spec); err != nil {
+	if err := client.DeleteRoute(c.Context, spec); err != nil {
 		return err
 	}
 	p := newPrinter(c.App.Writer)
@@ -252,8 +251,8 @@ func deleteRoute(c *cli.Context, api *adminclient.Client, kind routes.Kind) erro
 	return p.done()
 }
 
-func flushRoutes(c *cli.Context, api *adminclient.Client) error {
-	n, err := api.FlushRoutes(c.Context, c.Args().First())
+func flushRoutes(c *cli.Context, client *adminclient.Client) error {
+	n, err := client.FlushRoutes(c.Context, c.Args().First())
 	if err != nil {
 		return err
 	}
@@ -265,8 +264,8 @@ func flushRoutes(c *cli.Context, api *adminclient.Client) error {
 }
 
 // fetchRoutes gets the routes, only those to dest if it is not "".
-func fetchRoutes(c *cli.Context, api *adminclient.Client, dest string) ([]routes.Status, error) {
-	sts, err := api.Routes(c.Context)
+func fetchRoutes(c *cli.Context, client *adminclient.Client, dest string) ([]routes.Status, error) {
+	sts, err := client.Routes(c.Context)
 	if err != nil {
 		return nil, err
 	}
@@ -282,8 +281,8 @@ func fetchRoutes(c *cli.Context, api *adminclient.Client, dest string) ([]routes
 	return kept, nil
 }
 
-func listRoutes(c *cli.Context, api *adminclient.Client) error {
-	sts, err := fetchRoutes(c, api, c.Args().First())
+func listRoutes(c *cli.Context, client *adminclient.Client) error {
+	sts, err := fetchRoutes(c, client, c.Args().First())
 	if err != nil {
 		return err
 	}
@@ -352,8 +351,8 @@ type mapLine struct {
 	Routes        []string `json:"routes"`             // route IDs
 }
 
-func mapRoutes(c *cli.Context, api *adminclient.Client) error {
-	sts, err := fetchRoutes(c, api, "")
+func mapRoutes(c *cli.Context, client *adminclient.Client) error {
+	sts, err := fetchRoutes(c, client, "")
 	if err != nil {
 		return err
 	}
@@ -374,7 +373,7 @@ func mapRoutes(c *cli.Context, api *adminclient.Client) error {
 	if static == 0 {
 		p.println("  none found")
 	}
-	if err := printMapNextHops(c, api, p); err != nil {
+	if err := printMapNextHops(c, client, p); err != nil {
 		return err
 	}
 	return p.done()
@@ -449,8 +448,8 @@ func mirrors(a, b routes.Spec) bool {
 		a.Exchange == b.DestNode() && a.DestNode() == b.Exchange
 }
 
-func listLinks(c *cli.Context, api *adminclient.Client) error {
-	links, err := api.Links(c.Context)
+func listLinks(c *cli.Context, client *adminclient.Client) error {
+	links, err := client.Links(c.Context)
 	if err != nil {
 		return err
 	}
@@ -498,8 +497,8 @@ func transitSummary(ts []routes.TransitStatus) string {
 	return out
 }
 
-func listBrokers(c *cli.Context, api *adminclient.Client) error {
-	bs, err := api.Brokers(c.Context)
+func listBrokers(c *cli.Context, client *adminclient.Client) error {
+	bs, err := client.Brokers(c.Context)
 	if err != nil {
 		return err
 	}
@@ -511,7 +510,7 @@ func listBrokers(c *cli.Context, api *adminclient.Client) error {
 
 // printBrokers prints the connection table as printStatus does for the
 // daemon, with the retry schedule of a Waiting connection.
-func printBrokers(out io.Writer, bs []router.BrokerStatus, now time.Time) error {
+func printBrokers(out io.Writer, bs []api.BrokerStatus, now time.Time) error {
 	p := newPrinter(out)
 	p.table()
 	p.println("Broker\tURL\tState\tSince\tLast Error")

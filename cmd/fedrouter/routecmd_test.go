@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/api"
 	"github.com/fedrouter/fedrouter/router"
 	"github.com/fedrouter/fedrouter/router/routertest"
 	"github.com/fedrouter/fedrouter/routes"
@@ -226,7 +227,7 @@ func TestCLILinkAndBrokerList(t *testing.T) {
 		}
 	}
 	out, _ = h.run(0, "broker", "list", "--json")
-	var bs []router.BrokerStatus
+	var bs []api.BrokerStatus
 	if err := json.Unmarshal([]byte(out), &bs); err != nil || len(bs) != 2 || bs[1].LastError != "dial tcp h3:5672: connection refused" || bs[1].RetryIn != "4s" {
 		t.Errorf("broker list --json: %v\n%s", err, out)
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"sort"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/fedrouter/fedrouter/adminclient"
+	"github.com/fedrouter/fedrouter/api"
 	"github.com/fedrouter/fedrouter/router"
 	"github.com/fedrouter/fedrouter/routes"
 	"github.com/fedrouter/fedrouter/topology"
@@ -26,8 +26,8 @@ func topologyCommand() *cli.Command {
 	return cmd
 }
 
-func showTopology(c *cli.Context, api *adminclient.Client) error {
-	snap, err := api.Topology(c.Context)
+func showTopology(c *cli.Context, client *adminclient.Client) error {
+	snap, err := client.Topology(c.Context)
 	if err != nil {
 		return err
 	}
@@ -174,10 +174,10 @@ func printNextHops(p *printer, routes []topology.BrokerRoutes) {
 
 // printMapNextHops adds the shortest paths to `route map` when the router
 // floods link state; a router without it just has none to show.
-func printMapNextHops(c *cli.Context, api *adminclient.Client, p *printer) error {
-	snap, err := api.Topology(c.Context)
+func printMapNextHops(c *cli.Context, client *adminclient.Client, p *printer) error {
+	snap, err := client.Topology(c.Context)
 	var ae *adminclient.Error
-	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+	if errors.As(err, &ae) && ae.Code == api.CodeOff {
 		return nil
 	}
 	if err != nil {

@@ -1,12 +1,14 @@
 // Package routertest holds an in-memory stand-in for a running router
 // (router.Service) for tests of what talks to one: the admin API and the
 // CLI. It does not import package router (router's own tests use it), so
-// the error it answers Topology with, while no snapshot is set, is the
-// caller's: router.ErrTopologyOff.
+// the errors it answers the views it does not have with are the caller's:
+// router.ErrTopologyOff (Topology, while no snapshot is set),
+// router.ErrNotClustered, router.ErrNoDestinations.
 package routertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -14,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/api"
 	"github.com/fedrouter/fedrouter/routes"
 	"github.com/fedrouter/fedrouter/topology"
 )
@@ -25,6 +28,8 @@ type Service struct {
 	known       []string      // broker names AddRoute accepts
 	added       routes.Status // State and Counters of a route added at runtime
 	topologyOff error
+	clusterOff  error
+	destsOff    error
 
 	mu      sync.Mutex
 	routes  map[string]routes.Status
@@ -42,13 +47,23 @@ type Options struct {
 	Added    routes.Status // State and Counters given to routes added at runtime
 	// TopologyOff is what Topology answers until SetTopology.
 	TopologyOff error
-	Brokers     []amqp.Status
-	Links       []routes.LinkStatus
+	// NotClustered and NoDestinations are what Cluster and
+	// GlobalDestinations answer (nil: an error of routertest's own).
+	NotClustered, NoDestinations error
+	Brokers                      []amqp.Status
+	Links                        []routes.LinkStatus
 }
 
 // New returns a Service with no routes.
 func New(o Options) *Service {
+	if o.NotClustered == nil {
+		o.NotClustered = errors.New("routertest: no cluster view")
+	}
+	if o.NoDestinations == nil {
+		o.NoDestinations = errors.New("routertest: no global destinations view")
+	}
 	return &Service{id: o.RouterID, known: o.Known, added: o.Added, topologyOff: o.TopologyOff,
+		clusterOff: o.NotClustered, destsOff: o.NoDestinations,
 		routes: map[string]routes.Status{}, brokers: o.Brokers, links: o.Links}
 }
 
@@ -138,6 +153,24 @@ func (f *Service) Routes() []routes.Status {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Spec.String() < out[j].Spec.String() })
 	return out
+}
+
+// RoutesPage pages Routes.
+func (f *Service) RoutesPage(after string, limit int) ([]routes.Status, string, error) {
+	return routes.Page(f.Routes(), after, limit)
+}
+
+// OwnRoutes is Routes: the fake is a single router.
+func (f *Service) OwnRoutes() []routes.Status { return f.Routes() }
+
+// Cluster answers Options.NotClustered.
+func (f *Service) Cluster(context.Context) (api.ClusterStatus, error) {
+	return api.ClusterStatus{}, f.clusterOff
+}
+
+// GlobalDestinations answers Options.NoDestinations.
+func (f *Service) GlobalDestinations(context.Context) (api.Destinations, error) {
+	return api.Destinations{}, f.destsOff
 }
 
 // Links returns the links set.

@@ -179,7 +179,7 @@ func (s *Store) superseded(ctx context.Context, m store.Member) error {
 	var secs float64
 	err := s.pool.QueryRow(ctx, `SELECT incarnation, EXTRACT(EPOCH FROM now() - beat)::float8 FROM fedrouter_members WHERE cluster = $1 AND id = $2`, s.cluster, m.ID).Scan(&inc, &secs)
 	if err != nil {
-		return fmt.Errorf("%w: member %s: %v", store.ErrSuperseded, m.ID, s.wrap("heartbeat", err))
+		return fmt.Errorf("%w: member %s: %w", store.ErrSuperseded, m.ID, s.wrap("heartbeat", err))
 	}
 	return fmt.Errorf("%w: member %s is incarnation %s (this process: %s), which beat %s ago; two routers have router_id %s",
 		store.ErrSuperseded, m.ID, inc, m.Incarnation, time.Duration(secs*float64(time.Second)).Round(time.Millisecond), m.ID)

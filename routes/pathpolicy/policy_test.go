@@ -1,4 +1,4 @@
-package routes
+package pathpolicy
 
 import (
 	"fmt"
@@ -9,30 +9,30 @@ import (
 	"github.com/fedrouter/fedrouter/internal/golden"
 )
 
-// The path policy's golden tests: routes/testdata/policy/*.txt, scripts
-// of commands and the decisions they must produce (internal/golden).
-// `go test ./routes -run TestPolicyScripts -update` rewrites them.
+// The path policy's golden tests: testdata/*.txt, scripts of commands
+// and the decisions they must produce (internal/golden).
+// `go test ./routes/pathpolicy -run TestPolicyScripts -update` rewrites them.
 //
-//	policy src=A dest=B mode=direct|remote|fanout steps=hold:10s,dead-letter table=on|off grace=10s dlq=Q
+//	policy src=A dest=B mode=direct|transit|fanout steps=hold:10s,dead-letter table=on|off grace=10s dlq=Q
 //	    a new route's policy, started at t=0 (steps: "," between steps,
 //	    ":" before a step's duration)
 //	observe t=5s src=up|down[:State] dest=up|down[:State] table=path|nopath
 //	    what the route sees at t; prints the decision and the no-path clock
 func TestPolicyScripts(t *testing.T) {
-	golden.RunDir(t, "testdata/policy", func(t *testing.T) golden.Runner {
+	golden.RunDir(t, "testdata", func(t *testing.T) golden.Runner {
 		return (&policyHarness{}).run
 	})
 }
 
 func TestPolicyScriptsRoundTrip(t *testing.T) {
-	golden.CheckRoundTrip(t, "testdata/policy")
+	golden.CheckRoundTrip(t, "testdata")
 }
 
 var policyT0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 type policyHarness struct {
-	p  *PathPolicy
-	st PathState
+	p  *Policy
+	st State
 }
 
 func (h *policyHarness) run(line string) (string, error) {
@@ -50,14 +50,14 @@ func (h *policyHarness) run(line string) (string, error) {
 }
 
 func (h *policyHarness) policy(kv map[string]string) error {
-	p := PathPolicy{Src: kv["src"], Dest: kv["dest"], Table: kv["table"] == "on", Started: policyT0, DeadLetterQueue: kv["dlq"]}
+	p := Policy{Src: kv["src"], Dest: kv["dest"], Table: kv["table"] == "on", Started: policyT0, DeadLetterQueue: kv["dlq"]}
 	switch kv["mode"] {
 	case "direct", "":
-		p.Mode = ModeDirect
-	case "remote":
-		p.Mode = ModeRemote
+		p.Mode = Direct
+	case "transit":
+		p.Mode = Transit
 	case "fanout":
-		p.Mode = ModeFanout
+		p.Mode = Fanout
 	default:
 		return fmt.Errorf("mode %q", kv["mode"])
 	}
@@ -73,13 +73,13 @@ func (h *policyHarness) policy(kv map[string]string) error {
 		for _, step := range strings.Split(s, ",") {
 			raw = append(raw, strings.ReplaceAll(step, ":", " "))
 		}
-		steps, err := ParseNoPath(raw)
+		steps, err := Parse(raw)
 		if err != nil {
 			return err
 		}
 		p.Steps = steps
 	}
-	h.p, h.st = &p, PathState{}
+	h.p, h.st = &p, State{}
 	return nil
 }
 
@@ -106,7 +106,7 @@ func (h *policyHarness) observe(kv map[string]string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("t=%q: %w", kv["t"], err)
 	}
-	var obs PathObs
+	var obs Obs
 	if obs.SrcUp, obs.SrcState, err = state(kv["src"], "src"); err != nil {
 		return "", err
 	}
@@ -126,11 +126,11 @@ func (h *policyHarness) observe(kv map[string]string) (string, error) {
 	return formatDecision(d, st), nil
 }
 
-func formatDecision(d Decision, st PathState) string {
+func formatDecision(d Decision, st State) string {
 	var b strings.Builder
 	b.WriteString(d.Action.String())
 	if d.Action == ActForward {
-		b.WriteString(" " + map[pathKind]string{pathDirect: "direct", pathTransit: "transit", pathFanout: "fanout"}[d.Path])
+		b.WriteString(" " + d.Path.String())
 	}
 	if d.Timer > 0 {
 		fmt.Fprintf(&b, " timer=%s", d.Timer)
@@ -150,10 +150,10 @@ func formatDecision(d Decision, st PathState) string {
 // Decide is deterministic and the same for equal inputs: the watcher of a
 // run relies on it to see whether a decision changed.
 func TestDecideDeterministic(t *testing.T) {
-	p := PathPolicy{Src: "a", Dest: "b", Steps: []NoPathStep{{Action: NoPathHold, For: time.Minute}, {Action: NoPathReject}}, Started: policyT0}
-	obs := PathObs{SrcUp: true, DestState: "Waiting"}
-	d1, s1 := Decide(p, obs, PathState{}, policyT0.Add(time.Second))
-	d2, s2 := Decide(p, obs, PathState{}, policyT0.Add(time.Second))
+	p := Policy{Src: "a", Dest: "b", Steps: []Step{{Action: StepHold, For: time.Minute}, {Action: StepReject}}, Started: policyT0}
+	obs := Obs{SrcUp: true, DestState: "Waiting"}
+	d1, s1 := Decide(p, obs, State{}, policyT0.Add(time.Second))
+	d2, s2 := Decide(p, obs, State{}, policyT0.Add(time.Second))
 	if d1 != d2 || s1 != s2 {
 		t.Fatalf("%+v %+v / %+v %+v", d1, s1, d2, s2)
 	}

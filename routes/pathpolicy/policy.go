@@ -1,4 +1,8 @@
-package routes
+// Package pathpolicy is a route's path policy: what a route does about its
+// path at one moment. It is pure — no I/O, no goroutine, no clock — and
+// golden-tested (testdata/*.txt); package routes observes, decides and
+// carries the decisions out (routes/routepath.go).
+package pathpolicy
 
 import (
 	"fmt"
@@ -10,47 +14,53 @@ import (
 // The path policy: what a route does about its path at one moment —
 // forward (directly, through transit, fanning out), wait, hold, or take
 // corrective action when its destination cannot be reached (reroute, then
-// hold, dead-letter or reject, chained and timed; nopath.go parses the
-// chain). It is a pure function in the style of topology/: an observation
+// hold, dead-letter or reject, chained and timed; steps.go parses the
+// chain: steps.go). It is a pure function in the style of topology/: an observation
 // of the route's brokers and of the link-state table, the state carried
 // from the last decision, and `now` in; a typed decision and the next
 // state out. It does no I/O, starts nothing and reads no clock: the
 // route's goroutine (route.go) observes, decides, and carries the decision
-// out. Golden tests: routes/testdata/policy/*.txt (policy_test.go).
+// out. Golden tests: testdata/*.txt (policy_test.go).
 
-// PathMode is how a route reaches its destination when all is well; it is
-// fixed for the route's life.
-type PathMode int
+// Path is how a route goes: the one word for it. A route's Mode (how it
+// goes when all is well, fixed for its life) and a decision's Path (how
+// one run goes) are both Paths.
+type Path int
 
 const (
-	// ModeDirect: the destination is one of this router's brokers.
-	ModeDirect PathMode = iota
-	// ModeRemote: the destination is reached only through transit.
-	ModeRemote
-	// ModeFanout: an exchange route whose messages are copied at the
-	// source to every broker the group reaches (fanout.go).
-	ModeFanout
+	// None: no path (a decision other than forward).
+	None Path = iota
+	// Direct: the destination is one of this router's brokers.
+	Direct
+	// Transit: through other brokers' transit queues — a destination this
+	// router is not attached to, or a direct route that reroutes.
+	Transit
+	// Fanout: an exchange route whose messages are copied at the source
+	// to every broker the group reaches.
+	Fanout
 )
 
-func (m PathMode) String() string {
-	switch m {
-	case ModeDirect:
+func (p Path) String() string {
+	switch p {
+	case None:
+		return "none"
+	case Direct:
 		return "direct"
-	case ModeRemote:
-		return "remote"
-	case ModeFanout:
+	case Transit:
+		return "transit"
+	case Fanout:
 		return "fanout"
 	}
-	return fmt.Sprintf("PathMode(%d)", int(m))
+	return fmt.Sprintf("Path(%d)", int(p))
 }
 
-// PathPolicy is what a route's decisions depend on besides observations:
+// Policy is what a route's decisions depend on besides observations:
 // set once when the route is made.
-type PathPolicy struct {
+type Policy struct {
 	Src, Dest string
-	Mode      PathMode
-	// Steps is the corrective action chain (ParseNoPath); empty holds.
-	Steps []NoPathStep
+	Mode      Path // Direct, Transit or Fanout
+	// Steps is the corrective action chain (Parse); empty holds.
+	Steps []Step
 	// Table says whether link-state flooding is on: without it there is no
 	// transit, so no reroute.
 	Table bool
@@ -63,19 +73,19 @@ type PathPolicy struct {
 	DeadLetterQueue string
 }
 
-// PathObs is what a route sees of its path at one moment.
-type PathObs struct {
+// Obs is what a route sees of its path at one moment.
+type Obs struct {
 	SrcUp     bool
 	SrcState  string // the source connection's state, when not up
-	DestUp    bool   // the attached destination's connection (ModeDirect)
+	DestUp    bool   // the attached destination's connection (Direct)
 	DestState string // its state, when not up
 	// TablePath says whether the link-state table has a path from Src to
 	// Dest (through transit).
 	TablePath bool
 }
 
-// PathState is what a route carries from one decision to the next.
-type PathState struct {
+// State is what a route carries from one decision to the next.
+type State struct {
 	// Lost is when the destination was first seen unreachable while the
 	// source was up; zero while it is reachable (or unknown).
 	Lost time.Time
@@ -103,7 +113,7 @@ const (
 	ActReject
 )
 
-var actionNames = [...]string{"forward", "wait", NoPathHold, NoPathDeadLetter, NoPathReject}
+var actionNames = [...]string{"forward", "wait", StepHold, StepDeadLetter, StepReject}
 
 func (a Action) String() string {
 	if int(a) < len(actionNames) {
@@ -116,7 +126,7 @@ func (a Action) String() string {
 type Decision struct {
 	Action Action
 	// Path is how to forward (ActForward only).
-	Path pathKind
+	Path Path
 	// Why says what the route waits for or why it corrects; "" when it
 	// forwards.
 	Why string
@@ -137,7 +147,7 @@ const minTimer = 10 * time.Millisecond
 
 // Decide is the path policy. It is deterministic: the same policy,
 // observation, state and now give the same decision and next state.
-func Decide(p PathPolicy, obs PathObs, st PathState, now time.Time) (Decision, PathState) {
+func Decide(p Policy, obs Obs, st State, now time.Time) (Decision, State) {
 	settled := !now.Before(p.Started.Add(p.Grace))
 	graceLeft := max(minTimer, p.Started.Add(p.Grace).Sub(now))
 	if !obs.SrcUp {
@@ -145,7 +155,7 @@ func Decide(p PathPolicy, obs PathObs, st PathState, now time.Time) (Decision, P
 		why := fmt.Sprintf("broker %s is %s", p.Src, obs.SrcState)
 		return Decision{Action: ActWait, Why: why, Detail: why}, st
 	}
-	if p.Mode == ModeFanout {
+	if p.Mode == Fanout {
 		if !settled {
 			// Copied to what the group reaches as known now, a message
 			// would miss the brokers of routes not advertised to us yet.
@@ -153,18 +163,18 @@ func Decide(p PathPolicy, obs PathObs, st PathState, now time.Time) (Decision, P
 			st.Lost = time.Time{}
 			return Decision{Action: ActWait, Why: why, Detail: why, Timer: graceLeft}, st
 		}
-		return forward(pathFanout, st)
+		return forward(Fanout, st)
 	}
 	why := fmt.Sprintf("no path to broker %s", p.Dest)
-	if p.Mode == ModeDirect {
+	if p.Mode == Direct {
 		if obs.DestUp {
-			return forward(pathDirect, st)
+			return forward(Direct, st)
 		}
 		why = fmt.Sprintf("no path to broker %s (%s)", p.Dest, obs.DestState)
 	}
-	if p.Table && (p.Mode == ModeRemote || rerouting(p.Steps)) {
+	if p.Table && (p.Mode == Transit || Rerouting(p.Steps)) {
 		if obs.TablePath {
-			return forward(pathTransit, st)
+			return forward(Transit, st)
 		}
 		if !settled {
 			// Just started: the other routers' advertisements are still
@@ -173,7 +183,7 @@ func Decide(p PathPolicy, obs PathObs, st PathState, now time.Time) (Decision, P
 			why += ": the link-state table is still filling; holding at the source"
 			return Decision{Action: ActWait, Why: why, Detail: why, Timer: graceLeft}, st
 		}
-		if p.Mode == ModeDirect {
+		if p.Mode == Direct {
 			why += " and no alternative path"
 		} else {
 			why += " in the link-state table"
@@ -184,18 +194,18 @@ func Decide(p PathPolicy, obs PathObs, st PathState, now time.Time) (Decision, P
 
 // forward is the decision to run on path; the no-path clock stops, and
 // the next loss reports its action afresh.
-func forward(path pathKind, st PathState) (Decision, PathState) {
+func forward(path Path, st State) (Decision, State) {
 	st.Lost, st.Logged = time.Time{}, ""
 	return Decision{Action: ActForward, Path: path}, st
 }
 
 // correct is the decision while the destination is unreachable: the step
 // of the chain due by how long it has been so.
-func correct(p PathPolicy, why string, st PathState, now time.Time) (Decision, PathState) {
+func correct(p Policy, why string, st State, now time.Time) (Decision, State) {
 	if st.Lost.IsZero() {
 		st.Lost = now
 	}
-	action, left := noPathAction(p.Steps, now.Sub(st.Lost))
+	action, left := due(p.Steps, now.Sub(st.Lost))
 	d := Decision{Why: why}
 	if action != st.Logged {
 		d.Report, st.Logged = action, action
@@ -204,9 +214,9 @@ func correct(p PathPolicy, why string, st PathState, now time.Time) (Decision, P
 		d.Timer = max(minTimer, left)
 	}
 	switch action {
-	case NoPathDeadLetter:
+	case StepDeadLetter:
 		d.Action, d.Detail = ActDeadLetter, why+": dead-lettering to "+p.DeadLetterQueue
-	case NoPathReject:
+	case StepReject:
 		d.Action, d.Detail = ActReject, why+": rejecting at the source with "+links.CondNoPath
 	default:
 		d.Action, d.Detail = ActHold, why+": holding at the source"

@@ -1,0 +1,57 @@
+// Package api is the admin API's vocabulary (docs/admin-api.md): the
+// request and response bodies that router.AdminServer encodes and
+// adminclient decodes, and the error body with its machine-readable code.
+// It holds types only, so a client of the API needs neither the router
+// nor what the router is built on (PostgreSQL, Prometheus).
+//
+// Route specs and statuses are routes.Spec and routes.Status, the link
+// state view topology.Snapshot, a global destination globaldest.Status:
+// the API serves those packages' own types, with the JSON they define.
+package api
+
+import (
+	"time"
+
+	"github.com/fedrouter/fedrouter/routes"
+)
+
+// RoutePage is a page of GET /api/v1/routes?limit=N&after=CURSOR: the
+// routes in list order, and the cursor of the next page ("" after the
+// last).
+type RoutePage struct {
+	Routes []routes.Status `json:"routes"`
+	Next   string          `json:"next,omitempty"`
+}
+
+// Deleted is the body of a successful delete or flush.
+type Deleted struct {
+	Deleted int `json:"deleted"`
+}
+
+// RouterInfo is GET /api/v1/router.
+type RouterInfo struct {
+	RouterID string `json:"router_id"`
+	Routes   int    `json:"routes"`
+	Links    int    `json:"links"`
+	Brokers  int    `json:"brokers"`
+}
+
+// NotReady is the 503 body of /readyz.
+type NotReady struct {
+	Error   string         `json:"error"`
+	Brokers []BrokerStatus `json:"brokers"` // the brokers not Operational
+}
+
+// BrokerStatus is one broker connection (GET /api/v1/brokers): the state
+// and the last error as text, the retry delay as a duration.
+type BrokerStatus struct {
+	Broker      string    `json:"broker"`
+	State       string    `json:"state"`
+	Since       time.Time `json:"since"`
+	URL         string    `json:"url"`
+	LastError   string    `json:"last_error,omitempty"`
+	LastErrorAt time.Time `json:"last_error_at,omitzero"`
+	Attempt     int       `json:"attempt"`
+	RetryIn     string    `json:"retry_in,omitempty"`
+	Generation  uint64    `json:"generation"`
+}

@@ -1,0 +1,55 @@
+package router
+
+import (
+	"context"
+
+	"github.com/fedrouter/fedrouter/routes"
+)
+
+// routeControl is how the router changes and lists its routes: one
+// interface, two implementations chosen once at Start — a single router's
+// (localRoutes: the route manager, with its state file and journal) and a
+// cluster member's (*clusterPart: definitions in the cluster's PostgreSQL
+// store, each run by the member holding its lease). The admin API's route
+// calls go through it, and so will a reload or a console.
+type routeControl interface {
+	// add adds a runtime route; durable before it runs.
+	add(ctx context.Context, spec routes.Spec) (routes.Status, error)
+	// deleteSpec deletes the route with spec's identity.
+	deleteSpec(ctx context.Context, spec routes.Spec) error
+	// deleteID deletes the route with id.
+	deleteID(ctx context.Context, id string) error
+	// flush deletes the runtime routes (to dest, if not "").
+	flush(ctx context.Context, dest string) (int, error)
+	// list is every route: a cluster's lists the whole cluster's.
+	list() []routes.Status
+	// page is a page of list (routes.Page).
+	page(after string, limit int) ([]routes.Status, string, error)
+	// own is the routes this process runs.
+	own() []routes.Status
+}
+
+// localRoutes is a single router's route control: its manager, whose
+// runtime routes are kept in the state file.
+type localRoutes struct{ m *routes.Manager }
+
+func (l localRoutes) add(ctx context.Context, spec routes.Spec) (routes.Status, error) {
+	return l.m.Add(ctx, spec)
+}
+func (l localRoutes) deleteSpec(ctx context.Context, spec routes.Spec) error {
+	return l.m.DeleteSpec(ctx, spec)
+}
+func (l localRoutes) deleteID(ctx context.Context, id string) error { return l.m.Delete(ctx, id) }
+func (l localRoutes) flush(ctx context.Context, dest string) (int, error) {
+	return l.m.Flush(ctx, dest)
+}
+func (l localRoutes) list() []routes.Status { return l.m.List() }
+func (l localRoutes) page(after string, limit int) ([]routes.Status, string, error) {
+	return l.m.ListPage(after, limit) // only the page's statuses computed
+}
+func (l localRoutes) own() []routes.Status { return l.m.List() }
+
+var (
+	_ routeControl = localRoutes{}
+	_ routeControl = (*clusterPart)(nil)
+)
