@@ -42,6 +42,7 @@ type Receiver struct {
 	run           settleRun
 	timer         *time.Timer
 	timerArmed    bool
+	dispositions  uint64 // disposition frames sent
 
 	// Reader goroutine only.
 	partial   []byte
@@ -265,6 +266,13 @@ func (r *Receiver) Flush() {
 	s.mu.Unlock()
 }
 
+// Dispositions is how many disposition frames the receiver has sent.
+func (r *Receiver) Dispositions() uint64 {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	return r.dispositions
+}
+
 func (r *Receiver) onTimer() {
 	r.s.mu.Lock()
 	r.timerArmed = false
@@ -285,6 +293,7 @@ func (r *Receiver) dispositionLocked(b []byte) []byte {
 		disp.Last, disp.HasLast = run.last, true
 	}
 	run.on = false
+	r.dispositions++
 	b, mark := wire.BeginFrame(b, wire.FrameAMQP, r.s.ch)
 	return wire.EndFrame(wire.AppendDisposition(b, &disp), mark)
 }
