@@ -164,6 +164,11 @@ func (sn *Sender) writeFrames(payload []byte, id *uint32, off *int, first *bool,
 		return sn.err
 	default:
 	}
+	// Without waiting, a delivery goes only if all its frames fit in the
+	// window now: a caller on a reader goroutine cannot wait mid-message.
+	if !wait && *first && s.remoteIncomingWindow < framesFor(len(payload), s.c.peerMaxFrame) {
+		return ErrNoCredit
+	}
 	if *first && (sn.credit == 0 || s.remoteIncomingWindow == 0) || !*first && s.remoteIncomingWindow == 0 {
 		if !wait && *first {
 			return ErrNoCredit
@@ -179,6 +184,13 @@ func (sn *Sender) writeFrames(payload []byte, id *uint32, off *int, first *bool,
 	}
 	s.c.w.unlock(b)
 	return nil
+}
+
+// framesFor is how many transfer frames a payload of n bytes needs at
+// most (a transfer performative takes under 64 bytes).
+func framesFor(n int, maxFrame uint32) uint32 {
+	per := int(maxFrame) - 8 - 64
+	return uint32(max(1, (n+per-1)/per))
 }
 
 // frameLocked appends one transfer frame; s.mu and the buffer are held.
