@@ -57,7 +57,7 @@ func TestConformanceForward(t *testing.T) {
 			src, dst := bs[0], bs[1]
 			srcAddr, dstAddr := queue(t, src), queue(t, dst)
 			const n = 1000
-			fill(t, src, srcAddr, n)
+			fill(t, src, srcAddr, n, 64)
 			f := startForward(t, src, dst, srcAddr, dstAddr, 200, engine.ForwardOptions{Rewrite: hopRewrite})
 			waitSettled(t, f, n, 30*time.Second)
 			col := newCollector(n)

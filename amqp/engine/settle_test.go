@@ -9,9 +9,9 @@ import (
 	"github.com/fedrouter/fedrouter/amqp/engine"
 )
 
-// fill sends n small messages to addr with the engine and waits until
-// all are accepted.
-func fill(t *testing.T, b brokertest.Broker, addr string, n int) {
+// fill sends n messages of size bytes of data to addr with the engine
+// and waits until all are accepted.
+func fill(t testing.TB, b brokertest.Broker, addr string, n, size int) {
 	t.Helper()
 	out := newOutcomes(n)
 	c := dial(t, b, engine.Options{})
@@ -20,7 +20,7 @@ func fill(t *testing.T, b brokertest.Broker, addr string, n int) {
 		t.Fatal(err)
 	}
 	for i := 0; i < n; i++ {
-		if _, err := snd.Send(t.Context(), encodeMessage(fmt.Sprint(i), body(i, 64))); err != nil {
+		if _, err := snd.Send(t.Context(), encodeMessage(fmt.Sprint(i), body(i, size))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -38,7 +38,7 @@ func TestConformanceAckRanges(t *testing.T) {
 				b := brokertest.Require(t, name)[0]
 				addr := queue(t, b)
 				const n = 1000
-				fill(t, b, addr, n)
+				fill(t, b, addr, n, 64)
 				c := dial(t, b, engine.Options{})
 				col := newCollector(n)
 				r, err := session(t, c, engine.SessionOptions{}).NewReceiver(t.Context(), engine.ReceiverOptions{
