@@ -129,14 +129,6 @@ func (r *Receiver) grantLocked(b []byte, force bool) []byte {
 // credit, reassembly, then the callback with no lock held.
 func (r *Receiver) onTransfer(t *wire.Transfer) error {
 	s := r.s
-	if t.Aborted {
-		r.partial, r.partialOn = r.partial[:0], false
-		return nil
-	}
-	first := !r.partialOn
-	if first && !t.HasDeliveryID {
-		return violate(condInvalidField, "transfer on link %q without a delivery-id", r.name)
-	}
 	s.mu.Lock()
 	if s.incomingWindow == 0 {
 		s.mu.Unlock()
@@ -144,6 +136,22 @@ func (r *Receiver) onTransfer(t *wire.Transfer) error {
 	}
 	s.incomingWindow--
 	s.nextIncomingID++
+	if r.detachSent {
+		// Frames the peer sent before it saw our detach: dropped, the
+		// peer keeps the deliveries (they were never settled).
+		s.mu.Unlock()
+		return nil
+	}
+	if t.Aborted {
+		s.mu.Unlock()
+		r.partial, r.partialOn = r.partial[:0], false
+		return nil
+	}
+	first := !r.partialOn
+	if first && !t.HasDeliveryID {
+		s.mu.Unlock()
+		return violate(condInvalidField, "transfer on link %q without a delivery-id", r.name)
+	}
 	if first {
 		r.deliveryCount++
 		if r.credit > 0 {
