@@ -43,12 +43,18 @@ func (e *ConnError) Error() string {
 }
 
 func (e *ConnError) Unwrap() []error {
+	return causes(e.Remote, e.Err)
+}
+
+// causes is what an error of ours wraps: the peer's error and the local
+// cause, either of which may be absent.
+func causes(remote *wire.Error, err error) []error {
 	var out []error
-	if e.Remote != nil {
-		out = append(out, e.Remote)
+	if remote != nil {
+		out = append(out, remote)
 	}
-	if e.Err != nil {
-		out = append(out, e.Err)
+	if err != nil {
+		out = append(out, err)
 	}
 	return out
 }
@@ -67,14 +73,7 @@ func (e *SessionError) Error() string {
 }
 
 func (e *SessionError) Unwrap() []error {
-	var out []error
-	if e.Remote != nil {
-		out = append(out, e.Remote)
-	}
-	if e.Err != nil {
-		out = append(out, e.Err)
-	}
-	return out
+	return causes(e.Remote, e.Err)
 }
 
 // LinkError is why a link ended (or was refused): the link's name and
@@ -94,14 +93,7 @@ func (e *LinkError) Error() string {
 }
 
 func (e *LinkError) Unwrap() []error {
-	var out []error
-	if e.Remote != nil {
-		out = append(out, e.Remote)
-	}
-	if e.Err != nil {
-		out = append(out, e.Err)
-	}
-	return out
+	return causes(e.Remote, e.Err)
 }
 
 // violation is a protocol error naming the rule, sent to the peer as the
