@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fedrouter/fedrouter/amqp/wire"
@@ -35,6 +36,8 @@ type Conn struct {
 	byRemote map[uint16]*Session
 
 	w writer
+
+	reads, frames atomic.Uint64 // read calls and frames read, for ReadStats
 
 	done         chan struct{}
 	doneOnce     sync.Once
@@ -83,12 +86,12 @@ func newConn(ctx context.Context, nc net.Conn, opts Options) (*Conn, error) {
 	c := &Conn{
 		nc:           nc,
 		opts:         opts,
-		fr:           wire.NewFrameReader(nc, opts.MaxFrameSize),
 		sessions:     map[uint16]*Session{},
 		byRemote:     map[uint16]*Session{},
 		done:         make(chan struct{}),
 		remoteClosed: make(chan struct{}),
 	}
+	c.fr = wire.NewFrameReader(countingReader{c}, opts.MaxFrameSize)
 	if dl, ok := ctx.Deadline(); ok {
 		_ = nc.SetDeadline(dl)
 	}
@@ -258,3 +261,15 @@ func (c *Conn) sendFrame(ch uint16, perf func([]byte) []byte) {
 	b, mark := wire.BeginFrame(b, wire.FrameAMQP, ch)
 	c.w.unlock(wire.EndFrame(perf(b), mark))
 }
+
+// countingReader counts the read calls made on the socket.
+type countingReader struct{ c *Conn }
+
+func (r countingReader) Read(p []byte) (int, error) {
+	r.c.reads.Add(1)
+	return r.c.nc.Read(p)
+}
+
+// ReadStats says how many read calls the connection made and how many
+// frames (heartbeats included) it read after open.
+func (c *Conn) ReadStats() (reads, frames uint64) { return c.reads.Load(), c.frames.Load() }

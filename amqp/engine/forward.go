@@ -45,6 +45,8 @@ type Forwarder struct {
 	src      *Receiver
 
 	forwarded, settled, released, refused uint64
+
+	progress chan struct{} // poked (never blocking) when the source is settled
 }
 
 type inflight struct {
@@ -64,7 +66,7 @@ type parked struct {
 // Forwarder. The receiver's OnMessage and the sender's OnSettled and
 // OnCredit are the forwarder's.
 func Forward(ctx context.Context, src *Session, ro ReceiverOptions, dst *Session, so SenderOptions, fo ForwardOptions) (*Forwarder, *Receiver, *Sender, error) {
-	f := &Forwarder{opts: fo}
+	f := &Forwarder{opts: fo, progress: make(chan struct{}, 1)}
 	so.OnSettled, so.OnCredit, so.Mode = f.onSettled, f.onCredit, SettleUnsettled
 	snd, err := dst.NewSender(ctx, so)
 	if err != nil {
@@ -230,7 +232,17 @@ func (f *Forwarder) onSettled(first, last uint32, st *DeliveryState) {
 	if n > 0 && f.opts.AckN == 0 {
 		src.Flush()
 	}
+	if n > 0 {
+		select {
+		case f.progress <- struct{}{}:
+		default:
+		}
+	}
 }
+
+// Progress is poked whenever deliveries were settled at the source, so
+// a caller can wait for a count (Stats) without polling.
+func (f *Forwarder) Progress() <-chan struct{} { return f.progress }
 
 // sourceOutcome is what the source is told: accepted and rejected pass
 // through; anything else releases it so the source delivers it again

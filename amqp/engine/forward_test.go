@@ -36,15 +36,19 @@ func startForward(t testing.TB, src, dst brokertest.Broker, srcAddr, dstAddr str
 	return f
 }
 
-// waitSettled polls until the forwarder settled n at the source.
+// waitSettled waits until the forwarder settled n at the source,
+// woken by its progress rather than polling.
 func waitSettled(t testing.TB, f *engine.Forwarder, n uint64, within time.Duration) {
 	t.Helper()
-	brokertest.Eventually(t, within, 5*time.Millisecond, func() error {
-		if st := f.Stats(); st.Settled < n {
-			return fmt.Errorf("forwarder: %+v, err %v", st, f.Err())
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	for f.Stats().Settled < n {
+		select {
+		case <-f.Progress():
+		case <-deadline.C:
+			t.Fatalf("forwarder after %v: %+v, err %v", within, f.Stats(), f.Err())
 		}
-		return nil
-	})
+	}
 }
 
 // The forwarder moves 1,000 messages byte for byte between two brokers,

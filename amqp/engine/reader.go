@@ -61,6 +61,7 @@ func (c *Conn) readFrames(x *rx) error {
 		if err != nil {
 			return err
 		}
+		c.frames.Add(1)
 		if len(body) == 0 {
 			continue // a heartbeat
 		}
