@@ -75,3 +75,43 @@ func TestConformanceAckRanges(t *testing.T) {
 		}
 	}
 }
+
+// The time bound of ack N: fewer than N deliveries are settled by the
+// AckDelay timer, without a Flush, and do not come back.
+func TestConformanceAckTimeBound(t *testing.T) {
+	b := brokertest.Require(t, "rabbit1")[0]
+	addr := queue(t, b)
+	const n = 30
+	fill(t, b, addr, n, 64)
+	c := dial(t, b, engine.Options{})
+	col := newCollector(n)
+	r, err := session(t, c, engine.SessionOptions{}).NewReceiver(t.Context(), engine.ReceiverOptions{
+		Address: addr, Credit: 100, AckN: 1000, AckDelay: 100 * time.Millisecond, OnMessage: col.onMessage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	col.take(t, n, 20*time.Second)
+	brokertest.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if d := r.Dispositions(); d == 0 {
+			return fmt.Errorf("no disposition yet")
+		}
+		return nil
+	})
+	t.Logf("%d deliveries settled by the timer with %d dispositions", n, r.Dispositions())
+	// Dropped without a close (no Flush on the way): what the timer
+	// settled must stay settled.
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	left := newCollector(n)
+	_, err = session(t, dial(t, b, engine.Options{}), engine.SessionOptions{}).NewReceiver(t.Context(),
+		engine.ReceiverOptions{Address: addr, Credit: 100, OnMessage: left.onMessage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-left.ch:
+		t.Fatal("a message settled by the timer came back")
+	case <-time.After(2 * time.Second):
+	}
+}
