@@ -43,6 +43,7 @@ type Forwarder struct {
 	limit    int      // parked messages at most; beyond, released at the source
 	err      error
 	src      *Receiver
+	sec      wire.Sections // the message being sent, scanned
 
 	forwarded, settled, released, refused uint64
 
@@ -146,18 +147,19 @@ func (f *Forwarder) onMessage(d *Delivery) {
 
 // send sends one payload to dst without waiting; f.mu is held.
 func (f *Forwarder) send(payload []byte) (uint32, error) {
-	sec, err := wire.ScanSections(payload)
-	if err != nil {
+	sec := &f.sec // a field, not a local: Rewrite would make a local escape
+	var err error
+	if *sec, err = wire.ScanSections(payload); err != nil {
 		return 0, &refusal{err: err}
 	}
 	var set []wire.Annotated
 	if f.opts.Rewrite != nil {
-		set = f.opts.Rewrite(payload, &sec)
+		set = f.opts.Rewrite(payload, sec)
 	}
 	if len(set) == 0 && !sec.DeliveryAnnotations.Present() {
 		return f.dst.TrySend(payload)
 	}
-	return f.dst.TrySendRewritten(payload, &sec, set...)
+	return f.dst.TrySendRewritten(payload, sec, set...)
 }
 
 // refusal is a message the forwarder cannot forward as it is (its

@@ -36,7 +36,8 @@ type Session struct {
 	senders           []*Sender
 	ended             bool // end sent
 
-	byRemote map[uint32]*link // reader: links by the peer's handle
+	byRemote  map[uint32]*link // reader: links by the peer's handle
+	rxSenders []*Sender        // reader: senders to tell, reused
 
 	begun    chan struct{}
 	done     chan struct{}

@@ -38,12 +38,9 @@ func (s *Session) onFlow(f *wire.Flow) error {
 	if locked {
 		s.c.w.unlock(b)
 	}
-	senders := s.senders
-	if len(senders) > 0 {
-		senders = append(make([]*Sender, 0, 4), senders...)
-	}
+	s.rxSenders = append(s.rxSenders[:0], s.senders...)
 	s.mu.Unlock()
-	for _, sn := range senders {
+	for _, sn := range s.rxSenders {
 		sn.signal()
 		if sn.opts.OnCredit != nil {
 			sn.opts.OnCredit()
@@ -67,18 +64,9 @@ func (s *Session) onDisposition(p *wire.Disposition) {
 		s.c.sendFrame(s.ch, func(b []byte) []byte { return wire.AppendDisposition(b, &back) })
 	}
 	s.mu.Lock()
-	var one *Sender
-	var many []*Sender
-	if len(s.senders) == 1 {
-		one = s.senders[0]
-	} else {
-		many = append(many, s.senders...)
-	}
+	s.rxSenders = append(s.rxSenders[:0], s.senders...)
 	s.mu.Unlock()
-	if one != nil && one.opts.OnSettled != nil {
-		one.opts.OnSettled(p.First, last, &p.State)
-	}
-	for _, sn := range many {
+	for _, sn := range s.rxSenders {
 		if sn.opts.OnSettled != nil {
 			sn.opts.OnSettled(p.First, last, &p.State)
 		}
