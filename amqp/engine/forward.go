@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/fedrouter/fedrouter/amqp/wire"
 )
@@ -45,9 +46,10 @@ type Forwarder struct {
 	src      *Receiver
 	sec      wire.Sections // the message being sent, scanned
 
-	forwarded, settled, released, refused uint64
+	forwarded, settled, released, refused, parks uint64
 
 	progress chan struct{} // poked (never blocking) when the source is settled
+	nParked  atomic.Int64  // len(parked), read by limit without f.mu
 }
 
 type inflight struct {
@@ -84,17 +86,26 @@ func Forward(ctx context.Context, src *Session, ro ReceiverOptions, dst *Session
 		ro.AckN = fo.AckN
 	}
 	ro.OnMessage, ro.Mode = f.onMessage, SettleUnsettled
+	// Credit follows the destination's: the source is asked for no more
+	// than can be sent on at once, so little is parked (Proton's broker
+	// grants 5, qpidd 500).
+	ro.limit = f.creditLimit
 	rcv, err := src.NewReceiver(ctx, ro)
 	if err != nil {
 		_ = snd.Close(ctx)
 		return nil, nil, nil, err
 	}
+	f.mu.Lock()
+	f.src = rcv
+	f.mu.Unlock()
+	rcv.Regrant() // in case the destination's credit came during the attach
 	return f, rcv, snd, nil
 }
 
 // ForwardStats are a forwarder's counts.
 type ForwardStats struct {
 	Forwarded, Settled, Released, Refused uint64
+	Parks                                 uint64 // messages that waited (copied) for destination credit
 	InFlight, Parked                      int
 }
 
@@ -102,7 +113,7 @@ type ForwardStats struct {
 func (f *Forwarder) Stats() ForwardStats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return ForwardStats{Forwarded: f.forwarded, Settled: f.settled, Released: f.released, Refused: f.refused,
+	return ForwardStats{Forwarded: f.forwarded, Settled: f.settled, Released: f.released, Refused: f.refused, Parks: f.parks,
 		InFlight: len(f.inflight) - f.head, Parked: len(f.parked)}
 }
 
@@ -114,8 +125,16 @@ func (f *Forwarder) Err() error {
 	return f.err
 }
 
-// onMessage forwards one delivery (source reader goroutine).
+// onMessage forwards one delivery (source reader goroutine). While the
+// destination's outgoing buffer is over its bound it waits, holding no
+// lock: the source connection stops reading (TCP pushes back on the
+// broker) instead of the buffer growing. Waiting is safe because the
+// destination's writer never waits for a reader; on one shared
+// connection it would not be, so there it does not wait.
 func (f *Forwarder) onMessage(d *Delivery) {
+	if w := &f.dst.s.c.w; d.Receiver.s.c != f.dst.s.c {
+		_ = w.waitRoom(len(d.Payload) + 64) // an error shows on the send below
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.src = d.Receiver
@@ -143,6 +162,8 @@ func (f *Forwarder) onMessage(d *Delivery) {
 		buf, f.free = f.free[n-1][:0], f.free[:n-1]
 	}
 	f.parked = append(f.parked, parked{src: d.ID, srcSettled: d.Settled, payload: append(buf, d.Payload...)})
+	f.nParked.Store(int64(len(f.parked)))
+	f.parks++
 }
 
 // send sends one payload to dst without waiting; f.mu is held.
@@ -259,11 +280,28 @@ func sourceOutcome(st *DeliveryState) *DeliveryState {
 	return Released
 }
 
+// creditLimit is the credit the source may have: what the destination can
+// take now, less what is parked for it, at least 1 so a grant is never
+// withheld for good by a stale count. It takes no lock.
+func (f *Forwarder) creditLimit() uint32 {
+	return max(1, f.dst.Available()-min(f.dst.Available(), uint32(f.nParked.Load())))
+}
+
 // onCredit sends parked messages while the destination has credit
-// (destination reader goroutine).
+// (destination reader goroutine), then lets the source have more.
 func (f *Forwarder) onCredit() {
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.drainParked()
+	src := f.src
+	f.mu.Unlock()
+	if src != nil {
+		src.Regrant()
+	}
+}
+
+// drainParked sends parked messages while the destination takes them;
+// f.mu is held.
+func (f *Forwarder) drainParked() {
 	sent := 0
 	for _, p := range f.parked {
 		id, err := f.send(p.payload)
@@ -282,5 +320,6 @@ func (f *Forwarder) onCredit() {
 		n := copy(f.parked, f.parked[sent:])
 		clear(f.parked[n:])
 		f.parked = f.parked[:n]
+		f.nParked.Store(int64(n))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -44,34 +45,53 @@ func measure(t testing.TB, n int, move func()) figure {
 // a kind with the engine's Forwarder and with a go-amqp receive → send →
 // accept pipe (credit 2,000 each), alternating, and logs throughput and
 // CPU per message for both and their ratio. It asserts no time: run it
-// explicitly, ENGINE_MEASURE=1 go test -run TestMeasureForward -v.
+// explicitly, ENGINE_MEASURE=1 go test -run TestMeasureForward -v
+// (ENGINE_MEASURE_N, ENGINE_MEASURE_SIZE in bytes, ENGINE_MEASURE_PAIRS=qpidd
+// for the qpidd pair alone).
 func TestMeasureForward(t *testing.T) {
 	if os.Getenv("ENGINE_MEASURE") == "" {
 		t.Skip("a measurement: set ENGINE_MEASURE=1 and -run it")
 	}
-	n, reps := 20000, 3
-	for _, pair := range [][2]string{{"rabbit1", "rabbit2"}, {"qpidd1", "qpidd2"}} {
+	n, size, reps := envInt(t, "ENGINE_MEASURE_N", 20000), envInt(t, "ENGINE_MEASURE_SIZE", 256), 3
+	pairs := [][2]string{{"rabbit1", "rabbit2"}, {"qpidd1", "qpidd2"}}
+	if os.Getenv("ENGINE_MEASURE_PAIRS") == "qpidd" {
+		pairs = pairs[1:]
+	}
+	for _, pair := range pairs {
 		t.Run(pair[0]+"-"+pair[1], func(t *testing.T) {
 			bs := brokertest.Require(t, pair[0], pair[1])
 			src, dst := bs[0], bs[1]
 			var eng, pipe []figure
 			for r := 0; r < reps; r++ {
 				sa, da := queue(t, src), queue(t, dst)
-				fill(t, src, sa, n, 256)
+				fill(t, src, sa, n, size)
 				f := startForwardIdle(t, src, dst)
 				eng = append(eng, measure(t, n, func() { f(sa, da, n) }))
 				sa, da = queue(t, src), queue(t, dst)
-				fill(t, src, sa, n, 256)
+				fill(t, src, sa, n, size)
 				p := goamqpPipe(t, src, dst)
 				pipe = append(pipe, measure(t, n, func() { p(sa, da, n) }))
 				t.Logf("rep %d: engine %.0f msg/s %.1f µs/msg; go-amqp pipe %.0f msg/s %.1f µs/msg", r,
 					eng[r].rate, eng[r].cpuUs, pipe[r].rate, pipe[r].cpuUs)
 			}
 			e, p := median(eng), median(pipe)
-			t.Logf("%s→%s, %d × 256 B, credit 2,000, medians of %d: engine %.0f msg/s, %.1f CPU µs/msg; go-amqp pipe %.0f msg/s, %.1f CPU µs/msg; throughput ×%.2f, CPU per message ×%.2f",
-				src.Name, dst.Name, n, reps, e.rate, e.cpuUs, p.rate, p.cpuUs, e.rate/p.rate, e.cpuUs/p.cpuUs)
+			t.Logf("%s→%s, %d × %d B, credit 2,000, medians of %d: engine %.0f msg/s, %.1f CPU µs/msg; go-amqp pipe %.0f msg/s, %.1f CPU µs/msg; throughput ×%.2f, CPU per message ×%.2f",
+				src.Name, dst.Name, n, size, reps, e.rate, e.cpuUs, p.rate, p.cpuUs, e.rate/p.rate, e.cpuUs/p.cpuUs)
 		})
 	}
+}
+
+// envInt reads a positive integer setting, or def.
+func envInt(t testing.TB, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		t.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
 }
 
 func median(fs []figure) figure {

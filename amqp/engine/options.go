@@ -115,6 +115,9 @@ type ReceiverOptions struct {
 	ExpiryPolicy string
 	// Filter is the source's filter set, encoded (a wire map).
 	Filter []byte
+	// limit, when set, caps the credit granted (Forward: the
+	// destination's credit); it must not take a lock.
+	limit func() uint32
 	// OnMessage is called on the connection's reader goroutine for each
 	// complete delivery. It must not block for long (it holds up the
 	// connection) and must not keep d or d.Payload after it returns.

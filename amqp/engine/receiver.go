@@ -109,8 +109,31 @@ func (r *Receiver) Close(ctx context.Context) error {
 // needGrantLocked says whether the sender's credit is down to half the
 // window or less of what we could hold.
 func (r *Receiver) needGrantLocked() bool {
+	target := r.targetLocked()
+	return target > r.credit && r.credit <= target/2
+}
+
+// targetLocked is the credit the sender should have: the window less
+// what we hold unsettled, and no more than the limit when one is set (a
+// forwarder's destination credit: what cannot be sent on at once is not
+// asked for).
+func (r *Receiver) targetLocked() uint32 {
 	target := r.opts.Credit - min(r.held, r.opts.Credit)
-	return target > r.credit && target-r.credit >= (r.opts.Credit+1)/2
+	if r.opts.limit != nil {
+		target = min(target, r.opts.limit())
+	}
+	return target
+}
+
+// Regrant grants credit now if the target has risen enough (a
+// forwarder calls it when its destination's credit grows).
+func (r *Receiver) Regrant() {
+	s := r.s
+	s.mu.Lock()
+	if r.needGrantLocked() {
+		s.c.w.unlock(r.grantLocked(s.c.w.lock(), true))
+	}
+	s.mu.Unlock()
 }
 
 // grantLocked appends a flow granting credit when the sender's is down
@@ -119,7 +142,7 @@ func (r *Receiver) grantLocked(b []byte, force bool) []byte {
 	if !force && !r.needGrantLocked() {
 		return b
 	}
-	r.credit = r.opts.Credit - min(r.held, r.opts.Credit)
+	r.credit = r.targetLocked()
 	f := wire.Flow{Handle: r.handle, HasHandle: true, DeliveryCount: r.deliveryCount, HasDeliveryCount: true,
 		LinkCredit: r.credit, HasLinkCredit: true}
 	return r.s.flowLocked(b, &f)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fedrouter/fedrouter/amqp/wire"
@@ -24,6 +25,9 @@ type Sender struct {
 	// Under s.mu.
 	credit        uint32
 	deliveryCount uint32
+	// avail mirrors min(credit, the session window) for readers that must
+	// not take s.mu (a forwarder's source receiver, under its own lock).
+	avail atomic.Uint32
 }
 
 // NewSender attaches a sending link and waits for the peer's attach.
@@ -53,6 +57,10 @@ func (s *Session) NewSender(ctx context.Context, opts SenderOptions) (*Sender, e
 
 // Close detaches the link (bounded by ctx).
 func (sn *Sender) Close(ctx context.Context) error { return sn.close(ctx) }
+
+// Available is the credit the peer has left us, bounded by the session
+// window, read without a lock (it may be a moment behind).
+func (sn *Sender) Available() uint32 { return sn.avail.Load() }
 
 // Credit is the link credit the peer has left us.
 func (sn *Sender) Credit() uint32 {
@@ -203,6 +211,7 @@ func (sn *Sender) frameLocked(b, payload []byte, id *uint32, off *int, first *bo
 		s.nextDeliveryID++
 		sn.credit--
 		sn.deliveryCount++
+		sn.avail.Store(min(sn.credit, s.remoteIncomingWindow))
 		binary.BigEndian.PutUint32(tag[:], *id)
 		tr.DeliveryID, tr.HasDeliveryID, tr.DeliveryTag = *id, true, tag[:]
 		tr.Settled = sn.opts.Mode == SettlePresettled
@@ -245,6 +254,7 @@ func (sn *Sender) onFlowLocked(f *wire.Flow, b []byte) []byte {
 		sn.credit = 0
 		f.Echo = true
 	}
+	sn.avail.Store(min(sn.credit, sn.s.remoteIncomingWindow))
 	if !f.Echo {
 		return b
 	}

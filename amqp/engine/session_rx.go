@@ -39,6 +39,9 @@ func (s *Session) onFlow(f *wire.Flow) error {
 		s.c.w.unlock(b)
 	}
 	s.rxSenders = append(s.rxSenders[:0], s.senders...)
+	for _, sn := range s.rxSenders {
+		sn.avail.Store(min(sn.credit, s.remoteIncomingWindow))
+	}
 	s.mu.Unlock()
 	for _, sn := range s.rxSenders {
 		sn.signal()
