@@ -1,0 +1,325 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/fedrouter/fedrouter/amqp/wire"
+)
+
+// ForwardOptions configure a Forwarder.
+type ForwardOptions struct {
+	// Rewrite, when set, names message annotations to set on each
+	// message (e.g. a hop count); it reads them from payload through s.
+	// It runs on the source's reader goroutine. Without it the payload
+	// is forwarded as it came, delivery annotations dropped.
+	Rewrite func(payload []byte, s *wire.Sections) []wire.Annotated
+	// AckN: 0 settles the source once per outcome the destination sends
+	// (one disposition per range it acknowledged); N > 0 leaves it to
+	// the source receiver's ack policy (AckN, AckDelay).
+	AckN int
+}
+
+// Forwarder moves every delivery of a source receiver to a destination
+// sender as bytes: the bare message is never decoded, only the sections
+// before it scanned. The source is settled only after the destination's
+// outcome (at-least-once), in the destination's order, in ranges. It
+// owns no goroutine: it runs on the two connections' reader goroutines
+// (OnMessage on the source's, OnSettled and OnCredit on the
+// destination's).
+//
+// Lock order: Forwarder.mu, then either session's mutex (never both at
+// once), then a connection's write buffer.
+type Forwarder struct {
+	opts ForwardOptions
+	dst  *Sender
+
+	mu       sync.Mutex
+	inflight []inflight // sent to dst, waiting for its outcome, in send order
+	head     int
+	parked   []parked // waiting for dst credit, in arrival order
+	free     [][]byte // payload buffers of parked messages, reused
+	limit    int      // parked messages at most; beyond, released at the source
+	err      error
+	src      *Receiver
+	sec      wire.Sections // the message being sent, scanned
+
+	forwarded, settled, released, refused, parks uint64
+
+	progress chan struct{} // poked (never blocking) when the source is settled
+	nParked  atomic.Int64  // len(parked), read by limit without f.mu
+}
+
+type inflight struct {
+	dst, src   uint32
+	srcSettled bool // the source sent it settled: nothing to settle there
+	done       bool
+	state      wire.DeliveryState
+}
+
+type parked struct {
+	src        uint32
+	srcSettled bool
+	payload    []byte
+}
+
+// Forward attaches a sender on dst and a receiver on src wired to a new
+// Forwarder. The receiver's OnMessage and the sender's OnSettled and
+// OnCredit are the forwarder's.
+func Forward(ctx context.Context, src *Session, ro ReceiverOptions, dst *Session, so SenderOptions, fo ForwardOptions) (*Forwarder, *Receiver, *Sender, error) {
+	f := &Forwarder{opts: fo, progress: make(chan struct{}, 1)}
+	so.OnSettled, so.OnCredit, so.Mode = f.onSettled, f.onCredit, SettleUnsettled
+	snd, err := dst.NewSender(ctx, so)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	f.dst = snd
+	if ro.Credit == 0 {
+		ro.Credit = 100
+	}
+	f.limit = 2*int(ro.Credit) + 16
+	if fo.AckN == 0 {
+		ro.AckN = 1 << 30 // flushed by onSettled, once per destination outcome
+	} else {
+		ro.AckN = fo.AckN
+	}
+	ro.OnMessage, ro.Mode = f.onMessage, SettleUnsettled
+	// Credit follows the destination's: the source is asked for no more
+	// than can be sent on at once, so little is parked (Proton's broker
+	// grants 5, qpidd 500).
+	ro.limit = f.creditLimit
+	rcv, err := src.NewReceiver(ctx, ro)
+	if err != nil {
+		_ = snd.Close(ctx)
+		return nil, nil, nil, err
+	}
+	f.mu.Lock()
+	f.src = rcv
+	f.mu.Unlock()
+	rcv.Regrant() // in case the destination's credit came during the attach
+	return f, rcv, snd, nil
+}
+
+// ForwardStats are a forwarder's counts.
+type ForwardStats struct {
+	Forwarded, Settled, Released, Refused uint64
+	Parks                                 uint64 // messages that waited (copied) for destination credit
+	InFlight, Parked                      int
+}
+
+// Stats returns the forwarder's counts.
+func (f *Forwarder) Stats() ForwardStats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return ForwardStats{Forwarded: f.forwarded, Settled: f.settled, Released: f.released, Refused: f.refused, Parks: f.parks,
+		InFlight: len(f.inflight) - f.head, Parked: len(f.parked)}
+}
+
+// Err is the first error that stopped forwarding (the destination link
+// failed); the source's deliveries are released from then on.
+func (f *Forwarder) Err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+// onMessage forwards one delivery (source reader goroutine). While the
+// destination's outgoing buffer is over its bound it waits, holding no
+// lock: the source connection stops reading (TCP pushes back on the
+// broker) instead of the buffer growing. Waiting is safe because the
+// destination's writer never waits for a reader; on one shared
+// connection it would not be, so there it does not wait.
+func (f *Forwarder) onMessage(d *Delivery) {
+	if w := &f.dst.s.c.w; d.Receiver.s.c != f.dst.s.c {
+		_ = w.waitRoom(len(d.Payload) + 64) // an error shows on the send below
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.src = d.Receiver
+	if f.err != nil {
+		f.release(d.Receiver, d.ID, d.Settled)
+		return
+	}
+	if len(f.parked) == 0 {
+		id, err := f.send(d.Payload)
+		if err == nil {
+			f.push(id, d.ID, d.Settled)
+			return
+		}
+		if !errors.Is(err, ErrNoCredit) {
+			f.fail(d.Receiver, d.ID, d.Settled, err)
+			return
+		}
+	}
+	if len(f.parked) >= f.limit {
+		f.release(d.Receiver, d.ID, d.Settled)
+		return
+	}
+	var buf []byte
+	if n := len(f.free); n > 0 {
+		buf, f.free = f.free[n-1][:0], f.free[:n-1]
+	}
+	f.parked = append(f.parked, parked{src: d.ID, srcSettled: d.Settled, payload: append(buf, d.Payload...)})
+	f.nParked.Store(int64(len(f.parked)))
+	f.parks++
+}
+
+// send sends one payload to dst without waiting; f.mu is held.
+func (f *Forwarder) send(payload []byte) (uint32, error) {
+	sec := &f.sec // a field, not a local: Rewrite would make a local escape
+	var err error
+	if *sec, err = wire.ScanSections(payload); err != nil {
+		return 0, &refusal{err: err}
+	}
+	var set []wire.Annotated
+	if f.opts.Rewrite != nil {
+		set = f.opts.Rewrite(payload, sec)
+	}
+	if len(set) == 0 && !sec.DeliveryAnnotations.Present() {
+		return f.dst.TrySend(payload)
+	}
+	return f.dst.TrySendRewritten(payload, sec, set...)
+}
+
+// refusal is a message the forwarder cannot forward as it is (its
+// sections do not decode): rejected at the source, not retried.
+type refusal struct{ err error }
+
+func (r *refusal) Error() string { return r.err.Error() }
+func (r *refusal) Unwrap() error { return r.err }
+
+func (f *Forwarder) push(dstID, srcID uint32, srcSettled bool) {
+	if f.head > 0 && (f.head == len(f.inflight) || f.head >= 1024 && f.head*2 >= len(f.inflight)) {
+		// Reuse the front: the slice stays as long as what is in flight.
+		n := copy(f.inflight, f.inflight[f.head:])
+		f.inflight, f.head = f.inflight[:n], 0
+	}
+	f.inflight = append(f.inflight, inflight{dst: dstID, src: srcID, srcSettled: srcSettled})
+	f.forwarded++
+}
+
+// fail handles a send that failed for good: a message that does not
+// decode is rejected at the source; a dead destination stops the
+// forwarder and the delivery is released (the source keeps it).
+func (f *Forwarder) fail(src *Receiver, id uint32, settled bool, err error) {
+	var r *refusal
+	if errors.As(err, &r) {
+		f.refused++
+		if !settled {
+			src.Settle(id, &DeliveryState{Kind: wire.StateRejected,
+				Error: &wire.Error{Condition: condDecodeError, Description: err.Error()}})
+			src.Flush()
+		}
+		return
+	}
+	f.err = err
+	f.release(src, id, settled)
+}
+
+func (f *Forwarder) release(src *Receiver, id uint32, settled bool) {
+	f.released++
+	if !settled {
+		src.Settle(id, Released)
+		src.Flush()
+	}
+}
+
+// onSettled takes the destination's outcome for first..last (destination
+// reader goroutine) and settles the source for every delivery at the
+// head of the send order that has its outcome.
+func (f *Forwarder) onSettled(first, last uint32, st *DeliveryState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := f.head; i < len(f.inflight); i++ {
+		e := &f.inflight[i]
+		if int32(e.dst-last) > 0 {
+			break
+		}
+		if int32(e.dst-first) >= 0 {
+			e.done, e.state = true, *st
+		}
+	}
+	src := f.src
+	n := 0
+	for f.head < len(f.inflight) && f.inflight[f.head].done {
+		e := &f.inflight[f.head]
+		f.head++
+		n++
+		f.settled++
+		if !e.srcSettled {
+			src.Settle(e.src, sourceOutcome(&e.state))
+		}
+	}
+	if n > 0 && f.opts.AckN == 0 {
+		src.Flush()
+	}
+	if n > 0 {
+		select {
+		case f.progress <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Progress is poked whenever deliveries were settled at the source, so
+// a caller can wait for a count (Stats) without polling.
+func (f *Forwarder) Progress() <-chan struct{} { return f.progress }
+
+// sourceOutcome is what the source is told: accepted and rejected pass
+// through; anything else releases it so the source delivers it again
+// (RabbitMQ refuses modified).
+func sourceOutcome(st *DeliveryState) *DeliveryState {
+	switch st.Kind {
+	case wire.StateAccepted:
+		return Accepted
+	case wire.StateRejected:
+		return st
+	}
+	return Released
+}
+
+// creditLimit is the credit the source may have: what the destination can
+// take now, less what is parked for it, at least 1 so a grant is never
+// withheld for good by a stale count. It takes no lock.
+func (f *Forwarder) creditLimit() uint32 {
+	return max(1, f.dst.Available()-min(f.dst.Available(), uint32(f.nParked.Load())))
+}
+
+// onCredit sends parked messages while the destination has credit
+// (destination reader goroutine), then lets the source have more.
+func (f *Forwarder) onCredit() {
+	f.mu.Lock()
+	f.drainParked()
+	src := f.src
+	f.mu.Unlock()
+	if src != nil {
+		src.Regrant()
+	}
+}
+
+// drainParked sends parked messages while the destination takes them;
+// f.mu is held.
+func (f *Forwarder) drainParked() {
+	sent := 0
+	for _, p := range f.parked {
+		id, err := f.send(p.payload)
+		if errors.Is(err, ErrNoCredit) {
+			break
+		}
+		if err != nil {
+			f.fail(f.src, p.src, p.srcSettled, err)
+		} else {
+			f.push(id, p.src, p.srcSettled)
+		}
+		f.free = append(f.free, p.payload)
+		sent++
+	}
+	if sent > 0 {
+		n := copy(f.parked, f.parked[sent:])
+		clear(f.parked[n:])
+		f.parked = f.parked[:n]
+		f.nParked.Store(int64(n))
+	}
+}
