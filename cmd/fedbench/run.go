@@ -275,6 +275,8 @@ func (b *bench) runCase(ctx context.Context, c caseSpec, p pairDef) (*sample, er
 		err = b.runShovel(ctx, o, c.Variant == vShovel10, s)
 	case vQpidFed:
 		err = b.runQpidFed(ctx, o, s)
+	case vQdrouterd:
+		err = b.runQdrouterd(ctx, o, s)
 	default:
 		err = fmt.Errorf("unknown variant %q", c.Variant)
 	}
