@@ -57,6 +57,7 @@ func main() {
 			},
 			pipeCommand(),
 			profileCommand(),
+			tableCommand(),
 		},
 	}
 	// A closed stdout (fedbench ... | head) must not kill the process

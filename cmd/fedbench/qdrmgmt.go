@@ -90,6 +90,18 @@ func (m *qdrMgmt) request(ctx context.Context, props map[string]any, body any) (
 	return int(code), desc, resp.Value, nil
 }
 
+// remove deletes the entity of typ named name (204 No Content).
+func (m *qdrMgmt) remove(ctx context.Context, typ, name string) error {
+	code, desc, _, err := m.request(ctx, map[string]any{"operation": "DELETE", "type": typ, "name": name}, nil)
+	if err != nil {
+		return err
+	}
+	if code != 204 && code != 200 {
+		return fmt.Errorf("qdrouterd: delete %s %s: %d %s", typ, name, code, desc)
+	}
+	return nil
+}
+
 // create makes an entity of typ named name with attrs (201 Created).
 func (m *qdrMgmt) create(ctx context.Context, typ, name string, attrs map[string]any) error {
 	code, desc, _, err := m.request(ctx, map[string]any{"operation": "CREATE", "type": typ, "name": name}, attrs)
@@ -183,14 +195,15 @@ func anyMap(v any) (map[string]any, bool) {
 	return nil, false
 }
 
-// settledIn sums, over the router's in-links from the brokers that carry
-// one of addrs, the deliveries settled at the source: accepted there once
-// the destination accepted, or sent pre-settled by the source (the Proton
-// C broker), and forwarded. An auto-link's owningAddr is the address with
-// its class and phase in front ("M0" + address).
-func settledIn(links []map[string]any, addrs map[string]bool) int64 {
-	var sum int64
-	for _, l := range links {
+// inLinks sums, over the router's in-links from the brokers that carry
+// one of addrs, the deliveries settled (accepted at the source once the
+// destination accepted, or sent pre-settled by the source: the Proton C
+// broker) and those not yet settled with the source (unsettledCount: the
+// counters move when the router decides, the disposition to the source
+// goes out after). links counts those in-links. An auto-link's owningAddr
+// is the address with its class and phase in front ("M0" + address).
+func inLinks(rows []map[string]any, addrs map[string]bool) (settled, unsettled int64, links int) {
+	for _, l := range rows {
 		if l["linkDir"] != "in" {
 			continue
 		}
@@ -200,9 +213,10 @@ func settledIn(links []map[string]any, addrs map[string]bool) int64 {
 		}
 		acc, _ := qmfInt(l["acceptedCount"])
 		pre, _ := qmfInt(l["presettledCount"])
-		sum += acc + pre
+		un, _ := qmfInt(l["unsettledCount"])
+		settled, unsettled, links = settled+acc+pre, unsettled+un, links+1
 	}
-	return sum
+	return settled, unsettled, links
 }
 
 // connectorsDown lists the connectors not yet connected, with the

@@ -296,7 +296,7 @@ func (q *qdrProc) stop() {
 func (b *bench) runQdrouterd(ctx context.Context, o runObjs, s *sample) (err error) {
 	home, err := findQdrouterd()
 	if err != nil {
-		return err
+		return notRetried(err)
 	}
 	dir, err := os.MkdirTemp(b.opt.Tmp, "fedbench-qdrouterd-")
 	if err != nil {
@@ -333,7 +333,7 @@ func (b *bench) runQdrouterd(ctx context.Context, o runObjs, s *sample) (err err
 }
 
 // timeQdrouterd is runQdrouterd's timed part.
-func (b *bench) timeQdrouterd(ctx context.Context, o runObjs, q *qdrProc, m *qdrMgmt, conns int, s *sample) error {
+func (b *bench) timeQdrouterd(ctx context.Context, o runObjs, q *qdrProc, m *qdrMgmt, conns int, s *sample) (err error) {
 	meter, err := startCPU(append([]int{q.pid()}, b.brokerPIDs(o.pair)...)...)
 	if err != nil {
 		return err
@@ -348,14 +348,14 @@ func (b *bench) timeQdrouterd(ctx context.Context, o runObjs, q *qdrProc, m *qdr
 		}
 	}
 	want := int64(o.per * len(o.srcQ))
-	var got int64
+	var got, pending int64
 	polls := 0
 	err = poll(ctx, b.opt.Poll, b.timeout(int(want)), func() (bool, error) {
-		links, err := m.query(ctx, qdrTypeLink, "linkDir", "owningAddr", "acceptedCount", "presettledCount")
+		links, err := m.query(ctx, qdrTypeLink, qdrLinkAttrs...)
 		if err != nil {
 			return false, err
 		}
-		if got = settledIn(links, addrs); got >= want {
+		if got, pending, _ = inLinks(links, addrs); got >= want && pending == 0 {
 			return true, nil
 		}
 		if polls++; polls%25 == 0 { // an attach the broker refused says so here
@@ -368,9 +368,14 @@ func (b *bench) timeQdrouterd(ctx context.Context, o runObjs, q *qdrProc, m *qdr
 		return false, nil
 	})
 	if err != nil {
-		return fmt.Errorf("qdrouterd (%d of %d settled at the source): %w: %s", got, want, err, q.logTail())
+		return fmt.Errorf("qdrouterd (%d of %d settled at the source, %d pending): %w: %s", got, want, pending, err, q.logTail())
 	}
 	s.Seconds = time.Since(t0).Seconds()
+	defer func() { // after the figures: the in-links detached before the router stops
+		if err == nil {
+			err = detachIns(ctx, m, ins, addrs)
+		}
+	}()
 	cpu, err := meter.stop()
 	if err != nil {
 		return err
@@ -384,16 +389,55 @@ func (b *bench) timeQdrouterd(ctx context.Context, o runObjs, q *qdrProc, m *qdr
 }
 
 // qdrouterdAvailable is nil when the shared build is found and its binary
-// runs (`qdrouterd --version`: its libraries are installed).
+// runs (its libraries are installed).
 func qdrouterdAvailable() error {
+	_, err := qdrouterdVersionErr()
+	return err
+}
+
+// qdrouterdVersion is what the shared build says of itself ("" if it
+// cannot be asked).
+func qdrouterdVersion() string {
+	v, _ := qdrouterdVersionErr()
+	return v
+}
+
+func qdrouterdVersionErr() (string, error) {
 	home, err := findQdrouterd()
 	if err != nil {
-		return err
+		return "", err
 	}
 	cmd := exec.Command(filepath.Join(home, "bin", "qdrouterd"), "--version")
 	cmd.Env = append(os.Environ(), "QPID_DISPATCH_HOME="+home)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s/bin/qdrouterd --version: %w: %s (its Debian packages: %s/qdrouterd.sh deps)", home, err, strings.TrimSpace(string(out)), home)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("%s/bin/qdrouterd --version: %w: %s (its Debian packages: %s/qdrouterd.sh deps)", home, err, strings.TrimSpace(string(out)), home)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// qdrLinkAttrs are the router.link attributes inLinks reads.
+var qdrLinkAttrs = []string{"linkDir", "owningAddr", "acceptedCount", "presettledCount", "unsettledCount"}
+
+// detachIns deletes the run's in auto-links and waits until their links
+// are gone (the broker answered the detach, so it has processed every
+// disposition sent before it): stopping the router with a disposition
+// still on its way would leave the message at the source, to be counted
+// there by the check after the run.
+func detachIns(ctx context.Context, m *qdrMgmt, ins []qdrAutoLink, addrs map[string]bool) error {
+	for _, a := range ins {
+		if err := m.remove(ctx, qdrTypeAutoLink, a.Name); err != nil {
+			return err
+		}
+	}
+	var left int
+	err := poll(ctx, 20*time.Millisecond, 30*time.Second, func() (bool, error) {
+		links, err := m.query(ctx, qdrTypeLink, qdrLinkAttrs...)
+		_, _, left = inLinks(links, addrs)
+		return err == nil && left == 0, err
+	})
+	if err != nil {
+		return fmt.Errorf("qdrouterd: detaching the in-links (%d left): %w", left, err)
 	}
 	return nil
 }

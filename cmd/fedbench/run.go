@@ -278,7 +278,7 @@ func (b *bench) runCase(ctx context.Context, c caseSpec, p pairDef) (*sample, er
 	case vQdrouterd:
 		err = b.runQdrouterd(ctx, o, s)
 	default:
-		err = fmt.Errorf("unknown variant %q", c.Variant)
+		err = notRetried(fmt.Errorf("unknown variant %q", c.Variant))
 	}
 	if err != nil {
 		return nil, err
