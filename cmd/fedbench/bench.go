@@ -60,7 +60,7 @@ func (b *bench) pairs() ([]pairDef, error) {
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, pairDef{Name: "ProtonC->ProtonC", Src: bs["proton1"], Dst: bs["proton2"]})
+			out = append(out, pairDef{Name: "ProtonC->ProtonC", Src: bs["proton1"], Dst: bs["proton2"], PreSettled: true})
 		case kindQpidd:
 			p, err := qpiddPair()
 			if err != nil {
@@ -90,6 +90,9 @@ func (b *bench) cases(pairs []pairDef) []caseSpec {
 					}
 					if v == vQpidFed && !p.QpidFed {
 						continue // qpidd only
+					}
+					if v == vQdrouterd && p.PreSettled {
+						continue // at-least-once pairs only (pairDef.PreSettled)
 					}
 					if v == vTransit && p.Far.Name == "" {
 						continue // RabbitMQ, with a third node

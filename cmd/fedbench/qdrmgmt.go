@@ -195,28 +195,43 @@ func anyMap(v any) (map[string]any, bool) {
 	return nil, false
 }
 
-// inLinks sums, over the router's in-links from the brokers that carry
-// one of addrs, the deliveries settled (accepted at the source once the
-// destination accepted, or sent pre-settled by the source: the Proton C
-// broker) and those not yet settled with the source (unsettledCount: the
-// counters move when the router decides, the disposition to the source
-// goes out after). links counts those in-links. An auto-link's owningAddr
-// is the address with its class and phase in front ("M0" + address).
-func inLinks(rows []map[string]any, addrs map[string]bool) (settled, unsettled int64, links int) {
+// qdrCounts are the counters of a run's links in a qdrouterd.
+type qdrCounts struct {
+	// settled: deliveries on the in-links settled with the source —
+	// accepted there once the destination accepted, or sent pre-settled
+	// by the source (the Proton C broker).
+	settled int64
+	// unsettled: deliveries on the in-links not yet settled with the
+	// source (the counters move when the router decides; the disposition
+	// to the source goes out after).
+	unsettled int64
+	// dropped: pre-settled deliveries the router dropped, on any of the
+	// run's links (a pre-settled message is best-effort to it).
+	dropped int64
+	ins     int // in-links
+}
+
+// countLinks sums the counters of the router's links that carry one of
+// addrs. An auto-link's owningAddr is the address with its class and
+// phase in front ("M0" + address).
+func countLinks(rows []map[string]any, addrs map[string]bool) qdrCounts {
+	var c qdrCounts
 	for _, l := range rows {
-		if l["linkDir"] != "in" {
-			continue
-		}
 		owner, _ := l["owningAddr"].(string)
 		if len(owner) < 2 || !addrs[owner[2:]] {
+			continue
+		}
+		drop, _ := qmfInt(l["droppedPresettledCount"])
+		c.dropped += drop
+		if l["linkDir"] != "in" {
 			continue
 		}
 		acc, _ := qmfInt(l["acceptedCount"])
 		pre, _ := qmfInt(l["presettledCount"])
 		un, _ := qmfInt(l["unsettledCount"])
-		settled, unsettled, links = settled+acc+pre, unsettled+un, links+1
+		c.settled, c.unsettled, c.ins = c.settled+acc+pre, c.unsettled+un, c.ins+1
 	}
-	return settled, unsettled, links
+	return c
 }
 
 // connectorsDown lists the connectors not yet connected, with the

@@ -187,18 +187,19 @@ func TestParseQueryRefusesWhatDoesNotFit(t *testing.T) {
 	}
 }
 
-func TestInLinksCountOnlyTheRunsInLinks(t *testing.T) {
+func TestCountLinksCountsOnlyTheRunsLinks(t *testing.T) {
 	links := []map[string]any{
 		{"linkDir": "in", "owningAddr": "M0run.s0", "acceptedCount": int64(1500), "presettledCount": int64(0), "unsettledCount": int64(12)},
 		{"linkDir": "in", "owningAddr": "M0run.s1", "acceptedCount": uint32(0), "presettledCount": int64(700)}, // the Proton broker pre-settles
 		{"linkDir": "out", "owningAddr": "M0run.s0", "acceptedCount": int64(1500), "unsettledCount": int64(5)}, // the same messages, at the destination
-		{"linkDir": "in", "owningAddr": "M0other", "acceptedCount": int64(99), "unsettledCount": int64(1)},
+		{"linkDir": "out", "owningAddr": "M0run.s1", "presettledCount": int64(600), "droppedPresettledCount": int64(100)},
+		{"linkDir": "in", "owningAddr": "M0other", "acceptedCount": int64(99), "unsettledCount": int64(1), "droppedPresettledCount": int64(3)},
 		{"linkDir": "in", "owningAddr": nil, "acceptedCount": int64(99)}, // the management reply link
 		{"linkDir": "in", "owningAddr": "M", "acceptedCount": int64(99)},
 	}
-	settled, unsettled, n := inLinks(links, map[string]bool{"run.s0": true, "run.s1": true})
-	if settled != 2200 || unsettled != 12 || n != 2 {
-		t.Fatalf("settled %d, unsettled %d, links %d; want 2200, 12, 2", settled, unsettled, n)
+	got := countLinks(links, map[string]bool{"run.s0": true, "run.s1": true})
+	if want := (qdrCounts{settled: 2200, unsettled: 12, dropped: 100, ins: 2}); got != want {
+		t.Fatalf("counts %+v, want %+v", got, want)
 	}
 }
 
