@@ -78,8 +78,9 @@ qpidd-stop:
 # the RabbitMQ shovel (AMQP 0-9-1 and 1.0, ack-mode on-confirm),
 # on RabbitMQ->RabbitMQ, Proton C->Proton C and qpidd->qpidd, 256-byte and 16 KiB
 # messages; router memory under a 1,000,000-message backlog; the topology
-# recompute. Prints a table and writes BENCH_OUT (JSON); ~14 min on 2
-# cores (BENCH_REPS=1 BENCH_BACKLOG=0: ~3 min). Knobs, as make or
+# recompute. Prints a table and writes BENCH_OUT (JSON); 156 timed runs
+# at the defaults (BENCH_REPS=1 BENCH_BACKLOG=0 BENCH_PAIRS=rabbitmq,qpidd:
+# 36, and 11 min with the rest, here under load). Knobs, as make or
 # environment variables: BENCH_N (256-byte messages per case),
 # BENCH_N_LARGE (16 KiB), BENCH_REPS (runs per case; the median is
 # reported), BENCH_CREDIT, BENCH_ROUTES, BENCH_BACKLOG (0 skips it),
