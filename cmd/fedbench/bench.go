@@ -136,7 +136,7 @@ func (b *bench) run(ctx context.Context) error {
 	// machine hits all variants alike rather than one variant's runs.
 	for r := 1; r <= b.opt.Reps; r++ {
 		for i, c := range cases {
-			if err := b.runWithRetry(ctx, results[i], r, byName[c.Pair], start); err != nil {
+			if err := runWithRetry(ctx, results[i], r, b.opt.Reps, start, func() (*sample, error) { return b.runCase(ctx, c, byName[c.Pair]) }); err != nil {
 				return err
 			}
 		}
@@ -192,13 +192,14 @@ func (b *bench) run(ctx context.Context) error {
 	return rep.failures()
 }
 
-// runWithRetry runs res's case once in round r, and once more if that
-// fails (nextStep); it records the sample, or the failure, in res. Its
-// error is the bench's context's, when the bench is being stopped.
-func (b *bench) runWithRetry(ctx context.Context, res *result, r int, p pairDef, start time.Time) error {
+// runWithRetry runs res's case (run: one attempt, on new objects) in
+// round r of reps, and once more if that fails (nextStep); it records the
+// sample, or the failure, in res. Its error is the bench's context's,
+// when the bench is being stopped.
+func runWithRetry(ctx context.Context, res *result, r, reps int, start time.Time, run func() (*sample, error)) error {
 	for attempt := 1; ; attempt++ {
-		fmt.Fprintf(os.Stderr, "[%s] round %d/%d: %s ... ", time.Since(start).Round(time.Second), r, b.opt.Reps, res.caseSpec)
-		s, err := b.runCase(ctx, res.caseSpec, p)
+		fmt.Fprintf(os.Stderr, "[%s] round %d/%d: %s ... ", time.Since(start).Round(time.Second), r, reps, res.caseSpec)
+		s, err := run()
 		switch nextStep(attempt, err, ctx.Err() != nil) {
 		case stepDone:
 			fmt.Fprintf(os.Stderr, "%.0f msg/s (fill %.1fs, wait %.1fs)\n", s.Rate, s.FillSecs, s.WaitSecs)
