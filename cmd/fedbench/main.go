@@ -1,7 +1,9 @@
 // Command fedbench measures fedrouter against its baselines on the brokers
 // of testdata/brokers.sh, all in one run on one machine: a raw go-amqp
-// pipe (the floor), fedrouter with one and with several queue routes, and
-// the RabbitMQ shovel plugin in its AMQP 0-9-1 and AMQP 1.0 modes; memory
+// pipe (the floor), fedrouter with one and with several queue routes,
+// Qpid Dispatch Router (qdrouterd, the other AMQP 1.0 router) moving the
+// same messages, the RabbitMQ shovel plugin in its AMQP 0-9-1 and AMQP
+// 1.0 modes and qpidd's own federation; memory
 // under a large backlog; and the topology benchmarks (a full recompute, and
 // one advertisement up to the updated next hops). It prints a table and
 // writes the figures as JSON. `make bench` runs it; method and results are
