@@ -26,7 +26,14 @@ type result struct {
 	VsShovel         *float64  `json:"fedrouter_vs_best_shovel,omitempty"`
 	BestShovel       string    `json:"best_shovel,omitempty"`
 	VsQpidFed        *float64  `json:"fedrouter_vs_qpidd_federation,omitempty"`
-	Errors           []string  `json:"errors,omitempty"`
+	// VsQdrouterd and CPUVsQdrouterd: fedrouter's msg/s and router CPU
+	// per message over Qpid Dispatch's on the same case.
+	VsQdrouterd    *float64 `json:"fedrouter_vs_qdrouterd,omitempty"`
+	CPUVsQdrouterd *float64 `json:"fedrouter_cpu_vs_qdrouterd,omitempty"`
+	Errors         []string `json:"errors,omitempty"`
+	// Retried are the failures of runs that were run again (and
+	// succeeded, or failed again: then in Errors too).
+	Retried []string `json:"retried,omitempty"`
 }
 
 func (b *bench) pairs() ([]pairDef, error) {
@@ -53,7 +60,7 @@ func (b *bench) pairs() ([]pairDef, error) {
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, pairDef{Name: "ProtonC->ProtonC", Src: bs["proton1"], Dst: bs["proton2"]})
+			out = append(out, pairDef{Name: "ProtonC->ProtonC", Src: bs["proton1"], Dst: bs["proton2"], PreSettled: true})
 		case kindQpidd:
 			p, err := qpiddPair()
 			if err != nil {
@@ -83,6 +90,9 @@ func (b *bench) cases(pairs []pairDef) []caseSpec {
 					}
 					if v == vQpidFed && !p.QpidFed {
 						continue // qpidd only
+					}
+					if v == vQdrouterd && p.PreSettled {
+						continue // at-least-once pairs only (pairDef.PreSettled)
 					}
 					if v == vTransit && p.Far.Name == "" {
 						continue // RabbitMQ, with a third node
@@ -126,18 +136,9 @@ func (b *bench) run(ctx context.Context) error {
 	// machine hits all variants alike rather than one variant's runs.
 	for r := 1; r <= b.opt.Reps; r++ {
 		for i, c := range cases {
-			fmt.Fprintf(os.Stderr, "[%s] round %d/%d: %s ... ", time.Since(start).Round(time.Second), r, b.opt.Reps, c)
-			s, err := b.runCase(ctx, c, byName[c.Pair])
-			if err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				fmt.Fprintf(os.Stderr, "FAILED: %v\n", err)
-				results[i].Errors = append(results[i].Errors, err.Error())
-				continue
+			if err := runWithRetry(ctx, results[i], r, b.opt.Reps, start, func() (*sample, error) { return b.runCase(ctx, c, byName[c.Pair]) }); err != nil {
+				return err
 			}
-			fmt.Fprintf(os.Stderr, "%.0f msg/s (fill %.1fs, wait %.1fs)\n", s.Rate, s.FillSecs, s.WaitSecs)
-			results[i].Runs = append(results[i].Runs, s)
 		}
 	}
 	b.pending.Wait()
@@ -191,6 +192,32 @@ func (b *bench) run(ctx context.Context) error {
 	return rep.failures()
 }
 
+// runWithRetry runs res's case (run: one attempt, on new objects) in
+// round r of reps, and once more if that fails (nextStep); it records the
+// sample, or the failure, in res. Its error is the bench's context's,
+// when the bench is being stopped.
+func runWithRetry(ctx context.Context, res *result, r, reps int, start time.Time, run func() (*sample, error)) error {
+	for attempt := 1; ; attempt++ {
+		fmt.Fprintf(os.Stderr, "[%s] round %d/%d: %s ... ", time.Since(start).Round(time.Second), r, reps, res.caseSpec)
+		s, err := run()
+		switch nextStep(attempt, err, ctx.Err() != nil) {
+		case stepDone:
+			fmt.Fprintf(os.Stderr, "%.0f msg/s (fill %.1fs, wait %.1fs)\n", s.Rate, s.FillSecs, s.WaitSecs)
+			res.Runs = append(res.Runs, s)
+			return nil
+		case stepAbort:
+			return ctx.Err()
+		case stepRetry:
+			fmt.Fprintf(os.Stderr, "FAILED, running it again once: %v\n", err)
+			res.Retried = append(res.Retried, fmt.Sprintf("round %d: %v", r, err))
+		case stepFail:
+			fmt.Fprintf(os.Stderr, "FAILED: %v\n", err)
+			res.Errors = append(res.Errors, err.Error())
+			return nil
+		}
+	}
+}
+
 // summarize computes each case's medians and the ratios.
 func summarize(results []*result) {
 	type key struct {
@@ -198,7 +225,7 @@ func summarize(results []*result) {
 		size, routes int
 	}
 	raw, qfed := map[key]float64{}, map[key]float64{}
-	shov := map[key]*result{}
+	shov, qdr := map[key]*result{}, map[key]*result{}
 	for _, r := range results {
 		if len(r.Runs) == 0 {
 			continue
@@ -220,6 +247,8 @@ func summarize(results []*result) {
 			}
 		case vQpidFed:
 			qfed[k] = r.Rate
+		case vQdrouterd:
+			qdr[k] = r
 		}
 	}
 	for _, r := range results {
@@ -242,7 +271,19 @@ func summarize(results []*result) {
 			x := r.Rate / v
 			r.VsQpidFed = &x
 		}
+		if q := qdr[k]; q != nil && r.Variant == vFedrouter {
+			r.VsQdrouterd, r.CPUVsQdrouterd = ratio(r.Rate, q.Rate), ratio(r.ProcCPUPer100k, q.ProcCPUPer100k)
+		}
 	}
+}
+
+// ratio is a/b, or nil when b is not positive.
+func ratio(a, b float64) *float64 {
+	if b <= 0 {
+		return nil
+	}
+	x := a / b
+	return &x
 }
 
 func median(runs []*sample, f func(*sample) float64) float64 {

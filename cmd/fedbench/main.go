@@ -1,7 +1,9 @@
 // Command fedbench measures fedrouter against its baselines on the brokers
 // of testdata/brokers.sh, all in one run on one machine: a raw go-amqp
-// pipe (the floor), fedrouter with one and with several queue routes, and
-// the RabbitMQ shovel plugin in its AMQP 0-9-1 and AMQP 1.0 modes; memory
+// pipe (the floor), fedrouter with one and with several queue routes,
+// Qpid Dispatch Router (qdrouterd, the other AMQP 1.0 router) moving the
+// same messages, the RabbitMQ shovel plugin in its AMQP 0-9-1 and AMQP
+// 1.0 modes and qpidd's own federation; memory
 // under a large backlog; and the topology benchmarks (a full recompute, and
 // one advertisement up to the updated next hops). It prints a table and
 // writes the figures as JSON. `make bench` runs it; method and results are
@@ -57,6 +59,7 @@ func main() {
 			},
 			pipeCommand(),
 			profileCommand(),
+			tableCommand(),
 		},
 	}
 	// A closed stdout (fedbench ... | head) must not kill the process
@@ -83,7 +86,7 @@ func runFlags() []cli.Flag {
 		&cli.IntFlag{Name: "routes", Value: 8, EnvVars: []string{"BENCH_ROUTES"}, Usage: "routes in the several-routes cases"},
 		&cli.IntFlag{Name: "backlog", Value: 1000000, EnvVars: []string{"BENCH_BACKLOG"}, Usage: "messages waiting at the source in the backlog case (0: skip)"},
 		&cli.StringSliceFlag{Name: "pair", Value: cli.NewStringSlice("rabbitmq", "proton", kindQpidd), EnvVars: []string{"BENCH_PAIRS"}, Usage: "broker pairs: rabbitmq (rabbit1->rabbit2), proton (proton1->proton2), qpidd (qpidd1->qpidd2 of testdata/qpidd.sh; left out of the default when the shared build is absent)"},
-		&cli.StringSliceFlag{Name: "variant", Value: cli.NewStringSlice("raw", "fedrouter", "shovel091", "shovel10", "fanout", "transit", "qpidfed"), EnvVars: []string{"BENCH_VARIANTS"}, Usage: "variants: raw, fedrouter, shovel091, shovel10, fanout (an exchange route fanning out through transit, RabbitMQ), transit (a queue route rabbit1 -> rabbit3 across two routers through rabbit2's transit queue), qpidfed (qpidd's own federation: a link and bridges made through QMF, qpidd)"},
+		&cli.StringSliceFlag{Name: "variant", Value: cli.NewStringSlice("raw", "fedrouter", "qdrouterd", "shovel091", "shovel10", "fanout", "transit", "qpidfed"), EnvVars: []string{"BENCH_VARIANTS"}, Usage: "variants: raw, fedrouter, qdrouterd (Qpid Dispatch Router 1.19 from the shared build, one worker thread, auto-links; left out of the default when the build is absent), shovel091, shovel10, fanout (an exchange route fanning out through transit, RabbitMQ), transit (a queue route rabbit1 -> rabbit3 across two routers through rabbit2's transit queue), qpidfed (qpidd's own federation: a link and bridges made through QMF, qpidd)"},
 		&cli.StringFlag{Name: "out", Value: "bench-results.json", EnvVars: []string{"BENCH_OUT"}, Usage: "write the results as JSON to `FILE`"},
 		&cli.StringFlag{Name: "fedrouter", Value: "bin/fedrouter", Usage: "the fedrouter binary to measure"},
 		&cli.StringFlag{Name: "go", Value: "go", Usage: "go command, for the topology benchmark"},
@@ -94,7 +97,7 @@ func runFlags() []cli.Flag {
 	}
 }
 
-var variantNames = map[string]string{"raw": vRaw, "fedrouter": vFedrouter, "shovel091": vShovel091, "shovel10": vShovel10, "fanout": vFanout, "transit": vTransit, "qpidfed": vQpidFed}
+var variantNames = map[string]string{"raw": vRaw, "fedrouter": vFedrouter, "shovel091": vShovel091, "shovel10": vShovel10, "fanout": vFanout, "transit": vTransit, "qpidfed": vQpidFed, "qdrouterd": vQdrouterd}
 
 func runBench(c *cli.Context) error {
 	o := options{
@@ -107,10 +110,18 @@ func runBench(c *cli.Context) error {
 	for _, v := range c.StringSlice("variant") {
 		name, ok := variantNames[v]
 		if !ok {
-			return fmt.Errorf("--variant %q: want raw, fedrouter, shovel091, shovel10, fanout, transit or qpidfed", v)
+			return fmt.Errorf("--variant %q: want raw, fedrouter, qdrouterd, shovel091, shovel10, fanout, transit or qpidfed", v)
 		}
 		o.Variants = append(o.Variants, name)
 	}
+	variants, skippedV, err := defaultVariants(o.Variants, c.IsSet("variant"), qdrouterdAvailable())
+	if err != nil {
+		return err
+	}
+	if skippedV != "" {
+		fmt.Fprintln(os.Stderr, skippedV)
+	}
+	o.Variants = variants
 	pairs, skipped, err := defaultPairs(o.Pairs, c.IsSet("pair"), qpiddAvailable(c.Context))
 	if err != nil {
 		return err

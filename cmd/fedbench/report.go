@@ -76,6 +76,11 @@ func newReport(ctx context.Context, b *bench, pairs []pairDef) *report {
 			r.Versions["qpidd"] = v
 		}
 	}
+	if slices.Contains(b.opt.Variants, vQdrouterd) {
+		if v := qdrouterdVersion(); v != "" {
+			r.Versions["qdrouterd"] = v
+		}
+	}
 	if out, err := exec.Command("dpkg-query", "-W", "-f", "${Version}", "libqpid-proton11").Output(); err == nil {
 		r.Versions["qpid-proton"] = string(out)
 	}
@@ -155,6 +160,19 @@ func (r *report) print(out io.Writer) error {
 	// Into a bytes.Buffer: neither the tabwriter nor the buffer can fail.
 	_, _ = io.WriteString(tw, r.resultRows())
 	_ = tw.Flush()
+	if h, rows := comparison(r.Results, false); len(rows) > 0 {
+		fmt.Fprintf(&b, "\nside by side: msg/s; CPU s per 100,000 messages, the forwarder process's (total with both brokers')\n\n")
+		_, _ = io.WriteString(tw, tabRows(h, rows))
+		_ = tw.Flush()
+	}
+	for _, res := range r.Results {
+		for _, e := range res.Retried {
+			fmt.Fprintf(&b, "retried: %s: %s\n", res.caseSpec, e)
+		}
+		for _, e := range res.Errors {
+			fmt.Fprintf(&b, "FAILED: %s: %s\n", res.caseSpec, e)
+		}
+	}
 	if bl := r.Backlog; bl != nil {
 		fmt.Fprintln(&b)
 		if bl.Error != "" {
@@ -212,6 +230,9 @@ func (r *report) resultRows() string {
 			}
 		}
 		runs := fmt.Sprintf("%d/%d", ok, len(res.Runs)+len(res.Errors))
+		if n := len(res.Retried); n > 0 {
+			runs += fmt.Sprintf(" (%d retried)", n)
+		}
 		fmt.Fprintf(&b, "%s\t%s\t%d\t%s\t%.0f\t%s\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t\n", res.Pair, sizeName(res.Size), res.Routes, res.Variant,
 			res.Rate, ratio(res.VsRaw), ratio(native), proc, res.BrokerCPUPer100k, res.ProcCPUPer100k+res.BrokerCPUPer100k, rss, runs)
 	}
