@@ -48,8 +48,9 @@ func network(tokyoUp bool) *topology.Snapshot {
 	}
 }
 
-// serve starts the admin API over a fake router and returns its URL.
-func serve(t *testing.T) (string, *routertest.Service) {
+// fake is a router attached to paris and london, with a route to each of
+// london and tokyo.
+func fake(t *testing.T) *routertest.Service {
 	t.Helper()
 	since := time.Now().Add(-3 * time.Minute)
 	svc := routertest.New(routertest.Options{RouterID: "paris-1", Known: []string{"paris", "london", "tokyo"},
@@ -64,6 +65,12 @@ func serve(t *testing.T) (string, *routertest.Service) {
 	if _, err := svc.AddRoute(context.Background(), routes.Spec{Kind: routes.KindQueue, Src: "paris", Dest: "tokyo", Exchange: "amq.direct", Queue: "to-tokyo"}); err != nil {
 		t.Fatal(err)
 	}
+	return svc
+}
+
+// serve starts the admin API over svc and returns its URL.
+func serve(t *testing.T, svc router.Service) string {
+	t.Helper()
 	srv := router.NewAdminServer(svc, router.AdminOptions{Listen: "127.0.0.1:0", Token: token, Log: zerolog.Nop()})
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
@@ -75,7 +82,7 @@ func serve(t *testing.T) (string, *routertest.Service) {
 			t.Error(err)
 		}
 	})
-	return "http://" + srv.Addr(), svc
+	return "http://" + srv.Addr()
 }
 
 func fetch(t *testing.T, url string, header map[string]string) (*http.Response, string) {
@@ -109,7 +116,7 @@ var (
 // policy headers, and hold no inline script or style; the API behind
 // them still wants the token and is never cached.
 func TestFilesServedWithPolicy(t *testing.T) {
-	url, _ := serve(t)
+	url := serve(t, fake(t))
 	res, page := fetch(t, url+console.Prefix, nil)
 	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
 		t.Fatalf("GET %s: %d %s", console.Prefix, res.StatusCode, res.Header.Get("Content-Type"))
@@ -226,7 +233,8 @@ func TestBrowserLogin(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a browser")
 	}
-	url, svc := serve(t)
+	svc := fake(t)
+	url := serve(t, svc)
 	p := consoletest.Open(t, url+"/") // / redirects to the console
 	p.WaitVisible("login-form")
 
