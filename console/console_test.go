@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -71,18 +72,26 @@ func fake(t *testing.T) *routertest.Service {
 // serve starts the admin API over svc and returns its URL.
 func serve(t *testing.T, svc router.Service) string {
 	t.Helper()
+	url, _ := serveStop(t, svc)
+	return url
+}
+
+// serveStop is serve, with a function that stops the server.
+func serveStop(t *testing.T, svc router.Service) (string, func()) {
+	t.Helper()
 	srv := router.NewAdminServer(svc, router.AdminOptions{Listen: "127.0.0.1:0", Token: token, Log: zerolog.Nop()})
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	stop := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := srv.Close(ctx); err != nil {
 			t.Error(err)
 		}
-	})
-	return "http://" + srv.Addr()
+	}
+	t.Cleanup(stop) // a second Close is a no-op
+	return "http://" + srv.Addr(), stop
 }
 
 func fetch(t *testing.T, url string, header map[string]string) (*http.Response, string) {
@@ -234,7 +243,7 @@ func TestBrowserLogin(t *testing.T) {
 		t.Skip("starts a browser")
 	}
 	svc := fake(t)
-	url := serve(t, svc)
+	url, stop := serveStop(t, svc)
 	p := consoletest.Open(t, url+"/") // / redirects to the console
 	p.WaitVisible("login-form")
 
@@ -302,6 +311,22 @@ func TestBrowserLogin(t *testing.T) {
 	t.Logf("a link coming up was drawn up %s later", took.Round(time.Millisecond))
 	t.Logf("screenshot: %s", p.Screenshot("console-fake.png"))
 
+	// The router goes away: the page says so and keeps the last picture.
+	stop()
+	p.Poll(10*time.Second, "the router's absence shown", func() error {
+		var state, msg string
+		p.Eval(`document.getElementById("status").dataset.state`, &state)
+		p.Eval(`document.getElementById("status").textContent`, &msg)
+		links, _, err := states(p)
+		if err != nil {
+			return err
+		}
+		if state != "error" || !strings.Contains(msg, "did not answer") || !strings.Contains(msg, "last good refresh") || links["london|tokyo"] != "up" {
+			return fmt.Errorf("status %s %q, links %v", state, msg, links)
+		}
+		return nil
+	})
+
 	// Log out: the data goes with the token.
 	p.Click("logout")
 	p.Poll(5*time.Second, "logged out", func() error {
@@ -314,6 +339,36 @@ func TestBrowserLogin(t *testing.T) {
 		}
 		return nil
 	})
+	if probs := p.Problems(); len(probs) > 0 {
+		t.Errorf("the page reported: %s", strings.Join(probs, "\n"))
+	}
+}
+
+// Five wrong tokens from one address: the sixth attempt is told to wait,
+// as the API's throttle says (docs/admin-api.md).
+func TestBrowserThrottled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a browser")
+	}
+	p := consoletest.Open(t, serve(t, fake(t))+console.Prefix)
+	msg := func() string {
+		var m string
+		p.Eval(`document.getElementById("login-error").textContent`, &m)
+		return m
+	}
+	for i := range 6 {
+		p.Eval(`document.getElementById("login-error").textContent = ""`, new(string))
+		p.Login(fmt.Sprintf("wrong-token-%d-0123456789", i))
+		p.Poll(10*time.Second, fmt.Sprintf("attempt %d answered", i+1), func() error {
+			if msg() == "" {
+				return errors.New("no message yet")
+			}
+			return nil
+		})
+	}
+	if m := msg(); !strings.Contains(m, "Too many wrong tokens") || !strings.Contains(m, "try again in 60 s") {
+		t.Errorf("after six wrong tokens: %q", m)
+	}
 	if probs := p.Problems(); len(probs) > 0 {
 		t.Errorf("the page reported: %s", strings.Join(probs, "\n"))
 	}
