@@ -18,14 +18,19 @@ export class APIError extends Error {
 }
 
 // The token lives in this tab's session storage: gone when the tab
-// closes, never in a URL, a cookie or the page's markup.
+// closes, never in a URL, a cookie or the page's markup. A browser that
+// keeps no storage keeps it in memory until the page is left.
+let kept = "";
 export const token = {
   get() {
-    try { return sessionStorage.getItem(TOKEN_KEY) || ""; } catch { return ""; }
+    try { return sessionStorage.getItem(TOKEN_KEY) || kept; } catch { return kept; }
   },
-  set(t) { sessionStorage.setItem(TOKEN_KEY, t); },
+  set(t) {
+    try { sessionStorage.setItem(TOKEN_KEY, t); } catch { kept = t; }
+  },
   clear() {
-    try { sessionStorage.removeItem(TOKEN_KEY); } catch { /* storage off: nothing kept */ }
+    kept = "";
+    try { sessionStorage.removeItem(TOKEN_KEY); } catch { /* storage off: nothing kept there */ }
   },
 };
 

@@ -13,6 +13,10 @@ const SLOW_FACTOR = 5;
 
 const $ = (id) => document.getElementById(id);
 let timer = null;
+let inflight = false;
+// session counts logins and logouts: a refresh that began in an earlier
+// one draws nothing when its answers arrive.
+let session = 0;
 let rates = new tables.Rates();
 let lastGood = 0;
 
@@ -23,6 +27,7 @@ function setStatus(state, text) {
 }
 
 function showLogin(message) {
+  session++;
   stop();
   clearData();
   $("console").hidden = true;
@@ -75,6 +80,7 @@ async function login(ev) {
 }
 
 function start() {
+  session++;
   $("login").hidden = true;
   $("logout").hidden = false;
   setStatus("loading", "Loading…");
@@ -88,12 +94,17 @@ async function refresh() {
     showLogin("");
     return;
   }
+  const mine = session;
   const began = performance.now();
+  inflight = true;
   try {
-    render(await snapshot(tok));
+    const snap = await snapshot(tok);
+    if (mine !== session) return;
+    render(snap);
     lastGood = Date.now();
     setStatus("live", "Live · refreshed " + new Date(lastGood).toLocaleTimeString());
   } catch (e) {
+    if (mine !== session) return;
     if (e instanceof APIError && e.status === 401) {
       token.clear();
       showLogin("The router no longer accepts the token (was it changed?): enter it again.");
@@ -101,9 +112,18 @@ async function refresh() {
     }
     const since = lastGood ? " · last good refresh " + new Date(lastGood).toLocaleTimeString() + "; what is shown is from then" : "";
     setStatus("error", describe(e) + since);
+  } finally {
+    inflight = false;
   }
+  // A hidden tab asks nothing: a console left open in the background
+  // costs the router nothing. It refreshes as soon as it is shown.
+  if (document.hidden) return;
   const took = performance.now() - began;
   timer = setTimeout(refresh, Math.max(REFRESH_MS, SLOW_FACTOR * took));
+}
+
+function resume() {
+  if (!document.hidden && token.get() && $("login").hidden && timer === null && !inflight) refresh();
 }
 
 function render(snap) {
@@ -127,4 +147,5 @@ function logout() {
 
 $("login-form").addEventListener("submit", login);
 $("logout").addEventListener("click", logout);
+document.addEventListener("visibilitychange", resume);
 if (token.get()) start(); else showLogin("");
