@@ -8,6 +8,10 @@ export const ROUTE_LIMIT = 500;
 
 const TOKEN_KEY = "fedrouter.admin-token";
 
+// API is the endpoints' base, relative to the page (/console/), so that a
+// reverse proxy serving the router under a path of its own keeps working.
+const API = "../api/v1/";
+
 // APIError is an answer other than 2xx, with the API's own message.
 export class APIError extends Error {
   constructor(status, message, retryAfter) {
@@ -36,7 +40,7 @@ export const token = {
 
 // get fetches one endpoint as JSON. An error answer becomes an APIError
 // carrying the API's {"error": ...} text.
-export async function get(path, tok) {
+async function get(path, tok) {
   let res;
   try {
     res = await fetch(path, {
@@ -57,6 +61,12 @@ export async function get(path, tok) {
   return res.json();
 }
 
+// checkToken asks the API something small with tok: it throws what the
+// router says of it.
+export function checkToken(tok) {
+  return get(API + "router", tok);
+}
+
 // optional is get for views only some routers have (the topology without
 // topology.secret, the cluster, the destinations): 404 gives null.
 async function optional(path, tok) {
@@ -72,13 +82,13 @@ async function optional(path, tok) {
 // whole: a page half new and half old would show states that never were.
 export async function snapshot(tok) {
   const [router, brokers, links, page, topology, cluster, destinations] = await Promise.all([
-    get("/api/v1/router", tok),
-    get("/api/v1/brokers", tok),
-    get("/api/v1/links", tok),
-    get("/api/v1/routes?limit=" + ROUTE_LIMIT, tok),
-    optional("/api/v1/topology", tok),
-    optional("/api/v1/cluster", tok),
-    optional("/api/v1/destinations", tok),
+    get(API + "router", tok),
+    get(API + "brokers", tok),
+    get(API + "links", tok),
+    get(API + "routes?limit=" + ROUTE_LIMIT, tok),
+    optional(API + "topology", tok),
+    optional(API + "cluster", tok),
+    optional(API + "destinations", tok),
   ]);
   return {
     at: Date.now(), router, brokers, links, routes: page.routes || [], moreRoutes: Boolean(page.next),

@@ -1,7 +1,7 @@
 // The console's life: the login form, the refresh loop, and what the
 // page shows while the router answers, refuses or is away.
 
-import { token, get, snapshot, describe, APIError } from "./api.js";
+import { token, snapshot, describe, APIError, checkToken } from "./api.js";
 import * as graph from "./graph.js";
 import * as tables from "./tables.js";
 
@@ -68,7 +68,7 @@ async function login(ev) {
   if (!tok) return;
   $("login-submit").disabled = true;
   try {
-    await get("/api/v1/router", tok);
+    await checkToken(tok);
   } catch (e) {
     showLogin(describe(e));
     return;
