@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/fedrouter/fedrouter/cluster"
-	"github.com/fedrouter/fedrouter/console/consoletest"
+	"github.com/fedrouter/fedrouter/console"
 	"github.com/fedrouter/fedrouter/globaldest"
 	"github.com/fedrouter/fedrouter/router"
 	"github.com/fedrouter/fedrouter/router/routertest"
@@ -55,10 +55,7 @@ func (m member) GlobalDestinations(context.Context) (router.Destinations, error)
 // A cluster member's console lists the members with the routes each
 // holds, and the global destinations with their instances and flows.
 func TestBrowserClusterAndDestinations(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a browser")
-	}
-	p := consoletest.Open(t, serve(t, member{fake(t)})+"/console/")
+	p := open(t, serve(t, member{fake(t)})+console.Prefix)
 	p.Login(token)
 	p.Poll(10*time.Second, "members and destinations drawn", func() error {
 		members, err := p.Attrs("#cluster [data-member]", "data-member", "data-state")
@@ -84,15 +81,11 @@ func TestBrowserClusterAndDestinations(t *testing.T) {
 	if !strings.Contains(held["paris-1"], "paris → london") || !strings.Contains(held["paris-2"], "paris → tokyo") || strings.Contains(held["paris-1"], "tokyo") {
 		t.Errorf("routes held by member: %v", held)
 	}
-	var text string
-	p.Eval(`document.getElementById("dest-panel").innerText`, &text)
+	text := textOf(p, "dest-panel")
 	for _, want := range []string{"invoices", "1,500", "moved 420", "tokyo (not attached)"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("destinations panel lacks %q:\n%s", want, text)
 		}
 	}
 	t.Logf("screenshot: %s", p.Screenshot("console-cluster.png"))
-	if probs := p.Problems(); len(probs) > 0 {
-		t.Errorf("the page reported: %s", strings.Join(probs, "\n"))
-	}
 }

@@ -1,0 +1,161 @@
+package console_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fedrouter/fedrouter/console"
+	"github.com/fedrouter/fedrouter/console/consoletest"
+)
+
+// open starts a browser at url (skipped with -short); at the end the
+// test fails if the page reported a script error or a policy violation.
+func open(t *testing.T, url string) *consoletest.Page {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a browser")
+	}
+	p := consoletest.Open(t, url)
+	t.Cleanup(func() {
+		if probs := p.Problems(); len(probs) > 0 {
+			t.Errorf("the page reported:\n%s", strings.Join(probs, "\n"))
+		}
+	})
+	return p
+}
+
+// states reads what the page draws: each link's and route's state.
+func states(p *consoletest.Page) (links, rows map[string]string, err error) {
+	if links, err = p.Attrs("#graph [data-link]", "data-link", "data-state"); err != nil {
+		return nil, nil, err
+	}
+	rows, err = p.Attrs("#routes [data-route]", "data-route", "data-state")
+	return links, rows, err
+}
+
+func visible(p *consoletest.Page, id string) bool {
+	var v bool
+	p.Eval(fmt.Sprintf(`!document.getElementById(%q).hidden`, id), &v)
+	return v
+}
+
+func textOf(p *consoletest.Page, id string) string {
+	var s string
+	p.Eval(fmt.Sprintf(`document.getElementById(%q).innerText`, id), &s)
+	return s
+}
+
+// A wrong token shows the error and nothing of the router: no link, no
+// route, not even its name; nothing is kept, nothing goes into the URL.
+func TestBrowserWrongToken(t *testing.T) {
+	p := open(t, serve(t, fake(t))+"/") // / leads to the console
+	p.WaitVisible("login-form")
+	p.Login("not-the-token-0123456789")
+	p.Poll(10*time.Second, "the wrong token's error", func() error {
+		if msg := textOf(p, "login-error"); !visible(p, "login-error") || !strings.Contains(msg, "Wrong token") {
+			return fmt.Errorf("error shown: %q", msg)
+		}
+		return nil
+	})
+	links, rows, err := states(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored, where string
+	p.Eval(`sessionStorage.getItem("fedrouter.admin-token") || ""`, &stored)
+	p.Eval(`location.href`, &where)
+	text := textOf(p, "console") + textOf(p, "router-id")
+	if visible(p, "console") || len(links) > 0 || len(rows) > 0 || stored != "" || strings.Contains(where, "token") ||
+		strings.Contains(text, "london") || strings.Contains(text, "paris") {
+		t.Fatalf("after a wrong token: console shown %v, links %v, routes %v, stored %q, at %s, text:\n%s",
+			visible(p, "console"), links, rows, stored, where, text)
+	}
+}
+
+// The right token shows the graph with this router's next hops, the
+// routes and the brokers; a link coming up is drawn up at the next
+// refresh; with the router gone the page says so and keeps the last
+// picture; logging out clears it.
+func TestBrowserLogin(t *testing.T) {
+	svc := fake(t)
+	svc.SetTopology(network(false))
+	url, stop := serveStop(t, svc)
+	p := open(t, url+console.Prefix)
+	p.Login(token)
+	p.Poll(10*time.Second, "the console drawn", func() error {
+		links, rows, err := states(p)
+		if err != nil {
+			return err
+		}
+		want := map[string]string{"paris|london": "up", "london|paris": "up", "london|tokyo": "down"}
+		if fmt.Sprint(links) != fmt.Sprint(want) || len(rows) != 2 {
+			return fmt.Errorf("links %v (want %v), routes %v", links, want, rows)
+		}
+		return nil
+	})
+	hops, err := p.Attrs(`#graph [data-nexthop]`, "data-link", "data-nexthop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(hops) != "map[paris|london:]" {
+		t.Errorf("next hops drawn: %v, want paris|london only (both routes leave paris through london)", hops)
+	}
+	text := textOf(p, "console") + textOf(p, "router-id")
+	for _, want := range []string{"paris-1", "1,234", "Operational", "Waiting", "orders", "london-1", "amqp://paris:5672"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the page does not show %q:\n%s", want, text)
+		}
+	}
+
+	svc.SetTopology(network(true))
+	took := p.Poll(5*time.Second, "london|tokyo drawn up", func() error {
+		if links, _, err := states(p); err != nil || links["london|tokyo"] != "up" {
+			return fmt.Errorf("london|tokyo is %q (%v)", links["london|tokyo"], err)
+		}
+		return nil
+	})
+	t.Logf("a link coming up was drawn up %s later; screenshot: %s", took.Round(time.Millisecond), p.Screenshot("console-fake.png"))
+
+	stop()
+	p.Poll(10*time.Second, "the router's absence shown", func() error {
+		var state string
+		p.Eval(`document.getElementById("status").dataset.state`, &state)
+		msg := textOf(p, "status")
+		links, _, err := states(p)
+		if err != nil || state != "error" || !strings.Contains(msg, "did not answer") || !strings.Contains(msg, "last good refresh") || links["london|tokyo"] != "up" {
+			return fmt.Errorf("status %s %q, links %v (%v)", state, msg, links, err)
+		}
+		return nil
+	})
+
+	p.Click("logout")
+	p.Poll(5*time.Second, "logged out", func() error {
+		links, rows, err := states(p)
+		if err != nil || len(links) > 0 || len(rows) > 0 || visible(p, "console") {
+			return fmt.Errorf("still shown: %v %v (%v)", links, rows, err)
+		}
+		return nil
+	})
+}
+
+// Five wrong tokens from one address: the sixth attempt is told to wait,
+// as the API's throttle says (docs/admin-api.md).
+func TestBrowserThrottled(t *testing.T) {
+	p := open(t, serve(t, fake(t))+console.Prefix)
+	for i := range 6 {
+		p.Eval(`document.getElementById("login-error").textContent = ""`, new(string))
+		p.Login(fmt.Sprintf("wrong-token-%d-0123456789", i))
+		p.Poll(10*time.Second, fmt.Sprintf("attempt %d answered", i+1), func() error {
+			if textOf(p, "login-error") == "" {
+				return errors.New("no message yet")
+			}
+			return nil
+		})
+	}
+	if m := textOf(p, "login-error"); !strings.Contains(m, "Too many wrong tokens") || !strings.Contains(m, "try again in 60 s") {
+		t.Errorf("after six wrong tokens: %q", m)
+	}
+}
