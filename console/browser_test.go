@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/console"
 	"github.com/fedrouter/fedrouter/console/consoletest"
+	"github.com/fedrouter/fedrouter/topology"
 )
 
 // open starts a browser at url (skipped with -short); at the end the
@@ -157,5 +159,35 @@ func TestBrowserThrottled(t *testing.T) {
 	}
 	if m := textOf(p, "login-error"); !strings.Contains(m, "Too many wrong tokens") || !strings.Contains(m, "try again in 60 s") {
 		t.Errorf("after six wrong tokens: %q", m)
+	}
+}
+
+// Names come from the network (other routers' advertisements, brokers'
+// errors): the page shows them as text, never as markup.
+func TestBrowserNamesAreText(t *testing.T) {
+	const evil = `<img src=x id=injected onerror="document.title='owned'">`
+	svc := fake(t)
+	snap := network(true)
+	snap.Links = append(snap.Links, topology.LinkView{From: "london", To: evil, Cost: 1, State: "up", Router: "<b id=injected>london-1</b>"})
+	snap.Brokers = append(snap.Brokers, topology.BrokerView{Name: evil, Routers: []topology.Attachment{{Router: "london-1", State: "Operational"}}})
+	svc.SetTopology(snap)
+	svc.UpdateBrokers(func(bs []amqp.Status) []amqp.Status {
+		bs[0].LastError, bs[0].LastErrorAt = errors.New(evil), time.Now()
+		return bs
+	})
+	p := open(t, serve(t, svc)+console.Prefix)
+	p.Login(token)
+	p.Poll(10*time.Second, "the evil names drawn", func() error {
+		if text := textOf(p, "console"); strings.Count(text, evil) < 2 || !strings.Contains(text, "<b id=injected>london-1</b>") {
+			return fmt.Errorf("names not shown as text:\n%s", text)
+		}
+		return nil
+	})
+	var injected int
+	var title string
+	p.Eval(`document.querySelectorAll("#injected").length`, &injected)
+	p.Eval(`document.title`, &title)
+	if injected != 0 || title == "owned" {
+		t.Fatalf("markup from the network made it into the page: %d elements, title %q", injected, title)
 	}
 }
