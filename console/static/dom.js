@@ -71,9 +71,9 @@ export function stateClass(state) {
   switch (state) {
     case "Operational": case "up": case "present": case "global": case "alive": case "live":
       return "ok";
-    case "Connecting": case "Waiting": case "creating": case "local": case "suspect":
+    case "Connecting": case "Waiting": case "creating": case "local": case "suspect": case "broker-down":
       return "warn";
-    case "Failed": case "down": case "broker-down": case "absent": case "failed": case "deleting":
+    case "Failed": case "down": case "absent": case "failed": case "deleting":
       return "bad";
     default:
       return "idle";

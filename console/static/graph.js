@@ -94,7 +94,7 @@ export function draw(root, m) {
     if (hop) edges.append(svg("path", { class: "hop-halo", d: g.d }));
     edges.append(svg("path", {
       class: "link link-" + l.state + (hop ? " nexthop" : ""), d: g.d,
-      "marker-end": "url(#arrow-" + (l.state === "up" ? "up" : "down") + ")",
+      "marker-end": "url(#arrow-" + (l.state === "up" || l.state === "broker-down" ? l.state : "down") + ")",
       "data-link": key, "data-state": l.state, "data-cost": l.cost, "data-router": l.router, "data-nexthop": hop,
     }, svg("title", { text: l.from + " → " + l.to + ": " + l.state + (l.cost !== null ? ", cost " + l.cost : "") + " (advertised by " + l.router + ")" + (hop ? "; next hop of this router's routes" : "") })));
     if (l.cost !== null) labels.append(costLabel(g.mid, l.cost, l.state));
@@ -179,7 +179,7 @@ function stateWord(state) {
 
 function markers() {
   const defs = svg("defs");
-  for (const kind of ["up", "down"]) {
+  for (const kind of ["up", "down", "broker-down"]) {
     defs.append(svg("marker", {
       id: "arrow-" + kind, viewBox: "0 0 10 10", refX: 8, refY: 5, markerWidth: 11, markerHeight: 11,
       orient: "auto-start-reverse", markerUnits: "userSpaceOnUse",
