@@ -136,8 +136,12 @@ func TestBrowserLogin(t *testing.T) {
 	p.Click("logout")
 	p.Poll(5*time.Second, "logged out", func() error {
 		links, rows, err := states(p)
-		if err != nil || len(links) > 0 || len(rows) > 0 || visible(p, "console") {
-			return fmt.Errorf("still shown: %v %v (%v)", links, rows, err)
+		var title, stored string
+		p.Eval(`document.title`, &title)
+		p.Eval(`sessionStorage.getItem("fedrouter.admin-token") || ""`, &stored)
+		text := textOf(p, "console") + textOf(p, "router-id")
+		if err != nil || len(links) > 0 || len(rows) > 0 || visible(p, "console") || strings.Contains(title+text, "paris") || stored != "" {
+			return fmt.Errorf("still shown: %v %v, title %q, stored %q, text %q (%v)", links, rows, title, stored, text, err)
 		}
 		return nil
 	})

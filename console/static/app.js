@@ -43,10 +43,11 @@ function showLogin(message) {
 // clearData removes everything a previous session drew, so that a
 // refused token leaves no data on the page.
 function clearData() {
+  document.title = "fedrouter console";
   $("router-id").textContent = "";
   $("summary").replaceChildren();
   $("graph").replaceChildren();
-  $("graph-note").textContent = "";
+  for (const id of ["graph-note", "routes-note", "cluster-note", "dest-note"]) $(id).textContent = "";
   for (const id of ["links", "brokers", "routes", "cluster"]) $(id).tBodies[0].replaceChildren();
   $("destinations").replaceChildren();
   $("cluster-panel").hidden = true;
