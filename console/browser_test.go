@@ -112,6 +112,21 @@ func TestBrowserLogin(t *testing.T) {
 		}
 	}
 
+	// A broker's error: current while it is down, past once it is back.
+	svc.UpdateBrokers(func(bs []amqp.Status) []amqp.Status {
+		bs[0].LastError, bs[0].LastErrorAt = errors.New("london: connection reset"), time.Now().Add(-time.Minute)
+		bs[1].State, bs[1].LastError, bs[1].LastErrorAt = amqp.Waiting, errors.New("paris: connection refused"), time.Now()
+		return bs
+	})
+	p.Poll(5*time.Second, "errors drawn, one past", func() error {
+		var past map[string]string
+		p.Eval(`Object.fromEntries([...document.querySelectorAll("#brokers [data-broker]")].map((r) => [r.dataset.broker, (r.cells[4].dataset.past !== undefined ? "past: " : "now: ") + r.cells[4].textContent]))`, &past)
+		if !strings.HasPrefix(past["london"], "past: before it recovered: london: connection reset") || !strings.HasPrefix(past["paris"], "now: paris: connection refused") {
+			return fmt.Errorf("errors shown: %v", past)
+		}
+		return nil
+	})
+
 	svc.SetTopology(network(true))
 	took := p.Poll(5*time.Second, "london|tokyo drawn up", func() error {
 		if links, _, err := states(p); err != nil || links["london|tokyo"] != "up" {

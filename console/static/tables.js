@@ -19,7 +19,7 @@ export function summary(root, snap, graph) {
     card("Links up", up(graph.links, (l) => l.state === "up") + " / " + graph.links.length,
       graph.links.every((l) => l.state === "up") ? "ok" : "bad"),
     card("Routes", count(snap.router.routes),
-      [...routeStates.keys()].every((s) => s === "Operational") ? "ok" : "warn",
+      routeStates.has("Failed") ? "bad" : ([...routeStates.keys()].every((s) => s === "Operational") ? "ok" : "warn"),
       [...routeStates].map(([s, n]) => n + " " + s).join(", ") || "none"),
   ];
   if (snap.topology) cards.push(card("Routers in the network", String((snap.topology.routers || []).length), "idle", "radius " + snap.topology.radius));
@@ -58,15 +58,18 @@ export function brokers(table, snap) {
     el("td", {}, badge(b.state), b.retry_in ? el("span", { class: "sub", text: " retry in " + b.retry_in }) : null),
     el("td", { text: ago(b.since, now), title: b.since }),
     el("td", { class: "mono", text: b.url }),
-    errorCell(b.last_error, b.last_error_at, now),
+    errorCell(b.last_error, b.last_error_at, now, b.state === "Operational"),
     el("td", { class: "num", text: b.attempt || "" })));
   fillBody(table, rows, "No broker configured.");
 }
 
-function errorCell(msg, at, now) {
+// errorCell shows the last error and its time; past (the thing is
+// Operational again) shows it greyed, as history rather than alarm.
+function errorCell(msg, at, now, past) {
   if (!msg) return el("td", { class: "muted", text: "—" });
   const clipped = msg.length > 160 ? msg.slice(0, 157) + "…" : msg;
-  return el("td", { class: "error-cell", title: msg },
+  return el("td", { class: past ? "error-cell past" : "error-cell", title: msg, "data-past": past },
+    past ? el("span", { class: "sub", text: "before it recovered: " }) : null,
     el("span", { text: clipped }),
     zeroTime(at) ? null : el("span", { class: "sub when", title: at, text: " " + ago(at, now) }));
 }
@@ -101,7 +104,7 @@ export function routes(table, note, snap, rates) {
       el("td", {}, badge(r.state), zeroTime(r.since) ? null : el("div", { class: "sub", title: r.since, text: "since " + ago(r.since, now) }),
         r.detail ? el("div", { class: "sub", text: r.detail }) : null,
         r.retry_in ? el("div", { class: "sub", text: "retry in " + r.retry_in }) : null),
-      errorCell(r.last_error, r.last_error_at, now),
+      errorCell(r.last_error, r.last_error_at, now, r.state === "Operational"),
       el("td", { class: "num", text: count(r.forwarded) }),
       el("td", { class: "num", text: rate === undefined ? "—" : rate.toFixed(rate < 10 ? 1 : 0) + "/s" }),
       el("td", { class: "num", text: count(r.in_flight) }),
