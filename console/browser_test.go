@@ -162,6 +162,39 @@ func TestBrowserLogin(t *testing.T) {
 	})
 }
 
+// The router comes back with another token (its admin token changed):
+// the page drops the old one, clears what it drew and asks again.
+func TestBrowserTokenChanged(t *testing.T) {
+	svc := fake(t)
+	url, stop := serveStop(t, svc)
+	p := open(t, url+console.Prefix)
+	p.Login(token)
+	p.Poll(10*time.Second, "the console drawn", func() error {
+		if links, _, err := states(p); err != nil || len(links) != 3 {
+			return fmt.Errorf("links %v (%v)", links, err)
+		}
+		return nil
+	})
+	stop()
+	const other = "another-token-0123456789"
+	serveOn(t, svc, strings.TrimPrefix(url, "http://"), other)
+	p.Poll(10*time.Second, "asked again", func() error {
+		links, rows, err := states(p)
+		msg := textOf(p, "login-error")
+		if err != nil || !visible(p, "login") || visible(p, "console") || len(links)+len(rows) > 0 || !strings.Contains(msg, "no longer accepts the token") {
+			return fmt.Errorf("login shown %v, links %v, routes %v, message %q (%v)", visible(p, "login"), links, rows, msg, err)
+		}
+		return nil
+	})
+	p.Login(other)
+	p.Poll(10*time.Second, "drawn with the new token", func() error {
+		if links, _, err := states(p); err != nil || len(links) != 3 {
+			return fmt.Errorf("links %v (%v)", links, err)
+		}
+		return nil
+	})
+}
+
 // Five wrong tokens from one address: the sixth attempt is told to wait,
 // as the API's throttle says (docs/admin-api.md).
 func TestBrowserThrottled(t *testing.T) {

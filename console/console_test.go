@@ -73,7 +73,13 @@ func serve(t *testing.T, svc router.Service) string {
 // serveStop is serve, with a function that stops the server.
 func serveStop(t *testing.T, svc router.Service) (string, func()) {
 	t.Helper()
-	srv := router.NewAdminServer(svc, router.AdminOptions{Listen: "127.0.0.1:0", Token: token, Log: zerolog.Nop()})
+	return serveOn(t, svc, "127.0.0.1:0", token)
+}
+
+// serveOn starts the admin API over svc on listen with tok.
+func serveOn(t *testing.T, svc router.Service, listen, tok string) (string, func()) {
+	t.Helper()
+	srv := router.NewAdminServer(svc, router.AdminOptions{Listen: listen, Token: tok, Log: zerolog.Nop()})
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
