@@ -10,6 +10,9 @@ import (
 	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/console"
 	"github.com/fedrouter/fedrouter/console/consoletest"
+	"github.com/fedrouter/fedrouter/router"
+	"github.com/fedrouter/fedrouter/router/routertest"
+	"github.com/fedrouter/fedrouter/routes"
 	"github.com/fedrouter/fedrouter/topology"
 )
 
@@ -241,5 +244,33 @@ func TestBrowserNamesAreText(t *testing.T) {
 	p.Eval(`document.title`, &title)
 	if injected != 0 || title == "owned" {
 		t.Fatalf("markup from the network made it into the page: %d elements, title %q", injected, title)
+	}
+}
+
+// Without link-state flooding the graph is this router's own links, from
+// /links, without costs, and the page says so.
+func TestBrowserWithoutFlooding(t *testing.T) {
+	svc := routertest.New(routertest.Options{RouterID: "solo", TopologyOff: router.ErrTopologyOff,
+		Brokers: []amqp.Status{{Broker: "a", State: amqp.Operational}, {Broker: "b", State: amqp.Waiting}},
+		Links: []routes.LinkStatus{
+			{Src: "a", Dest: "b", State: routes.StateWaiting, Routes: 1},
+			{Src: "a", Dest: "", Ingress: true, State: routes.StateOperational},
+		}})
+	p := open(t, serve(t, svc)+console.Prefix)
+	p.Login(token)
+	p.Poll(10*time.Second, "own links drawn", func() error {
+		links, err := p.Attrs("#graph [data-link]", "data-link", "data-state")
+		if err != nil || fmt.Sprint(links) != "map[a|b:down]" {
+			return fmt.Errorf("links %v (%v)", links, err)
+		}
+		return nil
+	})
+	if note := textOf(p, "graph-note"); !strings.Contains(note, "flooding is off") {
+		t.Errorf("graph note: %q", note)
+	}
+	var cost string
+	p.Eval(`document.querySelector("#graph [data-link]").getAttribute("data-cost") || ""`, &cost)
+	if cost != "" {
+		t.Errorf("a cost drawn without flooding: %q", cost)
 	}
 }
