@@ -6,7 +6,7 @@ BROKERS  := bash testdata/brokers.sh
 TEST_BROKERS ?= -r 4 -p 1 -y 1
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build vet lint test test-short integration bench demo brokers brokers-stop brokers-status postgres postgres-stop qpidd qpidd-stop fuzz clean
+.PHONY: all build vet lint test test-short integration bench demo brokers brokers-stop brokers-status postgres postgres-stop qpidd qpidd-stop chromium fuzz clean
 
 all: build
 
@@ -34,11 +34,19 @@ test-short:
 # packages), started once for the run and stopped after (KEEP_BROKERS=1 leaves them running). Packages run
 # one at a time (-p 1): some tests kill and restart a shared broker, which
 # would break another package's test running beside them.
-test: lint postgres qpidd
+test: lint postgres qpidd chromium
 	$(BROKERS) start $(TEST_BROKERS)
 	DATABASE_URL=$$($(POSTGRES) start) && export DATABASE_URL && \
 	  $(GO) test -p 1 -race -count=1 -timeout 20m ./... ; rc=$$?; \
 	  if [ "$(KEEP_BROKERS)" != 1 ]; then $(BROKERS) stop; $(POSTGRES) stop; $(MAKE) -s qpidd-stop; fi; exit $$rc
+
+# Headless Chromium for the web console's browser tests (docs/console.md):
+# Debian's packages installed if missing (root); nothing downloads a
+# browser of its own. Without it those tests skip, except under CI.
+CHROMIUM := /usr/lib/chromium/chromium-headless-shell
+chromium:
+	@test -x $(CHROMIUM) || { DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-headless-shell || \
+	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-headless-shell; }; }
 
 # PostgreSQL for the cluster tests (store/, cluster/): Debian's server
 # installed if missing, a throwaway cluster on 127.0.0.1:55432 started by

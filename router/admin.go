@@ -24,6 +24,7 @@ import (
 	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/api"
 	"github.com/fedrouter/fedrouter/config"
+	"github.com/fedrouter/fedrouter/console"
 	"github.com/fedrouter/fedrouter/internal/group"
 	"github.com/fedrouter/fedrouter/routes"
 )
@@ -266,6 +267,8 @@ func (a *AdminServer) routes(reg *prometheus.Registry) http.Handler {
 	mux.HandleFunc("GET /api/v1/topology", a.topology)
 	mux.HandleFunc("GET /api/v1/cluster", a.clusterStatus)
 	mux.HandleFunc("GET /api/v1/destinations", a.destinations)
+	mux.Handle("GET "+console.Prefix, console.Handler())
+	mux.Handle("GET /{$}", http.RedirectHandler(console.Prefix, http.StatusFound))
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))

@@ -146,6 +146,7 @@ func TestAdminTLS(t *testing.T) {
 	tr.TLSClientConfig = &tls.Config{RootCAs: roots}
 	h.expect("GET", "/api/v1/routes", nil, http.StatusOK, "[]")
 	h.expect("POST", "/api/v1/routes", queueRoute, http.StatusCreated)
+	h.expect("GET", "/console/", nil, http.StatusOK, "<title>fedrouter console</title>") // the web console: same port, same TLS
 	// Plain HTTP to the TLS port gets nowhere near the API.
 	plain := &http.Transport{}
 	defer plain.CloseIdleConnections()

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/fedrouter/fedrouter/console"
 )
 
 // guard is the admin API's gate: every request passes it before the mux.
@@ -24,11 +26,13 @@ import (
 //     AdminOptions.Names, else 403. A page at evil.example whose name is
 //     made to resolve to 127.0.0.1 (DNS rebinding) sends Host: evil.example.
 //  2. Origin and Sec-Fetch-Site: a browser's request from another site is
-//     refused with 403 (cross-site request forgery). The API serves no page.
+//     refused with 403 (cross-site request forgery). The console's static
+//     files (console.Open: GET or HEAD, no data in them) pass from here.
 //  3. A write (any method but GET and HEAD) must be Content-Type:
 //     application/json, else 415: a page can POST text/plain without asking
 //     the server first, never application/json.
-//  4. /healthz passes from here: it only says the process serves.
+//  4. /healthz and the console's files pass from here: the one only says
+//     the process serves, the others hold no data.
 //  5. A client with too many wrong tokens lately gets 429 and Retry-After,
 //     its token not even compared (throttle).
 //  6. The bearer token, compared in constant time: missing or wrong, 401;
@@ -65,6 +69,9 @@ func newGuard(token, listen string, names []string, log zerolog.Logger) *guard {
 // wrap puts the gate in front of next.
 func (g *guard) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Every answer is live state (or a refusal): never stored by a
+		// browser or a proxy. The console's files say otherwise for theirs.
+		w.Header().Set("Cache-Control", "no-store")
 		if ref := g.admit(r, g.now()); ref != nil {
 			if ref.retryAfter > 0 {
 				w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(ref.retryAfter.Seconds()))))
@@ -81,7 +88,7 @@ func (g *guard) admit(r *http.Request, now time.Time) *refusal {
 	if ref := g.screen(r); ref != nil {
 		return ref
 	}
-	if r.URL.Path == "/healthz" {
+	if r.URL.Path == "/healthz" || console.Open(r) {
 		return nil
 	}
 	client := clientKey(r.RemoteAddr)
@@ -113,6 +120,12 @@ func (g *guard) screen(r *http.Request) *refusal {
 	if !g.hostAllowed(r.Host) {
 		return &refusal{status: http.StatusForbidden,
 			msg: fmt.Sprintf("Host %q is not a name of this router: use its address, or add the name to admin.names", clip(r.Host))}
+	}
+	if console.Open(r) {
+		// The console's files hold no data: any site may link to the page
+		// (Sec-Fetch-Site: cross-site on the navigation). Its fetches of
+		// the API are checked below as any other request.
+		return nil
 	}
 	if o := r.Header.Get("Origin"); o != "" {
 		u, err := url.Parse(o)

@@ -63,6 +63,16 @@ func TestGuardTable(t *testing.T) {
 		{"the token and more", req{"GET", "/api/v1/routes", local, testToken + "x", nil}, 401, "wrong admin token"},
 		{"basic auth", req{"GET", "/metrics", local, "", map[string]string{"Authorization": "Basic dXNlcjpwYXNz"}}, 401, "missing admin token"},
 		{"healthz needs no token", req{"GET", "/healthz", local, "", nil}, 0, ""},
+		{"the console's page needs no token", req{"GET", "/console/", local, "", nil}, 0, ""},
+		{"the console's script needs no token", req{"GET", "/console/app.js", local, "", map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": "http://" + local}}, 0, ""},
+		{"a link from another site opens the console", req{"GET", "/console/", local, "", map[string]string{"Sec-Fetch-Site": "cross-site"}}, 0, ""},
+		{"/ leads to the console", req{"GET", "/", local, "", nil}, 0, ""},
+		{"the console's fetch", req{"GET", "/api/v1/routes", local, testToken, map[string]string{"Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "cors", "Origin": "http://" + local}}, 0, ""},
+		{"the console's fetch without the token", req{"GET", "/api/v1/routes", local, "", map[string]string{"Sec-Fetch-Site": "same-origin"}}, 401, "missing admin token"},
+		{"another site's fetch with the token", req{"GET", "/api/v1/topology", local, testToken, map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "http://evil.example"}}, 403, "cross-origin request refused"},
+		{"the console at a rebinding name", req{"GET", "/console/", "evil.example:9595", "", nil}, 403, "not a name of this router"},
+		{"a write to the console's path", req{"POST", "/console/", local, "", jsonCT}, 401, "missing admin token"},
+		{"the API by way of the console's path", req{"GET", "/console/../api/v1/routes", local, "", nil}, 401, "missing admin token"},
 		{"healthz checks the Host", req{"GET", "/healthz", "evil.example", "", nil}, 403, "not a name of this router"},
 	}
 	for _, c := range cases {
