@@ -8,10 +8,11 @@ import (
 	"io/fs"
 	"net"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/fedrouter/fedrouter/internal/ownfile"
 )
 
 // The admin API's rules, written once: what a token must be, which
@@ -81,7 +82,7 @@ func (c *Config) AdminToken() (string, error) {
 // trimmed, checked as CheckAdminToken. An empty file is an error, never
 // "no token".
 func ReadTokenFile(path string) (string, error) {
-	f, err := os.Open(path)
+	f, err := ownfile.OpenRegular(path) // a FIFO would hang the start
 	if err != nil {
 		return "", err
 	}

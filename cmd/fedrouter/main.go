@@ -111,6 +111,12 @@ func runDaemon(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// Before the state directory is read or written: one router per state.
+	unlock, err := router.LockState(cfg)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = unlock() }() // the process's end releases it all the same
 	log := newLogger(cfg.Log, c.App.ErrWriter)
 	r := router.New(cfg, log)
 	// Before the router connects: a token problem stops the start at once.
