@@ -39,6 +39,7 @@ type guard struct {
 	names    map[string]bool // accepted Host names, lower case, no trailing dot
 	tokenSum [32]byte        // SHA-256 of the token: compared sums hide its length
 	throttle *throttle
+	logs     *logLimiter // the wrong-token warnings' rate
 	log      zerolog.Logger
 	now      func() time.Time // time.Now; tests move it
 }
@@ -52,7 +53,7 @@ type refusal struct {
 
 func newGuard(token, listen string, names []string, log zerolog.Logger) *guard {
 	g := &guard{names: map[string]bool{"localhost": true}, tokenSum: sha256.Sum256([]byte(token)),
-		throttle: newThrottle(), log: log, now: time.Now}
+		throttle: newThrottle(), logs: newLogLimiter(wrongTokenLogEvery), log: log, now: time.Now}
 	if h, _, err := net.SplitHostPort(listen); err == nil && h != "" {
 		g.names[canonicalHost(h)] = true // an IP address passes anyway
 	}
@@ -85,9 +86,13 @@ func (g *guard) admit(r *http.Request, now time.Time) *refusal {
 		return nil
 	}
 	client := clientKey(r.RemoteAddr)
-	if wait := g.throttle.wait(client, now); wait > 0 {
+	if wait, global := g.throttle.wait(client, now); wait > 0 {
+		from := client
+		if global {
+			from = "all clients together (the local CLI is not throttled: it uses the Unix socket)"
+		}
 		return &refusal{status: http.StatusTooManyRequests, retryAfter: wait,
-			msg: fmt.Sprintf("too many wrong admin tokens from %s: try again in %s", client, wait.Round(time.Second))}
+			msg: fmt.Sprintf("too many wrong admin tokens from %s: try again in %s", from, wait.Round(time.Second))}
 	}
 	got, ok := bearer(r.Header.Get("Authorization"))
 	if !ok {
@@ -98,13 +103,27 @@ func (g *guard) admit(r *http.Request, now time.Time) *refusal {
 	if subtle.ConstantTimeCompare(sum[:], g.tokenSum[:]) == 1 {
 		return nil
 	}
-	g.log.Warn().Str("remote", r.RemoteAddr).Str("path", r.URL.Path).Msg("admin API: wrong token")
-	if blocked := g.throttle.fail(client, now); blocked > 0 {
+	blocked := g.throttle.fail(client, now)
+	g.warnWrongToken(r, client, blocked, now)
+	return &refusal{status: http.StatusUnauthorized,
+		msg: `wrong admin token (want the router's admin token as "Authorization: Bearer TOKEN")`}
+}
+
+// warnWrongToken logs a wrong token and a block it started through the
+// rate-limited logger: the first of each at once, then a count every
+// logEvery, so a flood of guesses is a few lines, not a line a guess.
+func (g *guard) warnWrongToken(r *http.Request, client string, blocked time.Duration, now time.Time) {
+	if g.logs.allow("wrong token", now) {
+		g.log.Warn().Str("remote", r.RemoteAddr).Str("path", r.URL.Path).Msg("admin API: wrong token")
+	}
+	if blocked > 0 && g.logs.allow("client turned away", now) {
 		g.log.Warn().Str("client", client).Dur("for", blocked).Int("wrong_tokens", g.throttle.max).
 			Msg("admin API: client turned away after too many wrong tokens")
 	}
-	return &refusal{status: http.StatusUnauthorized,
-		msg: `wrong admin token (want the router's admin token as "Authorization: Bearer TOKEN")`}
+	for _, s := range g.logs.due(now) {
+		g.log.Warn().Str("what", s.key).Uint64("count", s.count).Dur("over", s.over).
+			Msg("admin API: wrong tokens (repeats not logged one by one)")
+	}
 }
 
 // screen checks what a browser's request gives away: the Host it was sent
