@@ -114,6 +114,21 @@ func (c *Config) GeneratedTokenPath() string {
 	return filepath.Join(filepath.Dir(c.StatePath()), "fedrouter-"+c.RouterID+".admin-token")
 }
 
+// MaxSocketPath is the longest Unix socket path the kernel takes
+// (sun_path is 108 bytes with its terminating NUL on Linux).
+const MaxSocketPath = 107
+
+// AdminSocketPath is the Unix socket on which a single router serves its
+// admin API to the local CLI, beside the state file (in the private state
+// directory): fedrouter-<router_id>.admin.sock. ok is false when the
+// router serves none: a cluster member (it keeps no state directory), or
+// a path too long for a socket (the CLI then uses admin.listen and the
+// token).
+func (c *Config) AdminSocketPath() (path string, ok bool) {
+	path = filepath.Join(filepath.Dir(c.StatePath()), "fedrouter-"+c.RouterID+".admin.sock")
+	return path, c.Cluster == nil && !c.AdminOff() && len(path) <= MaxSocketPath
+}
+
 // hostNameRE is a DNS name as admin.names takes it: no port, no scheme.
 var hostNameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?\.?$`)
 

@@ -77,6 +77,19 @@ func (g *guard) wrap(next http.Handler) http.Handler {
 	})
 }
 
+// wrapLocal is the gate of the Unix socket: the browser checks (a page
+// cannot reach a socket, but they cost nothing), and no token nor throttle:
+// the socket's directory and peer check admitted the client already.
+func (g *guard) wrapLocal(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ref := g.screen(r); ref != nil {
+			writeError(w, ref.status, ref.msg)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // admit runs every check; nil lets the request through.
 func (g *guard) admit(r *http.Request, now time.Time) *refusal {
 	if ref := g.screen(r); ref != nil {

@@ -189,9 +189,13 @@ func newAdmin(ctx context.Context, cfg *config.Config, r *router.Router, log zer
 	if series == 0 {
 		series = -1 // route_series: 0 is none; the option's zero is the default
 	}
+	socket, ok := cfg.AdminSocketPath()
+	if !ok {
+		socket = "" // a cluster member, or a state directory too deep for a socket: the CLI uses the token
+	}
 	return router.NewAdminServer(r, router.AdminOptions{Listen: a.Listen, Token: token, Names: a.Names,
 		CertFile: a.TLS.CertFile, KeyFile: a.TLS.KeyFile, AllowPlaintext: a.AllowPlaintext, Log: log, Context: ctx,
-		RouteSeries: series}), nil
+		RouteSeries: series, Socket: socket}), nil
 }
 
 func adminAddr(s *router.AdminServer) string {
