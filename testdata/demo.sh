@@ -213,7 +213,7 @@ mesh_router() {
     echo "  - {name: $b, url: \"$burl\", profile: rabbitmq, username: guest, password: guest, management: {url: \"http://127.0.0.1:1570${b#rabbit}\"}}"
     echo "links:"
     echo "  - {between: [$a, $b]}"
-    echo "topology: {secret: demo-mesh-secret-0123456789, refresh: 1s, max_age: 3s, control_address: fedrouter.demo.control}"
+    echo "topology: {secret: demo-mesh-secret-0123456789abcdef, refresh: 1s, max_age: 3s, control_address: fedrouter.demo.control}"
     echo "reconnect: {min: 200ms, max: 2s}"
     echo "admin: {listen: 127.0.0.1:$port}"
     echo "log: {level: info, format: text}"
