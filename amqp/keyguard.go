@@ -169,12 +169,14 @@ func (g *keyGuard) header() {
 // performative collects the frame's performative from b and, once it is
 // whole, starts its payload; it returns what is left of b.
 func (g *keyGuard) performative(b []byte) []byte {
-	n := min(g.body, len(b))
+	// Collected up to one byte past the bound: the payload that follows
+	// the performative in the same read is not copied.
+	n := min(g.body, len(b), maxPerformative+1-len(g.perf))
 	start := len(g.perf)
 	g.perf = append(g.perf, b[:n]...)
 	handle, more, length, ok, complete := parseTransfer(g.perf)
 	switch {
-	case ok && len(g.perf) > maxPerformative:
+	case ok && !complete && len(g.perf) > maxPerformative:
 		g.stop("a transfer performative over %d bytes", maxPerformative)
 		return nil
 	case !ok: // not a transfer

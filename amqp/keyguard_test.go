@@ -231,3 +231,23 @@ func TestKeyGuardFailsClosed(t *testing.T) {
 		t.Fatalf("a read after: %d %v", n, err)
 	}
 }
+
+// A transfer whose payload comes in the same read as its performative,
+// over 4 KiB in all, is followed like any other: the guard neither stops
+// nor, failing closed, closes the connection, and a bad key after it is
+// still caught. (The payload used to be collected with the performative
+// and counted against its 4 KiB bound: the guard switched itself off on
+// every large message read whole.)
+func TestKeyGuardFollowsLargeTransfersInOneRead(t *testing.T) {
+	var g keyGuard
+	big := transferFrame(0, 1, false, marshal(t, &goamqp.Message{Data: [][]byte{bytes.Repeat([]byte("x"), 64<<10)}}))
+	bad := transferFrame(0, 1, false, annotations(0x72, append([]byte{0xa0, 1}, 'k')))
+	stream := append(append([]byte{}, big...), bad...)
+	g.feed(stream)
+	if g.err != nil {
+		t.Fatalf("a 64 KiB message read whole: %v", g.err)
+	}
+	if got := stream[len(big)+8+16+6]; got != badKeyCode {
+		t.Fatalf("the bad key after it: type code %#02x, want it rewritten", got)
+	}
+}
