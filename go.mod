@@ -2,6 +2,8 @@ module github.com/fedrouter/fedrouter
 
 go 1.26.8
 
+toolchain go1.26.11
+
 require (
 	github.com/Azure/go-amqp v1.7.0
 	github.com/chromedp/cdproto v0.160.1

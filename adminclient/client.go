@@ -60,6 +60,9 @@ type Options struct {
 	// Only a failed dial moves on — the request was never sent — so a
 	// change is never made twice.
 	Fallbacks []string
+	// Socket, when set, is the router's Unix socket (LocalSocket): every
+	// call goes there, whatever the URL's host, and never over TCP.
+	Socket string
 }
 
 // Client calls one router's admin API. It is safe for concurrent use.
@@ -96,6 +99,9 @@ func New(baseURL string, o Options) (*Client, error) {
 		o.Timeout = DefaultTimeout
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if o.Socket != "" {
+		tr.DialContext = socketDialer(o.Socket)
+	}
 	if o.CAFile != "" {
 		roots, err := loadRoots(o.CAFile)
 		if err != nil {

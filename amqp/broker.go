@@ -151,13 +151,19 @@ func parseBrokerURL(raw string) (*url.URL, error) {
 	if u.Hostname() == "" {
 		return nil, fmt.Errorf("URL %q: no host", Redact(raw))
 	}
+	if u.User == nil && Redact(raw) != raw {
+		// amqp://localhost:12345/Secr3t@h: a password with '/' ends the
+		// host early, and its digits would be dialed as a port; what is
+		// logged would not be what is dialed.
+		return nil, fmt.Errorf("URL %q: an '@' after the host part and no user information: write a '/' in a password as %%2F and an '@' in a path as %%40 (the rest is not shown: it may be a password)", Redact(raw))
+	}
 	return u, nil
 }
 
 // Redact hides the password of a broker address for logs, errors and
 // API answers — the one place secrets in addresses are removed: a URL
-// ("amqp://user:xxxxx@host"), qpid-route's "user:pass@host:port", and
-// strings that do not parse. The user information is taken to end at the
+// ("amqp://user:xxxxx@host"), qpid-route's "user/pass@host:port" and
+// "user:pass@host:port", and strings that do not parse. The user information is taken to end at the
 // last '@': a password holding '/', '?' or an unescaped '@' is hidden too
 // (a path holding '@' is hidden with it: better than a leak).
 func Redact(s string) string {
@@ -169,11 +175,13 @@ func Redact(s string) string {
 	if at < 0 {
 		return s
 	}
-	user, _, hasPass := strings.Cut(rest[:at], ":")
-	if !hasPass {
+	// A URL's password follows ':'; qpid-route's follows '/'
+	// (user/pass@host): the first of either starts it.
+	sep := strings.IndexAny(rest[:at], ":/")
+	if sep < 0 {
 		return s
 	}
-	return scheme + user + ":xxxxx" + rest[at:]
+	return scheme + rest[:sep+1] + "xxxxx" + rest[at:]
 }
 
 // urlParseError is url.Parse's complaint about raw without the URL it

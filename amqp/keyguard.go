@@ -2,6 +2,8 @@ package amqp
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"net"
 )
 
@@ -34,13 +36,28 @@ type guardedConn struct {
 
 func newGuardedConn(c net.Conn) *guardedConn { return &guardedConn{Conn: c} }
 
+// Read passes on what the guard has checked. When the guard loses track
+// of the stream (a bound passed, a malformed frame) it fails closed: the
+// connection is closed and go-amqp gets the guard's error, never bytes it
+// could not check.
 func (c *guardedConn) Read(p []byte) (int, error) {
+	if c.g.err != nil {
+		return 0, c.g.err
+	}
 	n, err := c.Conn.Read(p)
 	if n > 0 {
 		c.g.feed(p[:n])
+		if c.g.err != nil {
+			_ = c.Conn.Close() // the guard's error is the one go-amqp reports
+			return 0, c.g.err
+		}
 	}
 	return n, err
 }
+
+// ErrKeyGuard: the guard could not follow what the peer sent, and closed
+// the connection rather than pass on bytes it had not checked.
+var ErrKeyGuard = errors.New("amqp: the annotation key guard closed the connection")
 
 // Frame-level states.
 const (
@@ -56,13 +73,14 @@ const (
 const maxPerformative = 4096
 
 // maxDeliveries bounds the deliveries followed at once (one per link with
-// a multi-frame message in progress); past it the guard stops.
+// a multi-frame message in progress); past it the guard closes the
+// connection.
 const maxDeliveries = 4096
 
 // keyGuard follows one connection's incoming bytes. Not safe for
 // concurrent use: go-amqp reads a connection from one goroutine.
 type keyGuard struct {
-	off      bool // lost track (a malformed stream, a bound passed): go-amqp will fail on it anyway
+	err      error // lost track (a malformed stream, a bound passed): the connection is closed
 	st       int
 	hdr      [8]byte
 	hn       int
@@ -78,7 +96,7 @@ type keyGuard struct {
 
 // feed inspects b, the next bytes from the peer, rewriting in place.
 func (g *keyGuard) feed(b []byte) {
-	for len(b) > 0 && !g.off {
+	for len(b) > 0 && g.err == nil {
 		switch g.st {
 		case fsHeader:
 			n := copy(g.hdr[g.hn:], b)
@@ -113,6 +131,11 @@ func (g *keyGuard) feed(b []byte) {
 	}
 }
 
+// stop fails the guard: what follows is not checked, so not passed on.
+func (g *keyGuard) stop(format string, args ...any) {
+	g.err = fmt.Errorf("%w: %s (it cannot check what follows for annotation keys go-amqp would crash on)", ErrKeyGuard, fmt.Sprintf(format, args...))
+}
+
 // header reads a complete frame header (or skips a protocol header).
 func (g *keyGuard) header() {
 	h := g.hdr[:]
@@ -121,7 +144,7 @@ func (g *keyGuard) header() {
 	}
 	size, doff, typ := binary.BigEndian.Uint32(h[:4]), int(h[4]), h[5]
 	if doff < 2 || uint64(size) < uint64(doff)*4 || size > 1<<31 {
-		g.off = true
+		g.stop("a malformed frame header (size %d, data offset %d)", size, doff)
 		return
 	}
 	g.channel = binary.BigEndian.Uint16(h[6:8])
@@ -146,13 +169,15 @@ func (g *keyGuard) header() {
 // performative collects the frame's performative from b and, once it is
 // whole, starts its payload; it returns what is left of b.
 func (g *keyGuard) performative(b []byte) []byte {
-	n := min(g.body, len(b))
+	// Collected up to one byte past the bound: the payload that follows
+	// the performative in the same read is not copied.
+	n := min(g.body, len(b), maxPerformative+1-len(g.perf))
 	start := len(g.perf)
 	g.perf = append(g.perf, b[:n]...)
 	handle, more, length, ok, complete := parseTransfer(g.perf)
 	switch {
-	case ok && len(g.perf) > maxPerformative:
-		g.off = true // a transfer this reader cannot follow: its payload would be read out of step
+	case ok && !complete && len(g.perf) > maxPerformative:
+		g.stop("a transfer performative over %d bytes", maxPerformative)
 		return nil
 	case !ok: // not a transfer
 		g.body -= n
@@ -165,7 +190,7 @@ func (g *keyGuard) performative(b []byte) []byte {
 	case !complete:
 		g.body -= n
 		if g.body == 0 {
-			g.off = true // a frame that ends inside its performative
+			g.stop("a frame that ends inside its transfer performative")
 		}
 		return b[n:]
 	}
@@ -182,7 +207,7 @@ func (g *keyGuard) startTransfer(key uint64, more bool) {
 	s := g.scanners[key]
 	if s == nil {
 		if len(g.scanners) >= maxDeliveries {
-			g.off = true
+			g.stop("more than %d deliveries in progress on one connection", maxDeliveries)
 			return
 		}
 		s = &payloadScan{}

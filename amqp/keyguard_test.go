@@ -3,7 +3,11 @@ package amqp
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"io"
 	"math/rand/v2"
+	"net"
+	"strings"
 	"testing"
 
 	goamqp "github.com/Azure/go-amqp"
@@ -188,4 +192,62 @@ func BenchmarkKeyGuard(b *testing.B) {
 		g.feed(stream)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*per), "ns/msg")
+}
+
+// streamConn is a net.Conn that reads a fixed stream and records Close.
+type streamConn struct {
+	net.Conn
+	r      *bytes.Reader
+	closed bool
+}
+
+func (c *streamConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+func (c *streamConn) Close() error               { c.closed = true; return nil }
+
+// At its bound of deliveries in progress the guard fails closed: the
+// connection is closed with ErrKeyGuard, and the message with a key
+// go-amqp would crash on that follows never reaches go-amqp (the guard
+// used to switch itself off for the connection's life and pass it).
+func TestKeyGuardFailsClosed(t *testing.T) {
+	var stream []byte
+	for i := range maxDeliveries + 1 { // each a first transfer of a message, more to come
+		stream = append(stream, transferFrame(uint16(i/256), byte(i%256), true, []byte{0x00})...)
+	}
+	poison := transferFrame(100, 1, false, annotations(0x72, append([]byte{0xa0, 4}, "keyz"...)))
+	stream = append(stream, poison...)
+	c := &streamConn{r: bytes.NewReader(stream)}
+	gc := newGuardedConn(c)
+	got, err := io.ReadAll(gc)
+	if !errors.Is(err, ErrKeyGuard) || !strings.Contains(err.Error(), "more than 4096 deliveries in progress") {
+		t.Fatalf("read past the bound: %v", err)
+	}
+	if !c.closed {
+		t.Fatal("the connection was not closed")
+	}
+	if bytes.Contains(got, poison) || len(got) >= len(stream)-len(poison) {
+		t.Fatalf("%d of %d bytes passed on, the poison message among them: %v", len(got), len(stream), bytes.Contains(got, poison))
+	}
+	if n, err := gc.Read(make([]byte, 8)); n != 0 || !errors.Is(err, ErrKeyGuard) {
+		t.Fatalf("a read after: %d %v", n, err)
+	}
+}
+
+// A transfer whose payload comes in the same read as its performative,
+// over 4 KiB in all, is followed like any other: the guard neither stops
+// nor, failing closed, closes the connection, and a bad key after it is
+// still caught. (The payload used to be collected with the performative
+// and counted against its 4 KiB bound: the guard switched itself off on
+// every large message read whole.)
+func TestKeyGuardFollowsLargeTransfersInOneRead(t *testing.T) {
+	var g keyGuard
+	big := transferFrame(0, 1, false, marshal(t, &goamqp.Message{Data: [][]byte{bytes.Repeat([]byte("x"), 64<<10)}}))
+	bad := transferFrame(0, 1, false, annotations(0x72, append([]byte{0xa0, 1}, 'k')))
+	stream := append(append([]byte{}, big...), bad...)
+	g.feed(stream)
+	if g.err != nil {
+		t.Fatalf("a 64 KiB message read whole: %v", g.err)
+	}
+	if got := stream[len(big)+8+16+6]; got != badKeyCode {
+		t.Fatalf("the bad key after it: type code %#02x, want it rewritten", got)
+	}
 }

@@ -188,15 +188,23 @@ func TestRedact(t *testing.T) {
 		"amqp://user@h":                  "amqp://user@h",
 		"rabbit1":                        "rabbit1",
 		"amqp://user:s3cret@h:notaport%": "amqp://user:xxxxx@h:notaport%",
+		// qpid-route's form, in a route's src or dest (issue 27 item 3).
+		"guest/s3cret@host:1":               "guest/xxxxx@host:1",
+		"guest/s3:cr@et@host":               "guest/xxxxx@host",
+		"amqp://localhost:12345/s3Tail@h:1": "amqp://localhost:xxxxx@h:1",
 	}
 	for in, want := range cases {
 		if got := Redact(in); got != want || strings.Contains(got, "s3") {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
 		}
 	}
-	for _, raw := range []string{"http://user:s3cret@h", "amqp://user:s3cret@h:port%zz", "amqp://user:s3cret@/path"} {
+	for _, raw := range []string{"http://user:s3cret@h", "amqp://user:s3cret@h:port%zz", "amqp://user:s3cret@/path",
+		// A password starting with digits then '/': url.Parse takes the
+		// digits for a port and the rest for a path; refused, and neither
+		// part is echoed.
+		"amqp://localhost:12345/s3cretTail@127.0.0.1:1"} {
 		cfg := BrokerConfig{Name: "b", URLs: []string{raw}, Profile: "generic"}
-		if err := cfg.Validate(); err == nil || strings.Contains(err.Error(), "s3cret") {
+		if err := cfg.Validate(); err == nil || strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "12345") {
 			t.Errorf("Validate(%q): %v", raw, err)
 		}
 	}

@@ -8,10 +8,11 @@ import (
 	"io/fs"
 	"net"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/fedrouter/fedrouter/internal/ownfile"
 )
 
 // The admin API's rules, written once: what a token must be, which
@@ -81,7 +82,7 @@ func (c *Config) AdminToken() (string, error) {
 // trimmed, checked as CheckAdminToken. An empty file is an error, never
 // "no token".
 func ReadTokenFile(path string) (string, error) {
-	f, err := os.Open(path)
+	f, err := ownfile.OpenRegular(path) // a FIFO would hang the start
 	if err != nil {
 		return "", err
 	}
@@ -111,6 +112,21 @@ func ReadToken(r io.Reader, name string) (string, error) {
 // the router (fedrouter-<router_id>.admin-token), mode 0600.
 func (c *Config) GeneratedTokenPath() string {
 	return filepath.Join(filepath.Dir(c.StatePath()), "fedrouter-"+c.RouterID+".admin-token")
+}
+
+// MaxSocketPath is the longest Unix socket path the kernel takes
+// (sun_path is 108 bytes with its terminating NUL on Linux).
+const MaxSocketPath = 107
+
+// AdminSocketPath is the Unix socket on which a single router serves its
+// admin API to the local CLI, beside the state file (in the private state
+// directory): fedrouter-<router_id>.admin.sock. ok is false when the
+// router serves none: a cluster member (it keeps no state directory), or
+// a path too long for a socket (the CLI then uses admin.listen and the
+// token).
+func (c *Config) AdminSocketPath() (path string, ok bool) {
+	path = filepath.Join(filepath.Dir(c.StatePath()), "fedrouter-"+c.RouterID+".admin.sock")
+	return path, c.Cluster == nil && !c.AdminOff() && len(path) <= MaxSocketPath
 }
 
 // hostNameRE is a DNS name as admin.names takes it: no port, no scheme.

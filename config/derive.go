@@ -38,11 +38,13 @@ func (c *Config) TopologySecret() (string, error) {
 	return readSecretFile(c.Topology.SecretFile)
 }
 
-// MinSecretFileLen is the shortest network secret a secret_file may hold,
-// in bytes (after trimming white space): a file is where a generated
-// secret lives, and a short or empty one is a mistake — an empty one
-// would turn flooding off while multi-hop routes still expect it.
-const MinSecretFileLen = 32
+// MinSecretLen is the shortest network secret, in bytes, inline
+// (topology.secret) or in a secret_file (after trimming white space): one
+// rule for both. The secret is the network's trust boundary (it signs
+// every advertisement), so it gets a key's length, not a password's; a
+// short or empty file is a mistake — an empty one would turn flooding off
+// while multi-hop routes still expect it.
+const MinSecretLen = 32
 
 // readSecretFile reads a network secret from path and checks its length.
 func readSecretFile(path string) (string, error) {
@@ -51,9 +53,9 @@ func readSecretFile(path string) (string, error) {
 		return "", fmt.Errorf("config: topology.secret_file: %w", err)
 	}
 	secret := strings.TrimSpace(string(b))
-	if len(secret) < MinSecretFileLen {
+	if len(secret) < MinSecretLen {
 		return "", fmt.Errorf("config: topology.secret_file %s holds %d bytes; a network secret needs at least %d (e.g. head -c 32 /dev/urandom | base64 > %s)",
-			path, len(secret), MinSecretFileLen, path)
+			path, len(secret), MinSecretLen, path)
 	}
 	return secret, nil
 }

@@ -46,7 +46,7 @@ func TestExpandEnv(t *testing.T) {
 // (issue 17, finding 7).
 func TestConfigSecretsFromEnv(t *testing.T) {
 	t.Setenv("FEDROUTER_TEST_RABBIT_PW", "pw-from-env")
-	t.Setenv("FEDROUTER_TEST_SECRET", "network-secret-from-env-0123")
+	t.Setenv("FEDROUTER_TEST_SECRET", "network-secret-from-env-0123456789ab")
 	yaml := "router_id: r\nbrokers:\n" +
 		"  - {name: a, url: 'amqp://u:${FEDROUTER_TEST_RABBIT_PW}@h', profile: rabbitmq, password: '${FEDROUTER_TEST_RABBIT_PW}',\n" +
 		"     management: {url: 'http://h:15672', password: '${FEDROUTER_TEST_RABBIT_PW}'}}\n" +
@@ -71,7 +71,7 @@ func TestConfigSecretsFromEnv(t *testing.T) {
 		bcs[1].URLs[0] != "amqp://user@h" {
 		t.Fatalf("expanded brokers %+v", bcs)
 	}
-	if s, _ := cfg.TopologySecret(); s != "network-secret-from-env-0123" {
+	if s, _ := cfg.TopologySecret(); s != "network-secret-from-env-0123456789ab" {
 		t.Fatalf("topology secret %q", s)
 	}
 	// Not a secret field: left as written.

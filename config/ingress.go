@@ -48,7 +48,7 @@ func (c *Config) validateIngress(brokers map[string]int) []string {
 		p = append(p, c.at("ingress")+": ingress.enabled: the ingress rides on multi-hop transit, which needs link-state flooding: set topology.secret")
 	}
 	if in.Enabled && len(in.Allow) == 0 {
-		p = append(p, c.at("ingress")+": ingress.allow: the ingress is enabled but allows nothing; list what may pass (e.g. {broker: rabbit1, to_broker: rabbit4, address: \"exchange:orders*\"})")
+		p = append(p, c.at("ingress")+": ingress.allow: the ingress is enabled but allows nothing; list what may pass (e.g. {broker: rabbit1, to_broker: rabbit4, address: \"exchange:orders\"} and the same with address: \"exchange:orders:*\"; not \"exchange:orders*\", which also matches exchange:orders.secret)")
 	}
 	for i, a := range in.Allow {
 		key := fmt.Sprintf("ingress.allow[%d]", i)

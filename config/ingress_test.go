@@ -10,7 +10,7 @@ import (
 )
 
 const ingressBase = "router_id: r\nbrokers:\n  - {name: a, url: 'amqp://h', profile: generic}\n  - {name: b, url: 'amqp://h2', profile: generic}\n" +
-	"topology: {secret: 0123456789abcdef0123}\n"
+	"topology: {secret: 0123456789abcdef0123456789abcdef}\n"
 
 // The ingress section's mistakes, each with the file's line and the field
 // (issue 17, finding 1).
@@ -23,7 +23,7 @@ func TestIngressConfigErrors(t *testing.T) {
 			"ingress:\n  enabled: true\n  allow: [{broker: a, to_broker: b, address: 'queue:q'}]\n",
 			[]string{"f.yaml:4: ingress.enabled: the ingress rides on multi-hop transit, which needs link-state flooding"}},
 		{"enabled, nothing allowed", ingressBase + "ingress: {enabled: true}\n",
-			[]string{"f.yaml:6: ingress.allow: the ingress is enabled but allows nothing"}},
+			[]string{`f.yaml:6: ingress.allow: the ingress is enabled but allows nothing; list what may pass (e.g. {broker: rabbit1, to_broker: rabbit4, address: "exchange:orders"} and the same with address: "exchange:orders:*"; not "exchange:orders*"`}},
 		{"entry fields", ingressBase + "ingress:\n  enabled: true\n  allow:\n    - {to_broker: b, address: 'queue:q'}\n    - {broker: c, to_broker: 'b c', address: 'topic:x'}\n    - {broker: '*'}\n",
 			[]string{`f.yaml:9: ingress.allow[0].broker: required`,
 				`f.yaml:10: ingress.allow[1].broker: "c" is not in brokers`,
@@ -37,7 +37,7 @@ func TestIngressConfigErrors(t *testing.T) {
 				`f.yaml:10: ingress.allow[1].address: "exchange:fedrouter.control" names the routers' own`,
 				`f.yaml:11: ingress.allow[2].address: "queue:fedrouter.dead-letter" names the routers' own`}},
 		{"custom control address", "router_id: r\nbrokers:\n  - {name: a, url: 'amqp://h', profile: generic}\n" +
-			"topology: {secret: 0123456789abcdef0123, control_address: ctl}\ningress:\n  enabled: true\n  allow:\n    - {broker: a, to_broker: a, address: 'queue:ctl.*'}\n",
+			"topology: {secret: 0123456789abcdef0123456789abcdef, control_address: ctl}\ningress:\n  enabled: true\n  allow:\n    - {broker: a, to_broker: a, address: 'queue:ctl.*'}\n",
 			[]string{`f.yaml:8: ingress.allow[0].address: "queue:ctl.*" names the routers' own addresses`}},
 		{"bad literal address", ingressBase + "ingress:\n  enabled: true\n  allow:\n    - {broker: a, to_broker: b, address: 'queue:q:key'}\n",
 			[]string{`f.yaml:9: ingress.allow[0].address: address "queue:q:key": a queue takes no key`}},

@@ -13,7 +13,7 @@ import (
 // finding 7).
 func TestSecretFileTooShort(t *testing.T) {
 	dir := t.TempDir()
-	for _, content := range []string{"", "\n", "short", strings.Repeat("s", MinSecretFileLen-1)} {
+	for _, content := range []string{"", "\n", "short", strings.Repeat("s", MinSecretLen-1)} {
 		f := filepath.Join(dir, "secret")
 		if err := os.WriteFile(f, []byte(content), 0o600); err != nil {
 			t.Fatal(err)
@@ -29,14 +29,14 @@ func TestSecretFileTooShort(t *testing.T) {
 		}
 	}
 	good := filepath.Join(dir, "good")
-	if err := os.WriteFile(good, []byte(strings.Repeat("g", MinSecretFileLen)+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(good, []byte(strings.Repeat("g", MinSecretLen)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := Parse("f.yaml", []byte(routeConfig("topology: {secret_file: '"+good+"'}")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, err := cfg.TopologySecret(); err != nil || len(s) != MinSecretFileLen {
+	if s, err := cfg.TopologySecret(); err != nil || len(s) != MinSecretLen {
 		t.Fatalf("a good secret file: %d bytes, %v", len(s), err)
 	}
 	// Not readable where check-config runs: judged at start only.
@@ -82,5 +82,18 @@ func TestRequireTLS(t *testing.T) {
 	y = "router_id: r\nbrokers:\n  - {name: a, url: 'amqps://u:s3cret@h', profile: generic, require_tls: true}\n"
 	if _, err := Parse("f.yaml", []byte(y)); err != nil {
 		t.Fatalf("require_tls with amqps: %v", err)
+	}
+}
+
+// An inline secret and a secret_file obey one rule: at least MinSecretLen
+// bytes (an inline one used to need 16).
+func TestInlineSecretLength(t *testing.T) {
+	short := strings.Repeat("s", MinSecretLen-1)
+	if _, err := Parse("f.yaml", []byte(routeConfig("topology: {secret: "+short+"}"))); err == nil ||
+		!strings.Contains(err.Error(), "secret is 31 bytes; a network secret needs at least 32") || strings.Contains(err.Error(), short) {
+		t.Fatalf("a 31-byte inline secret: %v", err)
+	}
+	if _, err := Parse("f.yaml", []byte(routeConfig("topology: {secret: "+short+"s}"))); err != nil {
+		t.Fatalf("a 32-byte inline secret: %v", err)
 	}
 }

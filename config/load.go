@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fedrouter/fedrouter/internal/ownfile"
 )
 
 // Error lists every problem found in a configuration file, each as
@@ -24,9 +26,14 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("config %s: %d problem(s):\n  %s", e.File, len(e.Problems), strings.Join(e.Problems, "\n  "))
 }
 
+// MaxConfigSize bounds the configuration file: 10,000 routes take about
+// 1 MiB; a larger file is a mistake or an attack on the memory of
+// check-config and the router.
+const MaxConfigSize = 4 << 20
+
 // Load reads, decodes and validates a configuration file.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := ownfile.ReadRegular(path, MaxConfigSize)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}

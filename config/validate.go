@@ -147,8 +147,8 @@ func (c *Config) validateTopology() []string {
 	if t.Secret != "" && t.SecretFile != "" {
 		add("give secret or secret_file, not both")
 	}
-	if t.Secret != "" && len(t.Secret) < 16 {
-		add("secret is %d characters; use at least 16", len(t.Secret))
+	if t.Secret != "" && len(t.Secret) < MinSecretLen {
+		add("secret is %d bytes; a network secret needs at least %d, as in a secret_file (e.g. head -c 32 /dev/urandom | base64)", len(t.Secret), MinSecretLen)
 	}
 	if t.SecretFile != "" {
 		// check-config may run where the secret is not readable (the

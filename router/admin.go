@@ -69,6 +69,12 @@ type AdminOptions struct {
 	// their own (metrics.route_series); every route is in the aggregates.
 	// Zero: DefaultRouteSeries; negative: none.
 	RouteSeries int
+	// Socket, if set, is a Unix socket path on which the API is also
+	// served to local processes of this user (the CLI beside the router),
+	// without the token and the throttle: the socket is in the private
+	// state directory, mode 0600, and on Linux each peer's uid is checked
+	// (admin_socket.go).
+	Socket string
 	// Context is the owner's: the parent of every request's context and of
 	// the metrics scrape's call into the Service (a Prometheus collector is
 	// given none). Its end cancels requests in progress. Default
@@ -85,13 +91,15 @@ type AdminServer struct {
 	svc     Service
 	opts    AdminOptions
 	log     zerolog.Logger
-	handler http.Handler
+	handler http.Handler // the gated API, for TCP clients
+	local   http.Handler // the API for the Unix socket: screened, no token
 	guard   *guard
 	regErr  error // registering the metrics collector failed; Start reports it
 
 	mu     sync.Mutex
 	srv    *http.Server // set by Start; guarded by mu
 	ln     net.Listener // set by Start; guarded by mu
+	lsrv   *http.Server // the Unix socket's, set by Start with Socket; guarded by mu
 	closed bool         // Close was called; guarded by mu
 	g      *group.Group // serve's; set by Start; guarded by mu
 	// served is Serve's error other than ErrServerClosed. Written only by
@@ -120,7 +128,8 @@ func NewAdminServer(svc Service, opts AdminOptions) *AdminServer {
 	if err := reg.Register(newServiceCollector(opts.Context, svc, opts.RouteSeries)); err != nil {
 		a.regErr = fmt.Errorf("admin API: register metrics: %w", err)
 	}
-	a.handler = a.routes(reg)
+	mux := a.routes(reg)
+	a.handler, a.local = a.guard.wrap(mux), a.guard.wrapLocal(mux)
 	return a
 }
 
@@ -146,16 +155,44 @@ func (a *AdminServer) Start() error {
 	if a.closed || a.srv != nil {
 		return errors.New("admin API: Start called twice or after Close")
 	}
-	ln, err := net.Listen("tcp", a.opts.Listen)
+	tcp, err := net.Listen("tcp", a.opts.Listen)
 	if err != nil {
 		return fmt.Errorf("admin API: listen on %s: %w", a.opts.Listen, err)
 	}
+	// Capped before TLS and before a byte is read: idle connections
+	// cannot take the process's descriptors (admin_listen.go).
+	ln := newLimitListener(tcp, adminMaxConns, adminMaxConnsPerClient, a.log)
 	if tlsCfg != nil {
 		ln = tls.NewListener(ln, tlsCfg)
 	}
+	var local net.Listener
+	if a.opts.Socket != "" {
+		if local, err = listenSocket(a.opts.Socket); err != nil {
+			_ = tcp.Close() // the socket's error is the one to report
+			return fmt.Errorf("admin API: %w", err)
+		}
+	}
 	a.ln = ln
-	a.srv = &http.Server{
-		Handler:           a.handler,
+	a.g = group.New(a.opts.Context)
+	a.srv = a.newServer(a.handler)
+	srv := a.srv
+	a.g.Go(func(context.Context) { a.serve(srv, ln) }) // ends with Close's Shutdown
+	a.log.Info().Str("listen", ln.Addr().String()).Bool("tls", tlsCfg != nil).Msg("admin API listening")
+	if local != nil {
+		a.lsrv = a.newServer(a.local)
+		lsrv := a.lsrv
+		a.g.Go(func(context.Context) { a.serve(lsrv, local) })
+		a.log.Info().Str("socket", a.opts.Socket).Msg("admin API listening on a Unix socket for the local CLI")
+	}
+	return nil
+}
+
+// newServer is an HTTP server of h with the API's timeouts, its requests'
+// contexts under the server's group.
+func (a *AdminServer) newServer(h http.Handler) *http.Server {
+	base := a.g.Context()
+	return &http.Server{
+		Handler:           h,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      adminWriteTimeout,
@@ -163,15 +200,9 @@ func (a *AdminServer) Start() error {
 		MaxHeaderBytes:    64 << 10,
 		// net/http's own complaints (malformed requests, handler panics)
 		// go to our log rather than the standard logger's stderr.
-		ErrorLog: stdlog.New(a.log, "", 0),
+		ErrorLog:    stdlog.New(a.log, "", 0),
+		BaseContext: func(net.Listener) context.Context { return base },
 	}
-	a.g = group.New(a.opts.Context)
-	base := a.g.Context()
-	a.srv.BaseContext = func(net.Listener) context.Context { return base }
-	srv := a.srv
-	a.g.Go(func(context.Context) { a.serve(srv, ln) }) // ends with Close's Shutdown
-	a.log.Info().Str("listen", ln.Addr().String()).Bool("tls", tlsCfg != nil).Msg("admin API listening")
-	return nil
 }
 
 // checkOptions applies config's admin rules to the options (the same ones
@@ -232,18 +263,17 @@ func (a *AdminServer) Addr() string {
 // error that stopped serving early, if any.
 func (a *AdminServer) Close(ctx context.Context) error {
 	a.mu.Lock()
-	srv, g := a.srv, a.g
+	srv, lsrv, g := a.srv, a.lsrv, a.g
 	a.closed = true
 	a.mu.Unlock()
 	if srv == nil {
 		return nil
 	}
-	err := srv.Shutdown(ctx)
-	if err != nil {
-		// ctx ended with requests in progress: drop them. Close's own
-		// error can only repeat the listener's, already closed by Shutdown.
-		_ = srv.Close()
-		err = fmt.Errorf("admin API: shutdown: %w", err)
+	err := shutdown(ctx, srv)
+	if lsrv != nil {
+		if lerr := shutdown(ctx, lsrv); err == nil {
+			err = lerr
+		}
 	}
 	g.Stop() // serve has returned (Serve ends with Shutdown): this joins it
 	if a.served != nil {
@@ -252,8 +282,20 @@ func (a *AdminServer) Close(ctx context.Context) error {
 	return err
 }
 
-// routes builds the handler: the gate (admin_guard.go), then the mux,
-// with JSON errors for unknown paths and methods.
+// shutdown stops srv, letting requests finish until ctx ends, then
+// dropping them.
+func shutdown(ctx context.Context, srv *http.Server) error {
+	if err := srv.Shutdown(ctx); err != nil {
+		// Close's own error can only repeat the listener's, already
+		// closed by Shutdown.
+		_ = srv.Close()
+		return fmt.Errorf("admin API: shutdown: %w", err)
+	}
+	return nil
+}
+
+// routes builds the mux, with JSON errors for unknown paths and methods;
+// the gate (admin_guard.go) goes in front of it.
 func (a *AdminServer) routes(reg *prometheus.Registry) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/routes", a.listRoutes)
@@ -272,7 +314,7 @@ func (a *AdminServer) routes(reg *prometheus.Registry) http.Handler {
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
-	return a.guard.wrap(jsonNotFound(mux))
+	return jsonNotFound(mux)
 }
 
 // jsonNotFound answers requests no pattern matches with a JSON error

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/fedrouter/fedrouter/console"
+	"github.com/fedrouter/fedrouter/internal/ratelog"
 )
 
 // guard is the admin API's gate: every request passes it before the mux.
@@ -43,6 +44,7 @@ type guard struct {
 	names    map[string]bool // accepted Host names, lower case, no trailing dot
 	tokenSum [32]byte        // SHA-256 of the token: compared sums hide its length
 	throttle *throttle
+	logs     *ratelog.Limiter // the wrong-token warnings' rate
 	log      zerolog.Logger
 	now      func() time.Time // time.Now; tests move it
 }
@@ -56,7 +58,7 @@ type refusal struct {
 
 func newGuard(token, listen string, names []string, log zerolog.Logger) *guard {
 	g := &guard{names: map[string]bool{"localhost": true}, tokenSum: sha256.Sum256([]byte(token)),
-		throttle: newThrottle(), log: log, now: time.Now}
+		throttle: newThrottle(), logs: ratelog.New(wrongTokenLogEvery), log: log, now: time.Now}
 	if h, _, err := net.SplitHostPort(listen); err == nil && h != "" {
 		g.names[canonicalHost(h)] = true // an IP address passes anyway
 	}
@@ -83,6 +85,19 @@ func (g *guard) wrap(next http.Handler) http.Handler {
 	})
 }
 
+// wrapLocal is the gate of the Unix socket: the browser checks (a page
+// cannot reach a socket, but they cost nothing), and no token nor throttle:
+// the socket's directory and peer check admitted the client already.
+func (g *guard) wrapLocal(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ref := g.screen(r); ref != nil {
+			writeError(w, ref.status, ref.msg)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // admit runs every check; nil lets the request through.
 func (g *guard) admit(r *http.Request, now time.Time) *refusal {
 	if ref := g.screen(r); ref != nil {
@@ -92,9 +107,13 @@ func (g *guard) admit(r *http.Request, now time.Time) *refusal {
 		return nil
 	}
 	client := clientKey(r.RemoteAddr)
-	if wait := g.throttle.wait(client, now); wait > 0 {
+	if wait, global := g.throttle.wait(client, now); wait > 0 {
+		from := client
+		if global {
+			from = "all clients together (the local CLI is not throttled: it uses the Unix socket)"
+		}
 		return &refusal{status: http.StatusTooManyRequests, retryAfter: wait,
-			msg: fmt.Sprintf("too many wrong admin tokens from %s: try again in %s", client, wait.Round(time.Second))}
+			msg: fmt.Sprintf("too many wrong admin tokens from %s: try again in %s", from, wait.Round(time.Second))}
 	}
 	got, ok := bearer(r.Header.Get("Authorization"))
 	if !ok {
@@ -105,13 +124,27 @@ func (g *guard) admit(r *http.Request, now time.Time) *refusal {
 	if subtle.ConstantTimeCompare(sum[:], g.tokenSum[:]) == 1 {
 		return nil
 	}
-	g.log.Warn().Str("remote", r.RemoteAddr).Str("path", r.URL.Path).Msg("admin API: wrong token")
-	if blocked := g.throttle.fail(client, now); blocked > 0 {
+	blocked := g.throttle.fail(client, now)
+	g.warnWrongToken(r, client, blocked, now)
+	return &refusal{status: http.StatusUnauthorized,
+		msg: `wrong admin token (want the router's admin token as "Authorization: Bearer TOKEN")`}
+}
+
+// warnWrongToken logs a wrong token and a block it started through the
+// rate-limited logger: the first of each at once, then a count every
+// logEvery, so a flood of guesses is a few lines, not a line a guess.
+func (g *guard) warnWrongToken(r *http.Request, client string, blocked time.Duration, now time.Time) {
+	if g.logs.Allow("wrong token", now) {
+		g.log.Warn().Str("remote", r.RemoteAddr).Str("path", r.URL.Path).Msg("admin API: wrong token")
+	}
+	if blocked > 0 && g.logs.Allow("client turned away", now) {
 		g.log.Warn().Str("client", client).Dur("for", blocked).Int("wrong_tokens", g.throttle.max).
 			Msg("admin API: client turned away after too many wrong tokens")
 	}
-	return &refusal{status: http.StatusUnauthorized,
-		msg: `wrong admin token (want the router's admin token as "Authorization: Bearer TOKEN")`}
+	for _, s := range g.logs.Due(now) {
+		g.log.Warn().Str("what", s.Key).Uint64("count", s.Count).Dur("over", s.Over).
+			Msg("admin API: wrong tokens (repeats not logged one by one)")
+	}
 }
 
 // screen checks what a browser's request gives away: the Host it was sent

@@ -159,14 +159,14 @@ func TestThrottleWindowAndBound(t *testing.T) {
 	}
 	later := t0.Add(throttleWindow + 10*time.Second) // "old" has finished
 	th.fail("new1", later)
-	if th.size() != 3 || th.wait("blocked", later) == 0 {
-		t.Fatalf("after new1: %d clients, blocked waits %s", th.size(), th.wait("blocked", later))
+	if th.size() != 3 || waitOf(th, "blocked", later) == 0 {
+		t.Fatalf("after new1: %d clients, blocked waits %s", th.size(), waitOf(th, "blocked", later))
 	}
 	th.fail("new2", later) // none finished ("mid" counts until t0+90s): the oldest, "mid", goes
 	th.mu.Lock()
 	_, midKept := th.clients["mid"]
 	th.mu.Unlock()
-	if th.size() != 3 || midKept || th.wait("blocked", later) == 0 {
+	if th.size() != 3 || midKept || waitOf(th, "blocked", later) == 0 {
 		t.Fatalf("after new2: %d clients, mid kept %v", th.size(), midKept)
 	}
 }

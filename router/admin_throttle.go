@@ -14,8 +14,19 @@ const (
 	throttleWindow = time.Minute
 	throttleBlock  = time.Minute
 	// throttleClients bounds the clients tracked: past it, finished
-	// entries go, then the one whose last wrong token is the oldest.
+	// entries go, then the one whose last wrong token is the oldest, but
+	// never one that is turned away (forgetting it would let it guess
+	// again).
 	throttleClients = 4096
+	// throttleGlobal wrong tokens per throttleWindow from all clients
+	// together (a bucket that refills evenly, one per second): past it,
+	// every TCP client is turned away until the bucket refills. It bounds
+	// the guesses of an attacker with many addresses (the loopback has
+	// 2^24); the local CLI, on the Unix socket, is not counted.
+	throttleGlobal = 60
+	// wrongTokenLogEvery: after the first wrong-token warning, the
+	// repeats are logged as one count per interval.
+	wrongTokenLogEvery = 10 * time.Second
 )
 
 // throttle counts wrong admin tokens per client and turns a client away
@@ -28,8 +39,12 @@ type throttle struct {
 	window, block time.Duration
 	capacity      int
 
+	globalMax int // bucket size and refill per window
+
 	mu      sync.Mutex
 	clients map[string]*strikes // guarded by mu
+	bucket  float64             // wrong tokens still allowed overall; guarded by mu
+	filled  time.Time           // when bucket was last refilled; guarded by mu
 }
 
 // strikes are one client's wrong tokens.
@@ -42,18 +57,43 @@ type strikes struct {
 
 func newThrottle() *throttle {
 	return &throttle{max: throttleMax, window: throttleWindow, block: throttleBlock, capacity: throttleClients,
-		clients: map[string]*strikes{}}
+		globalMax: throttleGlobal, bucket: throttleGlobal, clients: map[string]*strikes{}}
 }
 
-// wait is how long client is still turned away; 0 if it may try.
-func (t *throttle) wait(client string, now time.Time) time.Duration {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := t.clients[client]
-	if s == nil || !now.Before(s.until) {
+// refill adds what the time since the last refill earned. Called with mu
+// held.
+func (t *throttle) refill(now time.Time) {
+	if !t.filled.IsZero() && now.After(t.filled) {
+		t.bucket += float64(t.globalMax) * float64(now.Sub(t.filled)) / float64(t.window)
+		t.bucket = min(t.bucket, float64(t.globalMax))
+	}
+	if now.After(t.filled) {
+		t.filled = now
+	}
+}
+
+// globalWait is how long until the bucket holds a wrong token again; 0 if
+// it does. Called with mu held.
+func (t *throttle) globalWait(now time.Time) time.Duration {
+	t.refill(now)
+	if t.bucket >= 1 {
 		return 0
 	}
-	return s.until.Sub(now)
+	return time.Duration((1 - t.bucket) * float64(t.window) / float64(t.globalMax))
+}
+
+// wait is how long client is still turned away, and whether by the rate of
+// all clients together; 0 if it may try.
+func (t *throttle) wait(client string, now time.Time) (time.Duration, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.clients[client]; s != nil && now.Before(s.until) {
+		return s.until.Sub(now), false
+	}
+	if w := t.globalWait(now); w > 0 {
+		return w, true
+	}
+	return 0, false
 }
 
 // fail records a wrong token from client. It returns the block this one
@@ -61,9 +101,13 @@ func (t *throttle) wait(client string, now time.Time) time.Duration {
 func (t *throttle) fail(client string, now time.Time) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.refill(now)
+	t.bucket = max(t.bucket-1, 0)
 	s := t.clients[client]
 	if s == nil {
-		t.makeRoom(now)
+		if !t.makeRoom(now) {
+			return 0 // every tracked client is turned away: this one counts overall only
+		}
 		s = &strikes{since: now}
 		t.clients[client] = s
 	}
@@ -81,10 +125,12 @@ func (t *throttle) fail(client string, now time.Time) time.Duration {
 
 // makeRoom keeps the map under capacity before an entry is added: first
 // the entries that no longer count (window passed, not turned away), then
-// the one that failed longest ago. Called with mu held.
-func (t *throttle) makeRoom(now time.Time) {
+// the one not turned away that failed longest ago. It reports false when
+// every entry is turned away: none of them is ever forgotten before its
+// block ends. Called with mu held.
+func (t *throttle) makeRoom(now time.Time) bool {
 	if len(t.clients) < t.capacity {
-		return
+		return true
 	}
 	for k, s := range t.clients {
 		if now.Sub(s.since) >= t.window && !now.Before(s.until) {
@@ -95,12 +141,19 @@ func (t *throttle) makeRoom(now time.Time) {
 		var oldest string
 		var at time.Time
 		for k, s := range t.clients {
+			if now.Before(s.until) {
+				continue
+			}
 			if oldest == "" || s.last.Before(at) {
 				oldest, at = k, s.last
 			}
 		}
+		if oldest == "" {
+			return false
+		}
 		delete(t.clients, oldest)
 	}
+	return true
 }
 
 // size is how many clients are tracked (tests).

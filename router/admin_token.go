@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/fedrouter/fedrouter/config"
+	"github.com/fedrouter/fedrouter/internal/ownfile"
 )
 
 // AdminToken returns the token the admin API requires: the configured one
@@ -41,7 +42,7 @@ func loadOrCreateToken(path string) (string, bool, error) {
 		return tok, false, err
 	}
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := ownfile.PrepareDir(dir); err != nil {
 		return "", false, err
 	}
 	raw := make([]byte, 32)
@@ -74,24 +75,18 @@ func loadOrCreateToken(path string) (string, bool, error) {
 	return tok, true, nil
 }
 
-// readOwnTokenFile reads a generated token, refusing a file another user
-// owns or may read: in a shared directory (/tmp) someone could have put a
-// token they know there first.
+// readOwnTokenFile reads a generated token under ownfile's rules: no
+// symbolic link, no FIFO, a file of this user's that no other may read or
+// write. In a shared directory someone could have put a token they know
+// there first.
 func readOwnTokenFile(path string) (string, error) {
-	f, err := os.Open(path)
+	f, err := ownfile.Open(path, os.O_RDONLY, 0)
+	if errors.Is(err, ownfile.ErrUnsafe) {
+		return "", fmt.Errorf("%w; or delete it for a new token", err)
+	}
 	if err != nil {
 		return "", err
 	}
 	defer func() { _ = f.Close() }() // read only: closing has nothing to report
-	fi, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return "", fmt.Errorf("mode %#o lets others read it: chmod 600 %s, or delete it for a new token", perm, path)
-	}
-	if uid, ok := fileOwner(fi); ok && uid != os.Getuid() {
-		return "", fmt.Errorf("owned by uid %d, not this process's %d: delete it for a new token", uid, os.Getuid())
-	}
 	return config.ReadToken(f, path)
 }

@@ -5,7 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/fedrouter/fedrouter/config"
 )
@@ -84,7 +86,7 @@ func TestAdminTokenRefusesUnsafeFiles(t *testing.T) {
 	if err := os.Chmod(path, 0o644); err != nil { // past the umask
 		t.Fatal(err)
 	}
-	if _, _, _, err := AdminToken(cfg); err == nil || !strings.Contains(err.Error(), "admin API: generated token "+path+": mode 0644 lets others read it") {
+	if _, _, _, err := AdminToken(cfg); err == nil || !strings.Contains(err.Error(), "admin API: generated token "+path+": "+path+" has mode 0644: other users may read or write it (chmod 600 "+path+"): unsafe; or delete it for a new token") {
 		t.Fatalf("world-readable token file: %v", err)
 	}
 	if err := os.WriteFile(path, nil, 0o600); err != nil {
@@ -105,5 +107,38 @@ func TestAdminTokenRefusesUnsafeFiles(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Fatalf("a token was generated beside a configured one: %v", entries)
+	}
+}
+
+// A FIFO at the token's path (the generated one or admin.token_file) is
+// refused at once: reading it would hang the start.
+func TestAdminTokenFIFORefused(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "token-fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	generated := tokenConfig(t, dir, "")
+	if err := syscall.Mkfifo(generated.GeneratedTokenPath(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, start := range []func() error{
+		func() error { _, _, _, err := AdminToken(generated); return err },
+		func() error {
+			_, err := config.Parse(filepath.Join(dir, "router.yaml"),
+				[]byte("router_id: r1\nbrokers:\n  - {name: a, url: 'amqp://h', profile: generic}\nadmin: {token_file: "+fifo+"}\n"))
+			return err
+		},
+	} {
+		done := make(chan error, 1)
+		go func() { done <- start() }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "FIFO") || !strings.Contains(err.Error(), "not a regular file") {
+				t.Fatalf("token file as a FIFO: %v", err)
+			}
+		case <-time.After(time.Minute): // a blocking open never returns
+			t.Fatal("a FIFO at the token path hangs the start")
+		}
 	}
 }

@@ -31,7 +31,7 @@ import (
 // From rabbit1 to rabbit4 there are two paths of equal cost; ties go to
 // the smaller name, so traffic takes rabbit2 until mB's side is cut.
 
-const meshSecret = "mesh-test-secret-0123456789"
+const meshSecret = "mesh-test-secret-0123456789abcdef"
 
 type mesh struct {
 	t       *testing.T

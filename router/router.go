@@ -337,6 +337,9 @@ func (r *Router) RouterID() string { return r.cfg.RouterID }
 
 // AddRoute adds a runtime route.
 func (r *Router) AddRoute(ctx context.Context, spec routes.Spec) (routes.Status, error) {
+	if err := refuseOwned(spec, r.cfg.Topology.ControlAddress); err != nil {
+		return routes.Status{}, err
+	}
 	return r.routeCtl.add(ctx, spec)
 }
 

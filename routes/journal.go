@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/fedrouter/fedrouter/internal/ownfile"
 )
 
 // The state file is a snapshot (statefile.go) plus a journal beside it,
@@ -251,7 +253,7 @@ func (l *stateLog) fold(routes []Spec) error {
 // truncate empties the journal, creating it on first use.
 func (l *stateLog) truncate() error {
 	if l.f == nil {
-		f, err := os.OpenFile(l.path+JournalSuffix, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		f, err := ownfile.Open(l.path+JournalSuffix, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		if err != nil {
 			return fmt.Errorf("routes: open the state journal: %w", err)
 		}
@@ -289,7 +291,7 @@ func LoadJournaled(path string) (routes []Spec, torn bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
-	data, err := os.ReadFile(path + JournalSuffix)
+	data, err := readOwn(path + JournalSuffix)
 	if errors.Is(err, os.ErrNotExist) {
 		return snap, false, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/internal/group"
+	"github.com/fedrouter/fedrouter/internal/ownfile"
 	"github.com/fedrouter/fedrouter/links"
 	"github.com/fedrouter/fedrouter/routes/pathpolicy"
 )
@@ -189,6 +191,11 @@ func (m *Manager) Restore(configured []Spec) error {
 	if m.opts.StatePath == "" {
 		return nil
 	}
+	// Before anything in it is read: a directory others may write to
+	// would let them plant the routes this router runs.
+	if err := ownfile.PrepareDir(filepath.Dir(m.opts.StatePath)); err != nil {
+		return fmt.Errorf("routes: state directory: %w", err)
+	}
 	if n, err := RemoveStateTemp(m.opts.StatePath); err != nil {
 		return err
 	} else if n > 0 {
@@ -209,7 +216,7 @@ func (m *Manager) Restore(configured []Spec) error {
 	// A journal left with lines is folded now: it then starts empty,
 	// with nothing torn to append after. Without one, nothing is written
 	// before the first durable change.
-	if j, err := os.Stat(m.opts.StatePath + JournalSuffix); err == nil && j.Size() > 0 {
+	if j, err := os.Lstat(m.opts.StatePath + JournalSuffix); err == nil && j.Size() > 0 {
 		if err := m.state.enqueueCompact(true)(); err != nil {
 			return err
 		}

@@ -239,7 +239,7 @@ func (s Spec) Check(n Network) ([]pathpolicy.Step, error) {
 		add("the source broker is missing")
 	}
 	if s.Dest != "" && s.Dest == s.Src {
-		add("source and destination are the same broker %q: a route from a broker to itself is refused", s.Dest)
+		add("source and destination are the same broker %q: a route from a broker to itself is refused", amqp.Redact(s.Dest))
 	}
 	if s.Exchange == "" && s.DestQueue == "" {
 		add("the exchange is missing")

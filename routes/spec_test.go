@@ -163,3 +163,23 @@ func TestResolveErrorHidesPassword(t *testing.T) {
 		t.Fatalf("resolve error: %v", err)
 	}
 }
+
+// qpid-route's user/pass@host form (issue 27 item 3): the password is in
+// neither the resolve error (the API's answer), the route's description
+// (the log line) nor a validation error.
+func TestQpidFormPasswordHidden(t *testing.T) {
+	m := NewManager(t.Context(), Options{RouterID: "r"})
+	defer m.Stop(t.Context())
+	for _, addr := range []string{"guest/Secr3t@10.1.1.1:1", "guest/Secr3t@10.1.1.1"} {
+		if _, err := m.Resolve(addr); err == nil || strings.Contains(err.Error(), "Secr3t") || !strings.Contains(err.Error(), "guest/xxxxx@10.1.1.1") {
+			t.Fatalf("resolve %s: %v", addr, err)
+		}
+	}
+	s := Spec{Kind: KindQueue, Src: "guest/Secr3t@h:1", Dest: "guest/Secr3t@h:1", Exchange: "x", Queue: "q"}.WithDefaults()
+	if str := s.String(); strings.Contains(str, "Secr3t") {
+		t.Fatalf("spec: %s", str)
+	}
+	if err := s.Validate(); err == nil || strings.Contains(err.Error(), "Secr3t") {
+		t.Fatalf("validate: %v", err)
+	}
+}

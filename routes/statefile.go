@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/fedrouter/fedrouter/internal/ownfile"
 )
 
 // The state file keeps the durable routes added at runtime, so they come
@@ -25,7 +28,7 @@ type stateFile struct {
 // an empty list; a damaged one is an error naming the file, so the router
 // does not start and silently forget routes.
 func LoadState(path string) ([]Spec, error) {
-	data, err := os.ReadFile(path)
+	data, err := readOwn(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -83,7 +86,7 @@ func SaveState(path string, routes []Spec) error {
 		return fmt.Errorf("routes: encode state: %w", err)
 	}
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := ownfile.PrepareDir(dir); err != nil {
 		return fmt.Errorf("routes: state directory: %w", err)
 	}
 	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
@@ -101,6 +104,18 @@ func SaveState(path string, routes []Spec) error {
 		return fmt.Errorf("routes: replace state: %w", err)
 	}
 	return syncDir(dir) // the rename is durable once the directory is
+}
+
+// readOwn reads one of the router's own files (the state file, the
+// journal) under ownfile's rules: no symbolic link, a regular file of this
+// user's that no other user may read or write.
+func readOwn(path string) ([]byte, error) {
+	f, err := ownfile.Open(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }() // read only: closing has nothing to report
+	return io.ReadAll(f)
 }
 
 // syncDir syncs a directory, so that the names created or renamed in it

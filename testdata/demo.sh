@@ -21,14 +21,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${FEDROUTER_BIN:-bin/fedrouter}
-CONF=testdata/demo.yaml
 API=http://127.0.0.1:9696                  # admin.listen of demo.yaml
 R1=amqp://guest:guest@127.0.0.1:5701       # rabbit1: AMQP and management
 M1=http://guest:guest@127.0.0.1:15701
 R2=amqp://guest:guest@127.0.0.1:5702       # rabbit2
 M2=http://guest:guest@127.0.0.1:15702
 P1=amqp://127.0.0.1:5801                   # proton1 (Proton C broker)
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/fedrouter-demo.XXXXXX")
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/fedrouter-demo.XXXXXX")   # mode 0700
+# The router keeps its state and generated token beside its config: a
+# copy in the private $WORK, never a directory others may write to.
+cp testdata/demo.yaml "$WORK/demo.yaml"
+CONF=$WORK/demo.yaml
 LOG=$WORK/router.log
 DC=$WORK/democlient
 START=$(date +%s)
@@ -210,7 +213,7 @@ mesh_router() {
     echo "  - {name: $b, url: \"$burl\", profile: rabbitmq, username: guest, password: guest, management: {url: \"http://127.0.0.1:1570${b#rabbit}\"}}"
     echo "links:"
     echo "  - {between: [$a, $b]}"
-    echo "topology: {secret: demo-mesh-secret-0123456789, refresh: 1s, max_age: 3s, control_address: fedrouter.demo.control}"
+    echo "topology: {secret: demo-mesh-secret-0123456789abcdef, refresh: 1s, max_age: 3s, control_address: fedrouter.demo.control}"
     echo "reconnect: {min: 200ms, max: 2s}"
     echo "admin: {listen: 127.0.0.1:$port}"
     echo "log: {level: info, format: text}"

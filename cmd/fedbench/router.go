@@ -46,7 +46,7 @@ func freePort() (int, error) {
 // benchSecret turns link-state flooding on for the fan-out variant (one
 // router: it floods to itself and computes its paths) and the transit
 // variant (two routers).
-const benchSecret = "fedbench-network-secret"
+const benchSecret = "fedbench-network-secret-0123456789"
 
 // newToken is a router's admin token for one run: random, so a process of
 // another run on this host cannot call it.

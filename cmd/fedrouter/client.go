@@ -47,6 +47,10 @@ func newAPIClient(c *cli.Context) (*adminclient.Client, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--config: %w", err)
 		}
+		if sock, ok := adminclient.LocalSocket(cfg); ok && !c.IsSet("router") && !c.IsSet("token") && !c.IsSet("token-file") {
+			// Beside the router: its Unix socket, no token sent anywhere.
+			return adminclient.New(adminclient.LocalURL, localOptions(c, sock))
+		}
 		if s, o, err = adminclient.FromConfig(cfg); err != nil {
 			return nil, fmt.Errorf("--config %s: %w", f, err)
 		}
@@ -86,6 +90,15 @@ func newAPIClient(c *cli.Context) (*adminclient.Client, error) {
 		}
 	}
 	return adminclient.New(s, o)
+}
+
+// localOptions are the client's options over the router's Unix socket.
+func localOptions(c *cli.Context, socket string) adminclient.Options {
+	o := adminclient.Options{Socket: socket, Timeout: c.Duration("timeout")}
+	if c.Bool("verbose") {
+		o.Trace = c.App.ErrWriter
+	}
+	return o
 }
 
 // withScheme takes a bare host:port as http, as operators type it.

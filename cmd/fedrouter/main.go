@@ -111,6 +111,12 @@ func runDaemon(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// Before the state directory is read or written: one router per state.
+	unlock, err := router.LockState(cfg)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = unlock() }() // the process's end releases it all the same
 	log := newLogger(cfg.Log, c.App.ErrWriter)
 	r := router.New(cfg, log)
 	// Before the router connects: a token problem stops the start at once.
@@ -183,9 +189,13 @@ func newAdmin(ctx context.Context, cfg *config.Config, r *router.Router, log zer
 	if series == 0 {
 		series = -1 // route_series: 0 is none; the option's zero is the default
 	}
+	socket, ok := cfg.AdminSocketPath()
+	if !ok {
+		socket = "" // a cluster member, or a state directory too deep for a socket: the CLI uses the token
+	}
 	return router.NewAdminServer(r, router.AdminOptions{Listen: a.Listen, Token: token, Names: a.Names,
 		CertFile: a.TLS.CertFile, KeyFile: a.TLS.KeyFile, AllowPlaintext: a.AllowPlaintext, Log: log, Context: ctx,
-		RouteSeries: series}), nil
+		RouteSeries: series, Socket: socket}), nil
 }
 
 func adminAddr(s *router.AdminServer) string {

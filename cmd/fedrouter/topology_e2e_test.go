@@ -19,7 +19,7 @@ import (
 	"github.com/fedrouter/fedrouter/topology"
 )
 
-const e2eSecret = "e2e-network-secret-0123456789"
+const e2eSecret = "e2e-network-secret-0123456789abc"
 
 // topoRouter writes the config of a router attached to brokers a and b
 // with a queue route b <= a, and starts it.
