@@ -63,6 +63,8 @@ type Entry struct {
 	Follow  bool
 	MaxHops int
 	Settle  time.Duration
+	// Limits, when set, hold for the sum over the instances (shares.go).
+	Limits *Limits
 }
 
 // Queue is one destination as a broker's listing shows it.
