@@ -102,8 +102,10 @@ type Decision struct {
 	Changed bool
 	Why     string // why they changed
 	// Withhold: the sum of the depths is at a limit — routes feeding the
-	// destination withhold credit. Full: the brokers at their own share
-	// (routes into their instance withhold credit too).
+	// destination withhold credit. Full: the brokers near their own share,
+	// with room under a tenth of it (routes into their instance withhold
+	// credit too: the listings lag, and RabbitMQ 3.10's AMQP 1.0 plugin
+	// answers a refusal by closing the connection).
 	Withhold bool
 	Full     []string
 }
@@ -133,7 +135,7 @@ func Decide(lim Limits, use []Use, prev Shares, now time.Time) Decision {
 	for _, u := range use {
 		msgs += u.Messages
 		bytes += u.Bytes
-		if (out.Shares.Messages != nil && u.Messages >= out.Shares.Messages[u.Broker]) || (out.Shares.Bytes != nil && u.Bytes >= out.Shares.Bytes[u.Broker]) {
+		if near(out.Shares.Messages, u.Broker, u.Messages) || near(out.Shares.Bytes, u.Broker, u.Bytes) {
 			out.Full = append(out.Full, u.Broker)
 		}
 	}
@@ -205,6 +207,11 @@ func differs(prev, ideal map[string]int64, limit int64) bool {
 	return false
 }
 
+// near: depth leaves b less than a tenth of its share (at least 1).
+func near(shares map[string]int64, b string, depth int64) bool {
+	return shares != nil && shares[b]-depth < max(1, shares[b]/10)
+}
+
 // pressed is the first broker whose room is under a tenth of its share
 // (at least 1) while the others together have at least that much room.
 func pressed(shares map[string]int64, use []Use, depth func(Use) int64) string {
@@ -217,7 +224,7 @@ func pressed(shares map[string]int64, use []Use, depth func(Use) int64) string {
 	}
 	for _, u := range use {
 		r := max(0, shares[u.Broker]-depth(u))
-		if need := max(1, shares[u.Broker]/10); r < need && room-r >= need {
+		if need := max(1, shares[u.Broker]/10); near(shares, u.Broker, depth(u)) && room-r >= need {
 			return u.Broker
 		}
 	}
@@ -305,4 +312,28 @@ func apportion(total int64, weights []int64) []int64 {
 		given++
 	}
 	return out
+}
+
+// LimitsView is a destination's limits as `destination list` shows them:
+// the limits, the sum of the depths, and each broker's share and use.
+// The core does not keep the shares: the router fills this in.
+type LimitsView struct {
+	Limits   string      `json:"limits"` // Limits.String()
+	Messages int64       `json:"messages"`
+	Bytes    int64       `json:"bytes"`
+	Withhold bool        `json:"withhold"` // the routes feeding it withhold credit
+	Brokers  []ShareView `json:"brokers"`
+	Changed  time.Time   `json:"changed"` // when the shares last changed
+	Why      string      `json:"why,omitempty"`
+}
+
+// ShareView is one broker's share and use.
+type ShareView struct {
+	Broker        string `json:"broker"`
+	Messages      int64  `json:"messages"`
+	Bytes         int64  `json:"bytes"`
+	ShareMessages int64  `json:"share_messages,omitempty"`
+	ShareBytes    int64  `json:"share_bytes,omitempty"`
+	Held          bool   `json:"held"`             // routes into it withhold credit
+	Policy        string `json:"policy,omitempty"` // why its share is not set at the broker, if so
 }

@@ -46,6 +46,8 @@ type globalDests struct {
 	listings      listings // each broker's last listing, shared with the advertised destinations
 	brokers       []string // listed, sorted
 	control       string   // the control address: never a global destination
+	entries       []globaldest.Entry
+	limits        *destLimits // nil: no entry has limits the brokers enforce
 	log           zerolog.Logger
 	g             *group.Group
 
@@ -69,6 +71,9 @@ type destCounts struct {
 	// each of several laps counts each time).
 	Moved  uint64 `json:"moved"`
 	Parked uint64 `json:"parked"`
+	// LimitRefusals: messages the instances of limited destinations
+	// refused the routes (released at their sources, not lost).
+	LimitRefusals uint64 `json:"limit_refusals"`
 }
 
 // ErrNoDestinations: the router has no destinations: section.
@@ -98,6 +103,7 @@ func (r *Router) newGlobalDests(brokers map[string]amqp.Broker) error {
 		}
 	}
 	sort.Strings(g.brokers)
+	g.entries, g.limits = entries, newDestLimits(entries, brokers, r.limitGates)
 	r.gdests = g
 	return nil
 }
@@ -154,6 +160,7 @@ func (g *globalDests) round(ctx context.Context) {
 	}
 	g.apply(ctx, g.core.Tick(time.Now()))
 	st := g.core.Status()
+	g.enforce(ctx, st)
 	g.mu.Lock()
 	g.status = st
 	g.mu.Unlock()
@@ -286,6 +293,9 @@ func (r *Router) GlobalDestinations(context.Context) (Destinations, error) {
 	}
 	g.mu.Unlock()
 	g.flowStatus(out.Destinations) // the flows' counts now, not at the last round
+	if r.limitGates != nil {
+		out.Counts.LimitRefusals = r.limitGates.refusals()
+	}
 	for _, d := range out.Destinations {
 		for _, f := range d.Flows {
 			out.Counts.Moved += f.Moved

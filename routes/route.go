@@ -237,6 +237,7 @@ func (r *route) runLinks(ctx context.Context, path pathKind, drain <-chan struct
 	if w.close != nil {
 		defer w.close()
 	}
+	w = r.gateWiring(w) // before a flow's parking: only the move is held back
 	if r.spec.MaxMoves > 0 {
 		if w, err = r.moveWiring(setup, srcSess, w, lapped); err != nil {
 			return err
