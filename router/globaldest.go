@@ -187,7 +187,7 @@ func (g *globalDests) observed(b string, qs []amqp.QueueInfo, now time.Time) []g
 		}
 		// The listing's arguments are JSON already (numbers as float64).
 		out = append(out, globaldest.Queue{Name: q.Name, Kind: kind, Props: globaldest.Props{Durable: q.Durable, Args: q.Arguments},
-			Messages: q.Messages, Consumers: q.Consumers})
+			Messages: q.Messages, Consumers: q.Consumers, Bytes: q.MessageBytes})
 	}
 	return out
 }
