@@ -169,7 +169,7 @@ func (d *destRig) publish091(b int, q string, base int64, n int, o pubOpts) (pub
 		}
 		seq := base + int64(i)
 		tag := ch.GetNextPublishSeqNo()
-		body := append([]byte(strconv.FormatInt(seq, 10)+" "), pad...)
+		body := append([]byte(fmt.Sprintf("%010d ", seq)), pad...)
 		if err := ch.PublishWithContext(context.Background(), "", q, false, false, amqp091.Publishing{Body: body, DeliveryMode: amqp091.Persistent}); err != nil {
 			return res, err
 		}
@@ -306,21 +306,20 @@ func (d *destRig) waitNoConsumers(q string) {
 	})
 }
 
-// A limit of 10,000 messages over rabbit1..4, producers at all four
-// publishing 40,000 in all with no consumer: the true total (the four
-// depths, sampled by passive declares) never passes the limit by more
-// than max(1 %, one credit window); the producers see refusals; every
-// message confirmed is there; consumers drain them all and the producers
-// are accepted again; a producer at one broker that fills its share is
-// accepted again once the shares move to it (the rebalance's reaction
-// time, measured).
-func TestGlobalDestinationsLimitsAddUp(t *testing.T) {
-	const limit, perBroker = 10000, 10000
-	d := newDestRigNamed(t, "h-gd", fmt.Sprintf("settle: 2s, limits: {max_messages: %d}", limit))
-	q := d.globalQueue()
-	view := d.limitsView(q, 60*time.Second)
-	time.Sleep(time.Second) // a policy applies moments after its PUT (asynchronously)
-	t.Logf("shares before: %+v", view.Brokers)
+// fillAndDrain: producers at every broker publish perBroker each to q
+// (bodies of size bytes) with no consumer, while the true total is
+// sampled; then consumers at every broker drain it. unit is "messages" or
+// "bytes" (every body has the same size), the limit in that unit. It
+// checks the bound, the refusals, the count and the drain, and returns
+// the probe and what was accepted.
+func (d *destRig) fillAndDrain(q, unit string, limit int64, perBroker, size int) (*depthProbe, []int64) {
+	t := d.t
+	t.Helper()
+	bodyLen := int64(len(fmt.Sprintf("%010d ", 0)) + size)
+	per := int64(1)
+	if unit == "bytes" {
+		per = bodyLen
+	}
 	probe := d.depthProbe(q)
 	smp := probe.sample(20 * time.Millisecond)
 
@@ -332,7 +331,7 @@ func TestGlobalDestinationsLimitsAddUp(t *testing.T) {
 		wg.Add(1)
 		go func() { // joined by wg
 			defer wg.Done()
-			results[i], errs[i] = d.publish091(i, q, int64(i)*1_000_000, perBroker, pubOpts{window: 200, size: 16})
+			results[i], errs[i] = d.publish091(i, q, int64(i)*1_000_000, perBroker, pubOpts{window: 200, size: size})
 		}()
 	}
 	wg.Wait()
@@ -353,24 +352,34 @@ func TestGlobalDestinationsLimitsAddUp(t *testing.T) {
 		accepted = append(accepted, r.accepted...)
 		refused = append(refused, r.refused...)
 	}
-	most := max(smp.most.Load(), int64(total))
-	bound := max(int64(limit)/100, 2000) // 1 %, or one credit window (routes.DefaultCredit)
-	t.Logf("published %d in %s: accepted %d, refused %d; true total at the end %d (%v); most sampled %d in %d samples; worst overshoot %d (bound %d)",
-		len(d.bs)*perBroker, published.Round(time.Millisecond), len(accepted), len(refused), total, depths, smp.most.Load(), smp.samples.Load(), most-limit, bound)
+	most := max(smp.most.Load(), int64(total)) * per
+	bound := max(limit/100, 2000*per) // 1 %, or one credit window (routes.DefaultCredit)
+	t.Logf("limit %d %s: published %d in %s: accepted %d, refused %d; true total at the end %d messages (%v), %d %s; most sampled %d %s in %d samples; worst overshoot %d %s (bound %d)",
+		limit, unit, len(d.bs)*perBroker, published.Round(time.Millisecond), len(accepted), len(refused), total, depths, int64(total)*per, unit,
+		smp.most.Load()*per, unit, smp.samples.Load(), most-limit, unit, bound)
 	switch {
 	case most > limit+bound:
 		t.Errorf("the total reached %d: over the limit %d by more than %d", most, limit, bound)
 	case len(refused) == 0:
 		t.Error("no publish was refused")
-	case total != len(accepted):
+	case total != len(accepted), unit == "bytes" && int64(total)*per > limit:
 		// No consumer: every confirmed message is still there, and only those.
-		t.Errorf("the brokers hold %d, the producers had %d confirmed", total, len(accepted))
+		t.Errorf("the brokers hold %d (%d bytes), the producers had %d confirmed", total, int64(total)*bodyLen, len(accepted))
 	}
 	// The router sees it (the statistics lag up to 5 s): at the limit,
 	// credit withheld.
 	brokertest.Eventually(t, time.Minute, 250*time.Millisecond, func() error {
-		if v := d.limitsView(q, 10*time.Second); v.Messages != limit || !v.Withhold {
-			return fmt.Errorf("the router sees %d messages, withhold %v", v.Messages, v.Withhold)
+		v := d.limitsView(q, 10*time.Second)
+		held := 0
+		for _, b := range v.Brokers {
+			if b.Held {
+				held++
+			}
+		}
+		// At the limit, or (bytes: bodies of 100 may not fill it to the
+		// byte) every broker near its share: every gate closed.
+		if v.Messages != int64(total) || held != len(d.bs) || (unit == "messages" && !v.Withhold) {
+			return fmt.Errorf("the router sees %d messages (%d bytes), withhold %v, %d brokers held", v.Messages, v.Bytes, v.Withhold, held)
 		}
 		return nil
 	})
@@ -395,6 +404,26 @@ func TestGlobalDestinationsLimitsAddUp(t *testing.T) {
 		t.Errorf("%d confirmed messages lost (%d distinct received of %d)", lost, len(seen), len(accepted))
 	}
 	t.Logf("drained: %d distinct received, %d lost, %d duplicates", len(seen), lost, dups)
+
+	return probe, accepted
+}
+
+// A limit of 10,000 messages over rabbit1..4, producers at all four
+// publishing 40,000 in all with no consumer: the true total (the four
+// depths, sampled by passive declares) never passes the limit by more
+// than max(1 %, one credit window); the producers see refusals; every
+// message confirmed is there; consumers drain them all and the producers
+// are accepted again; a producer at one broker that fills its share is
+// accepted again once the shares move to it (the rebalance's reaction
+// time, measured).
+func TestGlobalDestinationsLimitsAddUp(t *testing.T) {
+	const limit = 10000
+	d := newDestRigNamed(t, "h-gd", fmt.Sprintf("settle: 2s, limits: {max_messages: %d}", limit))
+	q := d.globalQueue()
+	view := d.limitsView(q, 60*time.Second)
+	time.Sleep(time.Second) // a policy applies moments after its PUT (asynchronously)
+	t.Logf("shares before: %+v", view.Brokers)
+	probe, _ := d.fillAndDrain(q, "messages", limit, 10000, 16)
 
 	// No consumer anymore; the shares as the router sees it now.
 	brokertest.Eventually(t, time.Minute, 250*time.Millisecond, func() error {
@@ -421,7 +450,7 @@ func TestGlobalDestinationsLimitsAddUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, total, err = probe.depths()
+	_, total, err := probe.depths()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,6 +466,18 @@ func TestGlobalDestinationsLimitsAddUp(t *testing.T) {
 	if total != len(r.accepted) || total > limit {
 		t.Errorf("total %d, accepted %d, limit %d", total, len(r.accepted), limit)
 	}
-	out, _ = d.p.cli("destination", "list")
+	out, _ := d.p.cli("destination", "list")
 	t.Logf("after:\n%s", out)
+}
+
+// The same with max_bytes: 1,000,000 bytes over rabbit1..4, producers at
+// all four publishing 100-byte bodies, 40,000 in all (4,000,000 bytes).
+func TestGlobalDestinationsBytesLimitsAddUp(t *testing.T) {
+	const limit = 1_000_000
+	d := newDestRigNamed(t, "h-gd", fmt.Sprintf("settle: 2s, limits: {max_bytes: %d}", limit))
+	q := d.globalQueue()
+	view := d.limitsView(q, 60*time.Second)
+	time.Sleep(time.Second) // a policy applies moments after its PUT (asynchronously)
+	t.Logf("shares before: %+v", view.Brokers)
+	d.fillAndDrain(q, "bytes", limit, 10000, 89)
 }
