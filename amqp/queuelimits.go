@@ -75,3 +75,21 @@ func (p *rabbitProfile) QueueLimits(ctx context.Context) ([]string, error) {
 }
 
 var _ QueueLimiter = (*rabbitProfile)(nil)
+
+// limitSupport is what each profile enforces of a global destination's
+// limits (config refuses the rest; `fedrouter profiles` says it).
+var limitSupport = map[string]map[string]bool{
+	"rabbitmq": {"max_messages": true, "max_bytes": true},
+}
+
+// EnforcesLimit says whether profile enforces limit (max_messages,
+// max_bytes, max_producers).
+func EnforcesLimit(profile, limit string) bool { return limitSupport[profile][limit] }
+
+// LimitSupport says what profile enforces of a global destination's limits.
+func LimitSupport(profile string) string {
+	if profile == "rabbitmq" {
+		return "max_messages, max_bytes (a policy per broker: its share); max_producers: not enforceable with this profile (RabbitMQ has no per-queue producer limit)"
+	}
+	return "none: not enforceable with this profile (it holds no global destinations)"
+}

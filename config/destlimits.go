@@ -7,6 +7,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/globaldest"
 )
 
@@ -51,12 +52,6 @@ func (c Count) value(field string) (int64, string) {
 	return v, ""
 }
 
-// limitsEnforced is what each profile can enforce of a destination's
-// limits (fedrouter profiles says it too, amqp.DestinationSupport).
-var limitsEnforced = map[string]map[string]bool{
-	"rabbitmq": {"max_messages": true, "max_bytes": true},
-}
-
 // maxLimit keeps the shares' arithmetic and RabbitMQ's policies in range.
 const maxLimit = 1 << 53
 
@@ -89,7 +84,7 @@ func (d DestinationSpec) limits(n int, profiles []string) (*globaldest.Limits, [
 			problems = append(problems, fmt.Sprintf("%s: %d is less than the %d brokers of the span: each broker's share is at least 1", f.name, v, n))
 		}
 		for _, p := range profiles {
-			if !limitsEnforced[p][f.name] {
+			if !amqp.EnforcesLimit(p, f.name) {
 				problems = append(problems, fmt.Sprintf("%s: not enforceable with profile %s (%s)", f.name, p, notEnforceable(p, f.name)))
 				break
 			}
