@@ -78,4 +78,3 @@ func TestIntegrationRabbitQueueEvents(t *testing.T) {
 		t.Errorf("events %v, want %v", seen, want)
 	}
 }
-
