@@ -173,6 +173,7 @@ type inst struct {
 	// busySince: consumers listed at every listing since; freeSince: none
 	// at every listing since (the flows' hysteresis).
 	busySince, freeSince time.Time
+	arrived              bool // the consumers were seen arriving (flows.go)
 }
 
 type deletion struct {

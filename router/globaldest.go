@@ -48,8 +48,16 @@ type globalDests struct {
 	control       string   // the control address: never a global destination
 	entries       []globaldest.Entry
 	limits        *destLimits // nil: no entry has limits the brokers enforce
-	log           zerolog.Logger
-	g             *group.Group
+	// Events (globaldest_events.go): the brokers, for their connections
+	// and profiles; wake carries a broker's name when it announced a
+	// queue or a consumer; consumerEvents (owned by run) what consumer
+	// events said.
+	conns          map[string]amqp.Broker
+	routerID       string
+	wake           chan string
+	consumerEvents map[[2]string]consumerEvents
+	log            zerolog.Logger
+	g              *group.Group
 
 	mu      sync.Mutex
 	status  []globaldest.Status // guarded by mu
@@ -104,6 +112,7 @@ func (r *Router) newGlobalDests(brokers map[string]amqp.Broker) error {
 	}
 	sort.Strings(g.brokers)
 	g.entries, g.limits = entries, newDestLimits(entries, brokers, r.limitGates)
+	g.conns, g.routerID, g.wake, g.consumerEvents = brokers, r.cfg.RouterID, make(chan string, len(g.brokers)), map[[2]string]consumerEvents{}
 	r.gdests = g
 	return nil
 }
@@ -114,6 +123,9 @@ func (g *globalDests) start(ctx context.Context, remote *remoteConsumers) {
 	g.remote = remote
 	g.g = group.New(ctx)
 	g.g.Go(g.run)
+	for _, b := range g.brokers {
+		g.g.Go(func(ctx context.Context) { g.watchEvents(ctx, b) })
+	}
 }
 
 func (g *globalDests) stop() {
@@ -129,6 +141,16 @@ func (g *globalDests) run(ctx context.Context) {
 		g.round(ctx)
 		select {
 		case <-t.C:
+		case b := <-g.wake:
+			g.woken(ctx, b)
+			for more := true; more; { // every broker that woke meanwhile
+				select {
+				case b := <-g.wake:
+					g.woken(ctx, b)
+				default:
+					more = false
+				}
+			}
 		case <-ctx.Done():
 			return
 		}
@@ -178,6 +200,7 @@ func (g *globalDests) observed(b string, qs []amqp.QueueInfo, now time.Time) []g
 			// The router's own flow out of this instance is no consumer.
 			q.Consumers = max(0, q.Consumers-1)
 		}
+		q.Consumers = g.eventConsumers(b, q.Name, q.Consumers, now)
 		kind := globaldest.AutoCreated
 		switch {
 		case q.Exclusive || q.AutoDelete:
