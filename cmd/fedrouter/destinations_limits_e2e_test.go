@@ -481,3 +481,83 @@ func TestGlobalDestinationsBytesLimitsAddUp(t *testing.T) {
 	t.Logf("shares before: %+v", view.Brokers)
 	d.fillAndDrain(q, "bytes", limit, 10000, 89)
 }
+
+// Flows respect the limit (issue 29, item 7): 3,000 messages at rabbit1
+// under a limit of 4,000 (the shares moved to rabbit1), and a consumer at rabbit4 that takes one and
+// never acknowledges it (0-9-1, prefetch 1): the messages flow to
+// rabbit4, whose share bounds what it takes — what it refuses goes back
+// to rabbit1, released, never rejected — and at the end every message
+// confirmed is at rabbit1, at rabbit4, or in the consumer's hand; never
+// over the limit; a consumer that then acknowledges gets them all.
+func TestGlobalDestinationsFlowsRespectLimits(t *testing.T) {
+	const limit, n = 4000, 3000
+	d := newDestRigNamed(t, "h-gd", fmt.Sprintf("settle: 2s, max_hops: 10, limits: {max_messages: %d}", limit))
+	q := d.globalQueue()
+	d.limitsView(q, 60*time.Second)
+	time.Sleep(time.Second) // a policy applies moments after its PUT (asynchronously)
+	probe := d.depthProbe(q)
+	// Published one at a time until 3,000 are in: the shares move to
+	// rabbit1 (it is pressed), leaving the others small.
+	r, err := d.publish091(0, q, 0, 1_000_000, pubOpts{window: 1, size: 16, stopAt: n, pause: 10 * time.Millisecond,
+		deadline: time.Now().Add(2 * time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := d.limitsView(q, 10*time.Second)
+	t.Logf("at rabbit1: %d accepted, %d refused on the way; shares %+v", len(r.accepted), len(r.refused), view.Brokers)
+	smp := probe.sample(20 * time.Millisecond)
+	ch, err := d.dial091(3).Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Qos(1, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.Consume(q, "holder", false, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The flow runs and moves what rabbit4's share lets it; wait until
+	// the router has seen rabbit4 hold messages and a while more.
+	var st []int
+	brokertest.Eventually(t, 2*time.Minute, 250*time.Millisecond, func() error {
+		depths, _, err := probe.depths()
+		if err != nil {
+			return err
+		}
+		st = depths
+		if depths[3] < 100 {
+			return fmt.Errorf("depths %v: the flow has not moved much to rabbit4 yet", depths)
+		}
+		return nil
+	})
+	time.Sleep(10 * time.Second) // the flow and the shares go on moving: what we want to see
+	if err := ch.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := smp.end(); err != nil {
+		t.Fatal(err)
+	}
+	api := d.p.api()
+	ds, err := api.Destinations(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen, err := d.drain091(q, len(r.accepted), 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := 0
+	for _, s := range r.accepted {
+		if seen[s] == 0 {
+			lost++
+		}
+	}
+	t.Logf("depths while moving %v; most sampled %d (limit %d); moved %d, refused by the limit %d; drained %d distinct of %d accepted, %d lost",
+		st, smp.most.Load(), limit, ds.Counts.Moved, ds.Counts.LimitRefusals, len(seen), len(r.accepted), lost)
+	if lost > 0 {
+		t.Errorf("%d confirmed messages lost", lost)
+	}
+	if smp.most.Load() > limit+2000 {
+		t.Errorf("the total reached %d, over %d by more than a credit window", smp.most.Load(), limit)
+	}
+}
