@@ -129,6 +129,9 @@ func (g *globalDests) woken(ctx context.Context, b string) {
 		}
 		ce, ok := g.consumerEvents[k]
 		if !ok && len(g.consumerEvents) >= eventOverlayMax {
+			g.pruneConsumerEvents(now)
+		}
+		if !ok && len(g.consumerEvents) >= eventOverlayMax {
 			continue // bounded: the listing says it a few seconds later
 		}
 		if !ok || now.After(ce.until) {
@@ -151,6 +154,16 @@ const ownFlowEvents = 2 * time.Second
 func (g *globalDests) ownFlowEvent(broker, queue string, now time.Time) bool {
 	stopped, ok := g.flowsOut[[2]string{broker, queue}]
 	return ok && (stopped.IsZero() || now.Sub(stopped) < ownFlowEvents)
+}
+
+// pruneConsumerEvents forgets what events said past eventTrust (of
+// queues no listing showed since: deleted ones).
+func (g *globalDests) pruneConsumerEvents(now time.Time) {
+	for k, ce := range g.consumerEvents {
+		if now.After(ce.until) {
+			delete(g.consumerEvents, k)
+		}
+	}
 }
 
 // inSpan says whether queue at broker is a global destination's instance.

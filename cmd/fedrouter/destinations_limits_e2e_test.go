@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -385,6 +386,19 @@ func (d *destRig) fillAndDrain(q, unit string, limit int64, perBroker, size int)
 	})
 	out, _ := d.p.cli("destination", "list")
 	t.Logf("at the limit:\n%s", out)
+	metrics, err := d.p.api().Metrics(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("fedrouter_destination_limit{destination=%q,unit=%q} %s", q, unit, promNum(limit)),
+		fmt.Sprintf("fedrouter_destination_limit_total{destination=%q,unit=%q} %s", q, unit, promNum(int64(total)*per)),
+		"fedrouter_destination_limit_refusals_total ",
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 
 	// Consumers at every broker drain them all.
 	seen, err := d.drain091(q, len(accepted), 2*time.Minute)
@@ -561,3 +575,6 @@ func TestGlobalDestinationsFlowsRespectLimits(t *testing.T) {
 		t.Errorf("the total reached %d, over %d by more than a credit window", smp.most.Load(), limit)
 	}
 }
+
+// promNum is n as the metrics' text format writes it (1e+06).
+func promNum(n int64) string { return strconv.FormatFloat(float64(n), 'g', -1, 64) }
