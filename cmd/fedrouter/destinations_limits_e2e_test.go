@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -494,6 +495,40 @@ func TestGlobalDestinationsBytesLimitsAddUp(t *testing.T) {
 	time.Sleep(time.Second) // a policy applies moments after its PUT (asynchronously)
 	t.Logf("shares before: %+v", view.Brokers)
 	d.fillAndDrain(q, "bytes", limit, 10000, 89)
+	// The destination goes (deleted everywhere): so do its policies.
+	for _, b := range d.bs {
+		if code := d.policyStatus(b, q); code != http.StatusOK {
+			t.Fatalf("the policy of %s at %s: HTTP %d, want 200 while it is limited", q, b.Name, code)
+		}
+	}
+	for _, m := range d.mgmt {
+		if err := m.DeleteQueue(context.Background(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	brokertest.Eventually(t, time.Minute, 250*time.Millisecond, func() error {
+		for _, b := range d.bs {
+			if code := d.policyStatus(b, q); code != http.StatusNotFound {
+				return fmt.Errorf("the policy of %s at %s: HTTP %d, want 404", q, b.Name, code)
+			}
+		}
+		return nil
+	})
+}
+
+// policyStatus is the HTTP status of the GET of q's limit policy at b.
+func (d *destRig) policyStatus(b brokertest.Broker, q string) int {
+	req, err := http.NewRequest(http.MethodGet, b.MgmtURL+"/api/policies/%2F/"+url.PathEscape("fedrouter-limit-"+q), nil)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	req.SetBasicAuth("guest", "guest")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
 }
 
 // Flows respect the limit (issue 29, item 7): 3,000 messages at rabbit1
