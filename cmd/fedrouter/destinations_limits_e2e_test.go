@@ -540,7 +540,18 @@ func (d *destRig) policyStatus(b brokertest.Broker, q string) int {
 // over the limit; a consumer that then acknowledges gets them all.
 func TestGlobalDestinationsFlowsRespectLimits(t *testing.T) {
 	const limit, n = 4000, 3000
+	// A share an earlier configuration left at rabbit2, for a queue no
+	// entry limits: the router removes it when it starts.
+	stale := brokertest.UniqueName(t, "h-gd-stale")
+	b2 := brokertest.Require(t, "rabbit2")[0]
+	putPolicy(t, b2, "fedrouter-limit-"+stale, `{"pattern":"^h-gd-stale-nothing$","apply-to":"queues","priority":100,"definition":{"max-length":1}}`)
 	d := newDestRigNamed(t, "h-gd", fmt.Sprintf("settle: 2s, max_hops: 10, limits: {max_messages: %d}", limit))
+	brokertest.Eventually(t, time.Minute, 250*time.Millisecond, func() error {
+		if code := d.policyStatus(b2, stale); code != http.StatusNotFound {
+			return fmt.Errorf("the stale policy at rabbit2: HTTP %d, want 404 (removed at start)", code)
+		}
+		return nil
+	})
 	q := d.globalQueue()
 	d.limitsView(q, 60*time.Second)
 	time.Sleep(time.Second) // a policy applies moments after its PUT (asynchronously)
@@ -613,3 +624,36 @@ func TestGlobalDestinationsFlowsRespectLimits(t *testing.T) {
 
 // promNum is n as the metrics' text format writes it (1e+06).
 func promNum(n int64) string { return strconv.FormatFloat(float64(n), 'g', -1, 64) }
+
+// putPolicy puts policy name at b with body (JSON), and deletes it at
+// cleanup.
+func putPolicy(t *testing.T, b brokertest.Broker, name, body string) {
+	t.Helper()
+	path := b.MgmtURL + "/api/policies/%2F/" + url.PathEscape(name)
+	for _, m := range []string{http.MethodPut, http.MethodGet} {
+		req, err := http.NewRequest(m, path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.SetBasicAuth("guest", "guest")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			t.Fatalf("%s %s: HTTP %d", m, path, resp.StatusCode)
+		}
+		if m == http.MethodPut {
+			body = ""
+		}
+	}
+	t.Cleanup(func() {
+		req, _ := http.NewRequest(http.MethodDelete, path, nil)
+		req.SetBasicAuth("guest", "guest")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_ = resp.Body.Close()
+		}
+	})
+}
