@@ -29,9 +29,12 @@ const (
 )
 
 // consumerEvents is what consumer events said of one instance: the
-// consumers they added (or removed), until when that holds.
+// consumers they added (or removed) to base, the count the last listing
+// gave before them, until when that holds. A listing whose count is no
+// longer base has caught up with them: it is trusted from then on.
 type consumerEvents struct {
 	delta int
+	base  int // -1: the instance was not in the last listing
 	until time.Time
 }
 
@@ -135,7 +138,7 @@ func (g *globalDests) woken(ctx context.Context, b string) {
 			continue // bounded: the listing says it a few seconds later
 		}
 		if !ok || now.After(ce.until) {
-			ce = consumerEvents{}
+			ce = consumerEvents{base: g.listedConsumers(b, ev.Queue, now)}
 		}
 		ce.delta += d
 		ce.until = now.Add(eventTrust)
@@ -180,17 +183,36 @@ func (g *globalDests) inSpan(broker, queue string) bool {
 	return false
 }
 
-// eventConsumers adjusts a listing's consumer count of queue at broker
-// by what events said since (0 once the listing can be trusted again).
-func (g *globalDests) eventConsumers(broker, queue string, listed int, now time.Time) int {
+// eventConsumers adjusts count, the consumers of queue at broker as the
+// listing gave them less this router's own, by what events said since —
+// until the listing has caught up with them, or eventTrust.
+func (g *globalDests) eventConsumers(broker, queue string, count int, now time.Time) int {
 	k := [2]string{broker, queue}
 	ce, ok := g.consumerEvents[k]
 	if !ok {
-		return listed
+		return count
 	}
-	if now.After(ce.until) {
+	if now.After(ce.until) || (ce.base >= 0 && count != ce.base) {
 		delete(g.consumerEvents, k)
-		return listed
+		return count
 	}
-	return max(0, listed+ce.delta)
+	return max(0, count+ce.delta)
+}
+
+// listedConsumers is the consumers of queue at broker in its last
+// listing less this router's own (as observed counts them), -1 if it was
+// not there.
+func (g *globalDests) listedConsumers(broker, queue string, now time.Time) int {
+	qs, ok := g.listings.fresh(broker, time.Hour, now)
+	if !ok {
+		return -1
+	}
+	for _, q := range qs {
+		if q.Name == queue && g.ownConsumer(broker, queue, now) {
+			return max(0, q.Consumers-1)
+		} else if q.Name == queue {
+			return q.Consumers
+		}
+	}
+	return -1
 }
