@@ -39,7 +39,7 @@ var (
 // ListQueues lists the vhost's queues with their arguments.
 func (p *rabbitProfile) ListQueues(ctx context.Context) ([]QueueInfo, error) {
 	var out []QueueInfo
-	err := p.mgmt.do(ctx, http.MethodGet, "/api/queues/"+p.mgmt.vh()+"?columns=name,durable,auto_delete,exclusive,messages,consumers,arguments", nil, &out)
+	err := p.mgmt.do(ctx, http.MethodGet, "/api/queues/"+p.mgmt.vh()+"?columns=name,durable,auto_delete,exclusive,messages,message_bytes,consumers,arguments", nil, &out)
 	return out, err
 }
 

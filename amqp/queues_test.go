@@ -69,3 +69,16 @@ func TestDestinationSupportStated(t *testing.T) {
 		}
 	}
 }
+
+// Every profile says what it enforces of a destination's limits; only the
+// rabbitmq profile (the one QueueLimiter) enforces any, and max_producers
+// none.
+func TestLimitSupportStated(t *testing.T) {
+	for _, n := range famqp.ProfileNames() {
+		s := famqp.LimitSupport(n)
+		if !strings.Contains(s, "not enforceable with this profile") || famqp.EnforcesLimit(n, "max_producers") ||
+			(n == "rabbitmq") != famqp.EnforcesLimit(n, "max_messages") || (n == "rabbitmq") != famqp.EnforcesLimit(n, "max_bytes") {
+			t.Errorf("profile %s: %q", n, s)
+		}
+	}
+}

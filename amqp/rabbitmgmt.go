@@ -213,6 +213,9 @@ type QueueInfo struct {
 	Exclusive  bool   `json:"exclusive"`
 	Messages   int    `json:"messages"`
 	Consumers  int    `json:"consumers"`
+	// MessageBytes: the bodies' bytes the queue holds (RabbitMQ's
+	// message_bytes, what max-length-bytes bounds).
+	MessageBytes int64 `json:"message_bytes"`
 	// Arguments are the queue's x- arguments (x-expires, ...).
 	Arguments map[string]any `json:"arguments,omitempty"`
 }

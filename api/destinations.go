@@ -25,4 +25,7 @@ type DestCounts struct {
 	// each of several laps counts each time).
 	Moved  uint64 `json:"moved"`
 	Parked uint64 `json:"parked"`
+	// LimitRefusals: messages the instances of limited destinations
+	// refused the routes (released at their sources, not lost).
+	LimitRefusals uint64 `json:"limit_refusals"`
 }

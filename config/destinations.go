@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -45,6 +46,8 @@ type DestinationSpec struct {
 	FollowConsumers *bool    `yaml:"follow_consumers"`
 	MaxHops         int      `yaml:"max_hops"`
 	Settle          Duration `yaml:"settle"`
+	// Limits hold for the sum over every instance (destlimits.go).
+	Limits *DestinationLimits `yaml:"limits"`
 }
 
 // Defaults of a destinations: entry.
@@ -123,6 +126,12 @@ func (c *Config) validateDestinations(brokers map[string]int) []string {
 		if _, err := d.props(); err != nil {
 			add("arguments", "%v", err)
 		}
+		span, profiles := c.span(d, brokers)
+		_, problems := d.limits(span, profiles)
+		for _, problem := range problems {
+			field, what, _ := strings.Cut(problem, ": ")
+			add(strings.TrimSuffix("limits."+field, "."), "%s", what)
+		}
 		for j := range i {
 			if c.Destinations[j].Name == d.Name {
 				add("name", "%q is already the name of destinations[%d]", d.Name, j)
@@ -149,6 +158,22 @@ func ownedPattern(pat, control string) bool {
 		}
 	}
 	return false
+}
+
+// span is the number of brokers in d's span and their profiles (those
+// known; one per profile).
+func (c *Config) span(d *DestinationSpec, brokers map[string]int) (int, []string) {
+	names := d.Brokers
+	if len(names) == 0 {
+		names = c.destinationBrokers()
+	}
+	var profiles []string
+	for _, b := range names {
+		if j, ok := brokers[b]; ok && !slices.Contains(profiles, c.Brokers[j].Profile) {
+			profiles = append(profiles, c.Brokers[j].Profile)
+		}
+	}
+	return len(names), profiles
 }
 
 // destinationBrokers are the brokers a span defaults to.
@@ -266,6 +291,7 @@ func (c *Config) GlobalDestinations() []globaldest.Entry {
 			e.Settle = DefaultSettle
 		}
 		e.Props, _ = d.props() // validated
+		e.Limits, _ = d.limits(len(e.Brokers), nil)
 		out = append(out, e)
 	}
 	return out

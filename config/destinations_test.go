@@ -36,6 +36,18 @@ func TestDestinationConfigErrors(t *testing.T) {
 		{"moves", destBase + "destinations:\n  - {name: q, max_hops: -1, settle: 1s}\n  - {name: r, max_hops: 101}\n",
 			[]string{"f.yaml:7: destinations[0].max_hops: -1: want 1 to 100", "f.yaml:7: destinations[0].settle: 1s: at least 2s",
 				"f.yaml:8: destinations[1].max_hops: 101: want 1 to 100"}},
+		{"limits", destBase + "destinations:\n  - {name: q, brokers: [r1, r2], limits: {max_messages: 1, max_bytes: -5, overflow: drop-tail}}\n",
+			[]string{"f.yaml:7: destinations[0].limits.max_messages: 1 is less than the 2 brokers of the span: each broker's share is at least 1",
+				"f.yaml:7: destinations[0].limits.max_bytes: -5: want 1 or more", `f.yaml:7: destinations[0].limits.overflow: "drop-tail": want reject-publish or drop-head`}},
+		{"limits not a number at all", destBase + "destinations:\n  - {name: r, limits: {max_bytes: [1]}}\n", []string{"f.yaml:7: want a whole number, not a list"}},
+		{"limits, one at a time", destBase + "destinations:\n  - {name: r, limits: {max_messages: abc}}\n  - {name: s, limits: {}}\n" +
+			"  - {name: t, limits: {max_producers: 10}}\n  - {name: u, limits: {max_messages: 10}, arguments: {x-overflow: drop-head}}\n" +
+			"  - {name: v, brokers: [p1], limits: {max_messages: 10}}\n",
+			[]string{`f.yaml:7: destinations[0].limits.max_messages: "abc" is not a whole number`,
+				"f.yaml:8: destinations[1].limits: none set: want max_messages, max_bytes or max_producers",
+				"f.yaml:9: destinations[2].limits.max_producers: not enforceable with profile rabbitmq (RabbitMQ has no per-queue producer limit)",
+				"f.yaml:10: destinations[3].limits.overflow: reject-publish, but arguments set x-overflow drop-head",
+				"f.yaml:11: destinations[4].limits.max_messages: not enforceable with profile proton"}},
 		{"no capable broker", "router_id: r\nbrokers:\n  - {name: p1, url: 'amqp://h3', profile: proton}\ndestinations:\n  - {name: q}\n",
 			[]string{"f.yaml:5: destinations[0].brokers: no broker of this router can hold global destinations"}},
 	}
@@ -50,7 +62,7 @@ func TestDestinationConfigErrors(t *testing.T) {
 func TestGlobalDestinations(t *testing.T) {
 	cfg, err := Parse("f.yaml", []byte(destBase+"destinations:\n  - {name: 'orders.*', max_length: 100, message_ttl: 1m}\n"+
 		"  - {name: jobs, brokers: [r2], durable: false, delete_nonempty: true, confirm_delete: 5s, idle: 10s, max_hops: 5, settle: 3s}\n"+
-		"  - {name: free, follow_consumers: false}\n"))
+		"  - {name: free, follow_consumers: false, limits: {max_messages: 10_000, max_bytes: 1000000, overflow: drop-head}}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,5 +82,8 @@ func TestGlobalDestinations(t *testing.T) {
 	}
 	if es[2].Props != nil || es[2].Follow {
 		t.Errorf("free: properties %v, want none (the first instance's)", es[2].Props)
+	}
+	if l := es[2].Limits; l == nil || l.String() != "max_messages=10000 max_bytes=1000000 overflow=drop-head" || es[0].Limits != nil {
+		t.Errorf("free: limits %v, want max_messages=10000 max_bytes=1000000 overflow=drop-head; orders.*: %v, want none", l, es[0].Limits)
 	}
 }

@@ -63,6 +63,8 @@ type Entry struct {
 	Follow  bool
 	MaxHops int
 	Settle  time.Duration
+	// Limits, when set, hold for the sum over the instances (shares.go).
+	Limits *Limits
 }
 
 // Queue is one destination as a broker's listing shows it.
@@ -72,6 +74,7 @@ type Queue struct {
 	Props     Props // normalized
 	Messages  int
 	Consumers int
+	Bytes     int64 // the bodies' bytes it holds
 }
 
 // ActionKind says what an Action asks.
@@ -164,11 +167,13 @@ type inst struct {
 	present             bool
 	props               Props
 	messages, consumers int
+	bytes               int64
 	pending             bool // a Create was asked, not seen yet
 	expectGone          bool // a Delete was asked: its going is not a deletion
 	// busySince: consumers listed at every listing since; freeSince: none
 	// at every listing since (the flows' hysteresis).
 	busySince, freeSince time.Time
+	arrived              bool // the consumers were seen arriving (flows.go)
 }
 
 type deletion struct {
@@ -278,6 +283,7 @@ func (c *Core) seen(broker string, e int, q Queue, wasUp bool, now time.Time) []
 	}
 	in.consumersSeen(was && wasUp, q.Consumers, now)
 	in.present, in.props, in.messages, in.consumers, in.pending, in.expectGone = true, q.Props, q.Messages, q.Consumers, false, false
+	in.bytes = q.Bytes
 	return out
 }
 
@@ -323,7 +329,7 @@ func (c *Core) Result(a Action, err error) {
 	switch {
 	case a.Kind == Create && err == nil:
 		in.busySince, in.freeSince = time.Time{}, time.Time{} // known from the next listing
-		in.present, in.props, in.messages, in.consumers, in.pending = true, a.Props, 0, 0, false
+		in.present, in.props, in.messages, in.consumers, in.pending, in.bytes = true, a.Props, 0, 0, false, 0
 	case a.Kind == Create:
 		// Still pending: the next listing of the broker, not showing it,
 		// clears that, and the create is asked again.

@@ -18,10 +18,12 @@ import (
 // No ping-pong: an instance with consumers is never a flow's source and
 // one without is never a target, so two instances never send to each
 // other. Hysteresis: a flow starts only once its source has had no
-// consumer, and its target consumers, for the entry's Settle at every
-// listing; a flow keeps its target while that target has consumers, or
-// lost them less than Settle ago — consumers hopping between brokers
-// faster than that move nothing back and forth.
+// consumer for the entry's Settle at every listing (its first target may
+// have had its consumers for less: seen as it happens, issue 29); a flow
+// changes its target only to one that has had consumers for Settle, and
+// keeps its target while that target has consumers, or lost them less
+// than Settle ago — consumers hopping between brokers faster than that
+// move nothing back and forth.
 
 // flow is where one instance's messages move.
 type flow struct {
@@ -36,6 +38,9 @@ func (in *inst) consumersSeen(wasPresent bool, consumers int, now time.Time) {
 	switch {
 	case consumers > 0 && (!wasPresent || in.consumers == 0 || in.busySince.IsZero()):
 		in.busySince, in.freeSince = now, time.Time{}
+		// Seen arriving between two listings, not found after a gap in
+		// which consumers may have come and gone unseen.
+		in.arrived = wasPresent
 	case consumers == 0 && (!wasPresent || in.consumers > 0 || in.freeSince.IsZero()):
 		in.busySince, in.freeSince = time.Time{}, now
 	}
@@ -101,7 +106,11 @@ func (c *Core) target(d *dest, s string, now time.Time) (string, string) {
 	best, n := "", 0
 	for _, t := range d.present() {
 		ti := d.inst[t]
-		if t == s || !c.brokers[t].up() || ti.consumers == 0 || now.Sub(ti.busySince) < settle {
+		// A flow's first target need not have had its consumers for
+		// settle if they were seen arriving: the messages wait for
+		// nobody; changing a flow's target does (consumers hopping
+		// between brokers), and so do consumers found after a gap.
+		if t == s || !c.brokers[t].up() || ti.consumers == 0 || ((cur != nil || !ti.arrived) && now.Sub(ti.busySince) < settle) {
 			continue
 		}
 		if best == "" || ti.consumers > n {

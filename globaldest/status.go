@@ -19,6 +19,9 @@ type Status struct {
 	Instances  []Instance `json:"instances"`
 	Problems   []string   `json:"problems,omitempty"` // conflicts, orphans
 	Flows      []Flow     `json:"flows,omitempty"`    // where messages move now
+	// Limits: the limits over all instances, with each broker's share
+	// (the router's: shares.go).
+	Limits *LimitsView `json:"limits,omitempty"`
 }
 
 // Instance is the destination at one broker of its span.
@@ -27,6 +30,7 @@ type Instance struct {
 	State      string `json:"state"` // present, creating, deleting, absent, not listed
 	Messages   int    `json:"messages"`
 	Consumers  int    `json:"consumers"`
+	Bytes      int64  `json:"bytes,omitempty"`      // the bodies' bytes it holds
 	Properties string `json:"properties,omitempty"` // when they differ from the destination's
 }
 
@@ -82,7 +86,7 @@ func (c *Core) instance(d *dest, b string) Instance {
 		is.State = "creating"
 	}
 	if in != nil && in.present {
-		is.Messages, is.Consumers = in.messages, in.consumers
+		is.Messages, is.Consumers, is.Bytes = in.messages, in.consumers, in.bytes
 		if !in.props.Equal(d.props) {
 			is.Properties = in.props.String()
 		}

@@ -45,8 +45,11 @@ func (s *MoveSink) Send(ctx context.Context, msg amqp.Message) (Receipt, error) 
 		msg.SetAnnotation(AnnotationMoves, n+1)
 		msg.DeleteAnnotation(AnnotationParked)
 		if s.Prepare == nil || s.Prepare(msg) {
-			s.Moved.Add(1)
-			return s.Move.Send(ctx, msg)
+			r, err := s.Move.Send(ctx, msg)
+			if err != nil {
+				return r, err
+			}
+			return movedReceipt{r: r, moved: s.Moved}, nil
 		}
 		msg.SetAnnotation(AnnotationMoves, n) // not moved after all
 	}
@@ -56,4 +59,19 @@ func (s *MoveSink) Send(ctx context.Context, msg amqp.Message) (Receipt, error) 
 	msg.SetAnnotation(AnnotationParked, s.Run)
 	s.Parked.Add(1)
 	return s.Park.Send(ctx, msg)
+}
+
+// movedReceipt counts a move once the target accepted it: one refused
+// (and released at the source) did not move.
+type movedReceipt struct {
+	r     Receipt
+	moved *atomic.Uint64
+}
+
+func (m movedReceipt) Wait(ctx context.Context) (amqp.Outcome, error) {
+	o, err := m.r.Wait(ctx)
+	if err == nil && o.Kind == amqp.Accepted {
+		m.moved.Add(1)
+	}
+	return o, err
 }

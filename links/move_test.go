@@ -41,7 +41,11 @@ func TestMoveSinkCountsParksAndLaps(t *testing.T) {
 	}
 	for _, c := range cases {
 		nm, np := len(moved.sent), len(parked.sent)
-		if _, err := s.Send(context.Background(), c.in); err != nil {
+		r, err := s.Send(context.Background(), c.in)
+		if err == nil {
+			_, err = r.Wait(context.Background()) // a move counts once accepted
+		}
+		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 		got := moved.sent
@@ -61,6 +65,14 @@ func TestMoveSinkCountsParksAndLaps(t *testing.T) {
 	}
 	if laps != 0 || s.Moved.Load() != 2 || s.Parked.Load() != 4 {
 		t.Fatalf("laps %d, moved %d, parked %d", laps, s.Moved.Load(), s.Parked.Load())
+	}
+	// A move the target refuses did not move: not counted.
+	refusing := &MoveSink{Move: &fakeSink{outcome: func(string) (*amqp.Outcome, error) { return outcome(amqp.Released), nil }},
+		Park: parked, Max: 2, Run: "run1", Lapped: func() { laps++ }, Moved: s.Moved, Parked: s.Parked}
+	if r, err := refusing.Send(context.Background(), msg(nil, "")); err != nil {
+		t.Fatal(err)
+	} else if o, _ := r.Wait(context.Background()); o.Kind != amqp.Released || s.Moved.Load() != 2 {
+		t.Fatalf("a refused move: %v, moved %d, want released and still 2", o, s.Moved.Load())
 	}
 	// Its own parked messages come round again: lapped, once; still parked.
 	for range 2 {

@@ -47,8 +47,18 @@ type globalDests struct {
 	listings      listings // each broker's last listing, shared with the advertised destinations
 	brokers       []string // listed, sorted
 	control       string   // the control address: never a global destination
-	log           zerolog.Logger
-	g             *group.Group
+	entries       []globaldest.Entry
+	limits        *destLimits // nil: no entry has limits the brokers enforce
+	// Events (globaldest_events.go): the brokers, for their connections
+	// and profiles; wake carries a broker's name when it announced a
+	// queue or a consumer; consumerEvents (owned by run) what consumer
+	// events said.
+	conns          map[string]amqp.Broker
+	routerID       string
+	wake           chan string
+	consumerEvents map[[2]string]consumerEvents
+	log            zerolog.Logger
+	g              *group.Group
 
 	mu      sync.Mutex
 	status  []globaldest.Status // guarded by mu
@@ -83,6 +93,8 @@ func (r *Router) newGlobalDests(brokers map[string]amqp.Broker) error {
 		}
 	}
 	sort.Strings(g.brokers)
+	g.entries, g.limits = entries, newDestLimits(entries, brokers, r.limitGates)
+	g.conns, g.routerID, g.wake, g.consumerEvents = brokers, r.cfg.RouterID, make(chan string, len(g.brokers)), map[[2]string]consumerEvents{}
 	r.gdests = g
 	return nil
 }
@@ -93,6 +105,9 @@ func (g *globalDests) start(ctx context.Context, remote *remoteConsumers) {
 	g.remote = remote
 	g.g = group.New(ctx)
 	g.g.Go(g.run)
+	for _, b := range g.brokers {
+		g.g.Go(func(ctx context.Context) { g.watchEvents(ctx, b) })
+	}
 }
 
 func (g *globalDests) stop() {
@@ -108,6 +123,16 @@ func (g *globalDests) run(ctx context.Context) {
 		g.round(ctx)
 		select {
 		case <-t.C:
+		case b := <-g.wake:
+			g.woken(ctx, b)
+			for more := true; more; { // every broker that woke meanwhile
+				select {
+				case b := <-g.wake:
+					g.woken(ctx, b)
+				default:
+					more = false
+				}
+			}
 		case <-ctx.Done():
 			return
 		}
@@ -139,6 +164,7 @@ func (g *globalDests) round(ctx context.Context) {
 	}
 	g.apply(ctx, g.core.Tick(time.Now()))
 	st := g.core.Status()
+	g.enforce(ctx, st)
 	g.mu.Lock()
 	g.status = st
 	g.mu.Unlock()
@@ -156,6 +182,7 @@ func (g *globalDests) observed(b string, qs []amqp.QueueInfo, now time.Time) []g
 			// The router's own flow out of this instance is no consumer.
 			q.Consumers = max(0, q.Consumers-1)
 		}
+		q.Consumers = g.eventConsumers(b, q.Name, q.Consumers, now)
 		kind := globaldest.AutoCreated
 		switch {
 		case q.Exclusive || q.AutoDelete:
@@ -165,7 +192,7 @@ func (g *globalDests) observed(b string, qs []amqp.QueueInfo, now time.Time) []g
 		}
 		// The listing's arguments are JSON already (numbers as float64).
 		out = append(out, globaldest.Queue{Name: q.Name, Kind: kind, Props: globaldest.Props{Durable: q.Durable, Args: q.Arguments},
-			Messages: q.Messages, Consumers: q.Consumers})
+			Messages: q.Messages, Consumers: q.Consumers, Bytes: q.MessageBytes})
 	}
 	return out
 }
@@ -263,6 +290,9 @@ func (r *Router) GlobalDestinations(context.Context) (api.Destinations, error) {
 	}
 	g.mu.Unlock()
 	g.flowStatus(out.Destinations) // the flows' counts now, not at the last round
+	if r.limitGates != nil {
+		out.Counts.LimitRefusals = r.limitGates.refusals()
+	}
 	for _, d := range out.Destinations {
 		for _, f := range d.Flows {
 			out.Counts.Moved += f.Moved

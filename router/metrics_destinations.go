@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fedrouter/fedrouter/globaldest"
 )
 
 // The global destinations' metrics (docs/destinations.md); a router with
@@ -27,12 +29,18 @@ var (
 		"Messages in a global destination's instance at a broker, as the broker's last listing said.", []string{"destination", "broker"}, nil)
 	descDestConsumers = prometheus.NewDesc("fedrouter_destination_consumers",
 		"Consumers of a global destination's instance at a broker, as the broker's last listing said.", []string{"destination", "broker"}, nil)
+	descDestLimitTotal = prometheus.NewDesc("fedrouter_destination_limit_total",
+		"A limited global destination's messages (unit=messages) or bytes (unit=bytes) over all its instances, as the last listings said.", []string{"destination", "unit"}, nil)
+	descDestLimit = prometheus.NewDesc("fedrouter_destination_limit",
+		"A global destination's limit over all its instances (unit=messages, bytes).", []string{"destination", "unit"}, nil)
+	descDestRefusals = prometheus.NewDesc("fedrouter_destination_limit_refusals_total",
+		"Messages the instances of limited global destinations refused the routes since the router started (released at their sources, not lost).", nil, nil)
 	descDestOmitted = prometheus.NewDesc("fedrouter_destination_series_omitted",
 		"Global destinations without series of their own (past metrics.route_series).", nil, nil)
 )
 
 var destDescs = []*prometheus.Desc{descDestinations, descDestActions, descDestMoved, descDestFlows, descDestUnlisted,
-	descDestDepth, descDestConsumers, descDestOmitted}
+	descDestDepth, descDestConsumers, descDestOmitted, descDestLimitTotal, descDestLimit, descDestRefusals}
 
 // collectDestinations exports the global destinations, when svc has them.
 func (c serviceCollector) collectDestinations(ch chan<- prometheus.Metric) {
@@ -48,6 +56,7 @@ func (c serviceCollector) collectDestinations(ch chan<- prometheus.Metric) {
 		if i >= c.routeSeries {
 			continue
 		}
+		collectLimits(ch, d)
 		for _, in := range d.Instances {
 			if in.State == "present" || in.State == "deleting" {
 				ch <- constMetric(descDestDepth, prometheus.GaugeValue, float64(in.Messages), d.Name, in.Broker)
@@ -67,5 +76,25 @@ func (c serviceCollector) collectDestinations(ch chan<- prometheus.Metric) {
 	ch <- constMetric(descDestMoved, prometheus.CounterValue, float64(n.Parked), "parked")
 	ch <- constMetric(descDestFlows, prometheus.GaugeValue, float64(flows))
 	ch <- constMetric(descDestUnlisted, prometheus.GaugeValue, float64(len(st.Unlisted)))
+	ch <- constMetric(descDestRefusals, prometheus.CounterValue, float64(n.LimitRefusals))
 	ch <- constMetric(descDestOmitted, prometheus.GaugeValue, float64(max(0, len(st.Destinations)-c.routeSeries)))
+}
+
+// collectLimits exports d's limits and its totals, when it has limits.
+func collectLimits(ch chan<- prometheus.Metric, d globaldest.Status) {
+	l := d.Limits
+	if l == nil {
+		return
+	}
+	var msgs, bytes int64
+	for _, b := range l.Brokers {
+		msgs += b.ShareMessages
+		bytes += b.ShareBytes
+	}
+	for unit, v := range map[string][2]int64{"messages": {msgs, l.Messages}, "bytes": {bytes, l.Bytes}} {
+		if v[0] > 0 { // the shares add up to the limit
+			ch <- constMetric(descDestLimit, prometheus.GaugeValue, float64(v[0]), d.Name, unit)
+			ch <- constMetric(descDestLimitTotal, prometheus.GaugeValue, float64(v[1]), d.Name, unit)
+		}
+	}
 }

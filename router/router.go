@@ -33,16 +33,17 @@ type Router struct {
 	// and must be called either way, to wait for them.
 	ctx context.Context
 
-	mu       sync.Mutex
-	pools    map[string][]*amqp.Conn // every connection per broker (brokers[].connections); the first is the broker's main one; guarded by mu
-	profiles map[string]amqp.Profile // by broker name; guarded by mu
-	routes   *routes.Manager         // set by Start
-	control  *Control                // set by Start when flooding is on
-	topo     *topoDriver             // set by Start when flooding is on
-	dests    *destWatcher            // set by Start when flooding is on
-	gdests   *globalDests            // set by Start when destinations: has entries
-	table    *table                  // the topology's latest shortest paths
-	cluster  *clusterPart            // set by Start in a router cluster (cluster.go)
+	mu         sync.Mutex
+	pools      map[string][]*amqp.Conn // every connection per broker (brokers[].connections); the first is the broker's main one; guarded by mu
+	profiles   map[string]amqp.Profile // by broker name; guarded by mu
+	routes     *routes.Manager         // set by Start
+	control    *Control                // set by Start when flooding is on
+	topo       *topoDriver             // set by Start when flooding is on
+	dests      *destWatcher            // set by Start when flooding is on
+	gdests     *globalDests            // set by Start when destinations: has entries
+	limitGates *limitGates             // the gates of the limited destinations; nil without limits
+	table      *table                  // the topology's latest shortest paths
+	cluster    *clusterPart            // set by Start in a router cluster (cluster.go)
 	// routeCtl changes and lists the routes: the manager's (localRoutes)
 	// or, in a cluster, the cluster's (cluster). Set by Start.
 	routeCtl routeControl
@@ -91,6 +92,9 @@ func (r *Router) Start(ctx context.Context) error {
 	}
 	if r.cfg.Cluster != nil {
 		opts.StatePath = "" // a member's routes live in the cluster's store
+	}
+	if r.limitGates = newLimitGates(r.cfg.GlobalDestinations()); r.limitGates != nil {
+		opts.Gates = r.limitGates // not a typed nil: routes asks it only when set
 	}
 	r.routes = routes.NewManager(r.ctx, opts)
 	r.routeCtl = localRoutes{r.routes}

@@ -89,6 +89,9 @@ type Options struct {
 	// ControlAddress is the control node (topology.control_address):
 	// router-owned, never a destination of transit or the ingress.
 	ControlAddress string
+	// Gates, when set, holds back routes into a global destination with
+	// limits (gate.go).
+	Gates Gates
 }
 
 // Manager runs the routes: one goroutine per route, owned here and

@@ -239,6 +239,7 @@ func (r *route) runLinks(ctx context.Context, path pathpolicy.Path, drain <-chan
 	if w.close != nil {
 		defer w.close()
 	}
+	w = r.gateWiring(w) // before a flow's parking: only the move is held back
 	if r.spec.MaxMoves > 0 {
 		if w, err = r.moveWiring(setup, srcSess, w, lapped); err != nil {
 			return err

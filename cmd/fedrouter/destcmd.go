@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -60,6 +61,9 @@ func listDestinations(c *cli.Context, api *adminclient.Client) error {
 			p.printf("%s: %s\n", d.Name, pr)
 		}
 	}
+	for _, d := range st.Destinations {
+		printLimits(p, d)
+	}
 	brokers := make([]string, 0, len(st.Unlisted))
 	for b := range st.Unlisted {
 		brokers = append(brokers, b)
@@ -71,9 +75,41 @@ func listDestinations(c *cli.Context, api *adminclient.Client) error {
 	if len(st.Destinations) == 0 {
 		p.println("no global destination yet (none of the entries' queues exists at any broker)")
 	}
-	p.printf("since the start: %d created, %d deleted, %d kept (held messages), %d failed; %d flows started, %d stopped\n",
-		st.Counts.Created, st.Counts.Deleted, st.Counts.Kept, st.Counts.Failed, st.Counts.FlowsStarted, st.Counts.FlowsStopped)
+	p.printf("since the start: %d created, %d deleted, %d kept (held messages), %d failed; %d flows started, %d stopped; %d refused by a limit\n",
+		st.Counts.Created, st.Counts.Deleted, st.Counts.Kept, st.Counts.Failed, st.Counts.FlowsStarted, st.Counts.FlowsStopped, st.Counts.LimitRefusals)
 	return p.done()
+}
+
+// printLimits prints d's limits over all its instances: the total, and
+// each broker's share and use.
+func printLimits(p *printer, d globaldest.Status) {
+	l := d.Limits
+	if l == nil {
+		return
+	}
+	held := ""
+	if l.Withhold {
+		held = "; at the limit: the routes feeding it withhold credit"
+	}
+	p.printf("%s: limits %s; total %d messages, %d bytes%s; shares changed %s (%s)\n", d.Name, l.Limits, l.Messages, l.Bytes, held,
+		l.Changed.Format(time.RFC3339), l.Why)
+	for _, b := range l.Brokers {
+		line := fmt.Sprintf("  %s: %d messages", b.Broker, b.Messages)
+		if b.ShareMessages > 0 {
+			line += fmt.Sprintf(" of a share of %d", b.ShareMessages)
+		}
+		line += fmt.Sprintf(", %d bytes", b.Bytes)
+		if b.ShareBytes > 0 {
+			line += fmt.Sprintf(" of a share of %d", b.ShareBytes)
+		}
+		if b.Held {
+			line += "; routes into it held"
+		}
+		if b.Policy != "" {
+			line += "; share " + b.Policy
+		}
+		p.println(line)
+	}
 }
 
 // flowCell says where broker's messages move, if anywhere: the target,

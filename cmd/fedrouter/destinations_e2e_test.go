@@ -30,8 +30,14 @@ type destRig struct {
 
 func newDestRig(t *testing.T, entry string) *destRig {
 	t.Helper()
+	return newDestRigNamed(t, "gd", entry)
+}
+
+// newDestRigNamed is newDestRig with the destinations named from prefix.
+func newDestRigNamed(t *testing.T, prefix, entry string) *destRig {
+	t.Helper()
 	d := &destRig{t: t, bs: brokertest.Require(t, "rabbit1", "rabbit2", "rabbit3", "rabbit4")}
-	d.prefix = strings.ReplaceAll(brokertest.UniqueName(t, "gd"), "Test", "")
+	d.prefix = strings.ReplaceAll(brokertest.UniqueName(t, prefix), "Test", "")
 	var yaml strings.Builder
 	fmt.Fprintf(&yaml, "router_id: gd\nbrokers:\n")
 	for _, b := range d.bs {

@@ -81,14 +81,14 @@ func checkConfig(c *cli.Context) error {
 func listProfiles(c *cli.Context) error {
 	p := newPrinter(c.App.Writer)
 	p.table()
-	p.println("Profile\tTested\tGlobal destinations")
+	p.println("Profile\tTested\tGlobal destinations\tDestination limits")
 	for _, n := range amqp.ProfileNames() {
 		tested, _ := amqp.LookupProfile(n)
 		note := "yes"
 		if !tested {
 			note = "no (from the broker's documentation)"
 		}
-		p.printf("%s\t%s\t%s\n", n, note, amqp.DestinationSupport(n))
+		p.printf("%s\t%s\t%s\t%s\n", n, note, amqp.DestinationSupport(n), amqp.LimitSupport(n))
 	}
 	return p.done()
 }

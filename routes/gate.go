@@ -1,0 +1,34 @@
+package routes
+
+import (
+	"github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/links"
+)
+
+// Gates hold back the routes feeding a global destination with limits
+// (docs/destinations.md, "Limits"): its flows and the queue routes whose
+// destination queue is one of its instances. An exchange route's
+// destination exchange may route into an instance too: it is not gated
+// (which queues an exchange reaches is the broker's to know); the
+// instance's own share still bounds it.
+type Gates interface {
+	// Gate is the gate of queue at broker, nil when no limit holds there.
+	Gate(broker, queue string) *links.Gate
+}
+
+// gateWiring sends w's messages through the gate of the route's
+// destination queue, when it has one: asked once per run, so a route
+// into a queue without limits pays nothing per message.
+func (r *route) gateWiring(w wiring) wiring {
+	if r.m.opts.Gates == nil {
+		return w
+	}
+	_, _, dst := r.nodes()
+	if dst.Kind != amqp.Queue {
+		return w
+	}
+	if g := r.m.opts.Gates.Gate(r.spec.Dest, dst.Name); g != nil {
+		w.sink = links.GatedSink{Sink: w.sink, Gate: g}
+	}
+	return w
+}
