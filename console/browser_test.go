@@ -251,6 +251,7 @@ func TestBrowserNamesAreText(t *testing.T) {
 // /links, without costs, and the page says so.
 func TestBrowserWithoutFlooding(t *testing.T) {
 	svc := routertest.New(routertest.Options{RouterID: "solo", TopologyOff: router.ErrTopologyOff,
+		NotClustered: router.ErrNotClustered, NoDestinations: router.ErrNoDestinations,
 		Brokers: []amqp.Status{{Broker: "a", State: amqp.Operational}, {Broker: "b", State: amqp.Waiting}},
 		Links: []routes.LinkStatus{
 			{Src: "a", Dest: "b", State: routes.StateWaiting, Routes: 1},

@@ -21,8 +21,16 @@ type member struct {
 	*routertest.Service
 }
 
-func (m member) Routes() []routes.Status {
-	out := m.Service.Routes()
+func (m member) Routes() []routes.Status { return held(m.Service.Routes()) }
+
+// RoutesPage is what GET /api/v1/routes answers from: the same holders.
+func (m member) RoutesPage(after string, limit int) ([]routes.Status, string, error) {
+	out, next, err := m.Service.RoutesPage(after, limit)
+	return held(out), next, err
+}
+
+// held marks the route to tokyo held by paris-2, the others by paris-1.
+func held(out []routes.Status) []routes.Status {
 	for i := range out {
 		out[i].Holder = "paris-1"
 		if out[i].Spec.Dest == "tokyo" {

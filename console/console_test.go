@@ -49,6 +49,7 @@ func fake(t *testing.T) *routertest.Service {
 	t.Helper()
 	since := time.Now().Add(-3 * time.Minute)
 	svc := routertest.New(routertest.Options{RouterID: "paris-1", Known: []string{"paris", "london", "tokyo"},
+		NotClustered: router.ErrNotClustered, NoDestinations: router.ErrNoDestinations,
 		Added: routes.Status{State: routes.StateWaiting},
 		Brokers: []amqp.Status{
 			{Broker: "london", State: amqp.Operational, Since: since, URL: "amqp://london:5672", Generation: 1},
