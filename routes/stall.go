@@ -19,6 +19,8 @@ const DefaultStallAfter = 60 * time.Second
 type stallObs struct {
 	// Attached: the route's links are attached (Operational or Stalled).
 	Attached bool
+	// Run counts the route's attaches: a higher one is a new run.
+	Run uint64
 	// Progress counts the messages that went where the route sends them
 	// (accepted by the destination, or dropped as looped), ever: a
 	// message rejected or dead-lettered did not get there.
@@ -46,8 +48,13 @@ type stallTrack struct {
 	stalled    bool
 	stalledAt  time.Time
 	reattached time.Time // when this stall's one re-attach was asked; zero: not yet
-	gaveUp     bool      // the re-attach did not help: said once
-	why        string    // the last words on what it is stuck on
+	// oldRun is the run the re-attach ended; rerunAt, when a look first
+	// saw the next one attached (zero: not yet; the old run may take
+	// a while to settle what it has in flight).
+	oldRun  uint64
+	rerunAt time.Time
+	gaveUp  bool   // the re-attach did not help: said once
+	why     string // the last words on what it is stuck on
 }
 
 // stallVerdict is what the watcher does about one route.
@@ -79,6 +86,9 @@ func stallDecide(after time.Duration, t stallTrack, o stallObs, now time.Time) (
 	}
 	if t.quietSince.IsZero() {
 		t.progress, t.quietSince = o.Progress, now
+	}
+	if t.stalled && t.rerunAt.IsZero() && o.Run > t.oldRun {
+		t.rerunAt = now
 	}
 	if o.Progress != t.progress {
 		v := stallVerdict{}
@@ -116,10 +126,10 @@ func stallDecide(after time.Duration, t stallTrack, o stallObs, now time.Time) (
 		// Not seen holding anything at this look: wait for one that
 		// can say what the route is stuck on.
 	case !t.stalled:
-		t.stalled, t.stalledAt, t.reattached = true, now, now
+		t.stalled, t.stalledAt, t.reattached, t.oldRun = true, now, now, o.Run
 		v.Stalled, v.Reattach = true, true
 		v.Log = "stalled: " + v.Why + "; re-attaching its links once"
-	case !t.gaveUp && now.Sub(t.reattached) >= after:
+	case !t.gaveUp && !t.rerunAt.IsZero() && now.Sub(t.rerunAt) >= after:
 		t.gaveUp = true
 		v.Log = "still stalled after re-attaching its links: " + v.Why +
 			"; not re-attached again: the links stay attached and the route leaves Stalled as soon as it forwards"

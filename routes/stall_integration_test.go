@@ -1,11 +1,16 @@
 package routes_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"net"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -180,4 +185,97 @@ func TestIntegrationStalledRoute(t *testing.T) {
 	if n := logs.count("forwards again after being stalled"); n != 1 {
 		t.Fatalf("%d lines saying it forwards again: want one", n)
 	}
+}
+
+// startNoSettle starts testdata/nosettle.py, a peer that takes messages
+// and settles none until it is sent SIGUSR1, on a free loopback port of
+// its own; it is killed at cleanup. It returns the peer's process and
+// its broker configuration.
+func startNoSettle(t *testing.T) (*os.Process, famqp.BrokerConfig) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/usr/bin/python3", "../testdata/nosettle.py", addr)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(out)
+	drained := make(chan struct{})
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-drained // every read done before Wait closes the pipe
+		_ = cmd.Wait()
+	})
+	if !lines.Scan() || lines.Text() != "listening" {
+		close(drained)
+		t.Fatalf("nosettle.py did not start: %q %v", lines.Text(), lines.Err())
+	}
+	go func() { // reads until the process ends (killed at cleanup)
+		defer close(drained)
+		for lines.Scan() {
+		}
+	}()
+	return cmd.Process, famqp.BrokerConfig{Name: "nosettle", URLs: []string{"amqp://" + addr}, Profile: "proton"}
+}
+
+// A destination that accepts the attach and the messages but settles
+// none: the route holds them in flight, forwards nothing, and is Stalled
+// (a profile-independent sign: what the route itself holds); re-attached
+// once, then left; Operational again once the destination settles.
+func TestIntegrationStalledRouteDestinationNeverSettles(t *testing.T) {
+	const after = 2 * time.Second
+	peer, cfg := startNoSettle(t)
+	h := newHarness(t, "rabbit1")
+	h.m.Stop(context.Background())
+	logs := &logBuffer{}
+	h.opts.Log = zerolog.New(zerolog.MultiLevelWriter(zerolog.NewTestWriter(t), logs)).Level(zerolog.InfoLevel)
+	h.opts.StallAfter = after
+	c := brokertest.Dial(t, cfg, famqp.ConnOptions{Backoff: famqp.Backoff{Min: 200 * time.Millisecond, Max: time.Second}})
+	h.opts.Brokers["nosettle"] = famqp.Broker{Conn: c, Profile: brokertest.Profile(t, cfg)}
+	h.start()
+	src := brokertest.UniqueName(t, "h-stall-src")
+	brokertest.DeclareQueue(t, h.brokers["rabbit1"].Config(), src)
+	brokertest.SendAll(t, h.session("rabbit1"), "/amq/queue/"+src, 20, 20, brokertest.Numbered)
+
+	r := h.add(routes.Spec{Kind: routes.KindQueue, Src: "rabbit1", Dest: "nosettle", Exchange: "sink", Queue: src, OutcomeTimeout: 10 * time.Minute})
+	up := h.waitState(r.ID, routes.StateOperational).Since
+	st := h.waitFor(r.ID, routes.StateStalled, "20 messages sent to the destination wait for its outcome")
+	t.Logf("Stalled %s after the route was attached (stall_after %s): %s", st.Since.Sub(up).Round(time.Millisecond), after, st.Detail)
+	brokertest.Eventually(t, 60*time.Second, 50*time.Millisecond, func() error {
+		if n := logs.count("not re-attached again"); n != 1 {
+			return fmt.Errorf("%d lines saying it is not re-attached again", n)
+		}
+		return nil
+	})
+	time.Sleep(3 * after) // long enough for a looping re-attach to show
+	if n := logs.count("re-attaching its links once"); n != 1 {
+		t.Fatalf("%d lines announcing a re-attach: want exactly one", n)
+	}
+	if n := logs.count(`"state":"Connecting"`); n != 2 {
+		t.Fatalf("the route attached %d times: want 2", n)
+	}
+
+	settled := time.Now()
+	if err := peer.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	h.waitState(r.ID, routes.StateOperational)
+	t.Logf("Operational again %s after the destination began to settle", time.Since(settled).Round(time.Millisecond))
+	brokertest.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
+		if st, _ := h.m.Get(r.ID); st.Forwarded < 20 || st.InFlight != 0 {
+			return fmt.Errorf("forwarded %d, in flight %d", st.Forwarded, st.InFlight)
+		}
+		return nil
+	})
 }

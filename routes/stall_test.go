@@ -23,9 +23,10 @@ var (
 	empty     = stallObs{Attached: true, Depth: 0, HasDepth: true}
 	backlog   = stallObs{Attached: true, Depth: 500, HasDepth: true, Credit: 100} // credit granted, nothing arrives
 	detached  = stallObs{Depth: -1, HasDepth: true}
-	noDepth   = stallObs{Attached: true, Depth: -1}                              // a profile that cannot tell
-	stuckDest = stallObs{Attached: true, Depth: -1, InFlight: 50, Held: 50}      // the destination settles nothing
-	moved     = func(o stallObs, n uint64) stallObs { o.Progress = n; return o } //
+	noDepth   = stallObs{Attached: true, Depth: -1}                         // a profile that cannot tell
+	stuckDest = stallObs{Attached: true, Depth: -1, InFlight: 50, Held: 50} // the destination settles nothing
+	moved     = func(o stallObs, n uint64) stallObs { o.Progress = n; return o }
+	rerun     = func(o stallObs) stallObs { o.Run++; return o } // attached again
 )
 
 func TestStallDecide(t *testing.T) {
@@ -47,14 +48,15 @@ func TestStallDecide(t *testing.T) {
 			{at: 31, obs: backlog, askDepth: true},
 			{at: 59, obs: backlog, askDepth: true},
 			{at: 61, obs: backlog, askDepth: true, stalled: true, reattach: true, log: "re-attaching its links once"},
-			{at: 62, obs: detached, stalled: true}, // the re-attach
-			{at: 63, obs: backlog, askDepth: true, stalled: true},
-			{at: 100, obs: backlog, askDepth: true, stalled: true},
-			{at: 122, obs: backlog, askDepth: true, stalled: true, log: "not re-attached again"},
-			{at: 300, obs: backlog, askDepth: true, stalled: true},
-			{at: 3000, obs: backlog, askDepth: true, stalled: true},
-			{at: 3001, obs: moved(backlog, 1), log: "forwards again after being stalled for 49m0s"},
-			{at: 3002, obs: moved(backlog, 2)},
+			{at: 62, obs: backlog, askDepth: true, stalled: true}, // the old run settles what it has in flight
+			{at: 70, obs: detached, stalled: true},                // the re-attach
+			{at: 73, obs: rerun(backlog), askDepth: true, stalled: true},
+			{at: 130, obs: rerun(backlog), askDepth: true, stalled: true},
+			{at: 133, obs: rerun(backlog), askDepth: true, stalled: true, log: "not re-attached again"},
+			{at: 300, obs: rerun(backlog), askDepth: true, stalled: true},
+			{at: 3000, obs: rerun(backlog), askDepth: true, stalled: true},
+			{at: 3001, obs: moved(rerun(backlog), 1), log: "forwards again after being stalled for 49m0s"},
+			{at: 3002, obs: moved(rerun(backlog), 2)},
 		}},
 		{"a second stall after progress is a new one: re-attached once again", []stallLook{
 			{at: 0, obs: backlog}, {at: 30, obs: backlog, askDepth: true},
@@ -78,10 +80,18 @@ func TestStallDecide(t *testing.T) {
 			{at: 0, obs: noDepth}, {at: 10, obs: stuckDest}, {at: 61, obs: stuckDest, stalled: true, reattach: true,
 				log: "50 messages sent to the destination wait for its outcome; nothing forwarded for 1m1s"},
 			{at: 62, obs: detached, stalled: true},
-			{at: 63, obs: noDepth, stalled: true}, // holds nothing until its messages come back: still stalled
-			{at: 64, obs: stuckDest, stalled: true},
-			{at: 124, obs: stuckDest, stalled: true, log: "still stalled"},
-			{at: 200, obs: moved(stuckDest, 1), log: "forwards again"},
+			{at: 63, obs: rerun(noDepth), stalled: true}, // holds nothing until its messages come back: still stalled
+			{at: 64, obs: rerun(stuckDest), stalled: true},
+			{at: 122, obs: rerun(stuckDest), stalled: true},
+			{at: 123, obs: rerun(stuckDest), stalled: true, log: "still stalled"},
+			{at: 200, obs: moved(rerun(stuckDest), 1), log: "forwards again"},
+		}},
+		{"a re-attach slower than stall_after: the second line waits for the new run", []stallLook{
+			{at: 0, obs: stuckDest}, {at: 61, obs: stuckDest, stalled: true, reattach: true, log: "stalled"},
+			{at: 125, obs: stuckDest, stalled: true}, // the old run still drains
+			{at: 200, obs: rerun(stuckDest), stalled: true},
+			{at: 259, obs: rerun(stuckDest), stalled: true},
+			{at: 260, obs: rerun(stuckDest), stalled: true, log: "still stalled"},
 		}},
 		{"a profile without depth and nothing held cannot tell: never stalled", []stallLook{
 			{at: 0, obs: noDepth}, {at: 100, obs: noDepth}, {at: 1000, obs: noDepth},

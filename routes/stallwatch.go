@@ -138,7 +138,7 @@ func (r *route) depthSource() (depthKey, bool) {
 // stallObs is what the watcher sees of the route now.
 func (r *route) stallObs() stallObs {
 	attached, _ := r.attached()
-	o := stallObs{Attached: attached, Progress: r.c.Forwarded.Load() + r.c.Looped.Load(),
+	o := stallObs{Attached: attached, Run: r.runs.Load(), Progress: r.c.Forwarded.Load() + r.c.Looped.Load(),
 		InFlight: r.c.InFlight.Load(), Depth: -1}
 	if rcv := r.rcv.Load(); rcv != nil {
 		st := rcv.Stats()
