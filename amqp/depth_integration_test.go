@@ -42,6 +42,15 @@ func TestIntegrationQueueDepth(t *testing.T) {
 			if _, err := dr.QueueDepth(t.Context(), "h-stall-no-such-queue"); !errors.Is(err, famqp.ErrNotFound) {
 				t.Fatalf("depth of a missing queue: %v, want ErrNotFound", err)
 			}
+			// Many at once: from the broker's listing.
+			names := []string{q}
+			for i := range 20 {
+				names = append(names, fmt.Sprintf("h-stall-no-such-queue-%d", i))
+			}
+			got, err := dr.QueueDepths(t.Context(), names)
+			if err != nil || len(got) != 1 || got[q] != 7 {
+				t.Fatalf("depths of %d queues, one there: %v, %v", len(names), got, err)
+			}
 		})
 	}
 }

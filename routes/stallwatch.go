@@ -83,37 +83,42 @@ func (w *stallWatch) look(ctx context.Context) {
 	}
 }
 
-// depths reads the depth of every source queue a route asked for, once
-// per queue whatever the routes sharing it; a queue that does not answer
-// within the look is unknown.
+// depths reads the depth of every source queue a route asked for: once
+// per queue whatever the routes sharing it, in one batch per broker (a
+// listing, past a few queues). A queue not there has 0 (the run fails on
+// its own); a broker that does not answer within the look, none.
 func (w *stallWatch) depths(ctx context.Context, rs []*route) map[depthKey]int64 {
-	want := map[depthKey]amqp.DepthReader{}
+	type batch struct {
+		dr     amqp.DepthReader
+		queues []string
+	}
+	want := map[string]*batch{} // by broker
+	asked := map[depthKey]bool{}
 	for _, r := range rs {
-		if !w.ask[r] {
+		k, ok := r.depthSource()
+		if !w.ask[r] || !ok || asked[k] {
 			continue
 		}
-		if k, ok := r.depthSource(); ok {
-			want[k] = r.src.Profile.(amqp.DepthReader)
+		asked[k] = true
+		if want[k.broker] == nil {
+			want[k.broker] = &batch{dr: r.src.Profile.(amqp.DepthReader)}
 		}
+		want[k.broker].queues = append(want[k.broker].queues, k.queue)
 	}
 	if len(want) == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, max(stallEvery(w.after), 5*time.Second))
 	defer cancel()
-	out := make(map[depthKey]int64, len(want))
-	for k, dr := range want {
-		d, err := dr.QueueDepth(ctx, k.queue)
-		switch {
-		case errors.Is(err, amqp.ErrNotFound):
-			out[k] = 0 // gone: nothing waits there; the run fails on its own
-		case err != nil:
-			w.m.log.Debug().Err(err).Str("broker", k.broker).Str("queue", k.queue).Msg("stall watcher: source depth unknown")
-		default:
-			out[k] = d
+	out := make(map[depthKey]int64, len(asked))
+	for broker, b := range want {
+		got, err := b.dr.QueueDepths(ctx, b.queues)
+		if err != nil {
+			w.m.log.Debug().Err(err).Str("broker", broker).Int("queues", len(b.queues)).Msg("stall watcher: source depths unknown")
+			continue
 		}
-		if ctx.Err() != nil {
-			break
+		for _, q := range b.queues {
+			out[depthKey{broker, q}] = got[q] // absent: no such queue, 0
 		}
 	}
 	return out
