@@ -29,8 +29,8 @@ func TestRabbitQueueDepths(t *testing.T) {
 	f, m := newFakeMgmt(t, map[string]string{
 		"GET /api/queues/%2F/a?columns=messages_ready":     `{"messages_ready":3}`,
 		"GET /api/queues/%2F/fresh?columns=messages_ready": `{}`,
-		fmt.Sprintf(list, 1): `{"items":[` + strings.Join(page1, ",") + `],"page":1,"page_count":2}`,
-		fmt.Sprintf(list, 2): `{"items":[` + strings.Join(page2, ",") + `],"page":2,"page_count":2}`,
+		fmt.Sprintf(list, 1):                               `{"items":[` + strings.Join(page1, ",") + `],"page":1,"page_count":2}`,
+		fmt.Sprintf(list, 2):                               `{"items":[` + strings.Join(page2, ",") + `],"page":2,"page_count":2}`,
 	})
 	p := &rabbitProfile{mgmt: m}
 	ctx := context.Background()
