@@ -132,3 +132,31 @@ func TestStallEvery(t *testing.T) {
 		}
 	}
 }
+
+// Only an attached route turns Stalled; leaving Stalled gives an
+// Operational route its path detail back.
+func TestSetStalled(t *testing.T) {
+	s := &runState{state: StateWaiting}
+	s.setStalled(true, "stuck")
+	if s.state != StateWaiting {
+		t.Fatalf("a Waiting route turned %s", s.state)
+	}
+	s.setState(StateOperational, nil, 0)
+	s.setDetail("multi-hop via a > b")
+	s.setStalled(true, "stuck")
+	var st Status
+	s.fill(&st)
+	if st.State != StateStalled || st.Detail != "stuck" {
+		t.Fatalf("%s %q, want Stalled stuck", st.State, st.Detail)
+	}
+	s.setStalled(false, "")
+	s.fill(&st)
+	if st.State != StateOperational || st.Detail != "multi-hop via a > b" {
+		t.Fatalf("%s %q, want Operational with its path again", st.State, st.Detail)
+	}
+	s.setState(StateWaiting, nil, 0)
+	s.setStalled(false, "")
+	if s.state != StateWaiting {
+		t.Fatalf("leaving Stalled turned a Waiting route %s", s.state)
+	}
+}
