@@ -36,6 +36,9 @@ type stallObs struct {
 	// asked, or did not answer. HasDepth: the profile can tell.
 	Depth    int64
 	HasDepth bool
+	// HeldBack: the route's destination is a global destination's
+	// instance at its limit, whose gate holds the route back on purpose.
+	HeldBack bool
 }
 
 // stallTrack is the watcher's memory of one route.
@@ -89,6 +92,15 @@ func stallDecide(after time.Duration, t stallTrack, o stallObs, now time.Time) (
 	}
 	if t.stalled && t.rerunAt.IsZero() && o.Run > t.oldRun {
 		t.rerunAt = now
+	}
+	if o.HeldBack {
+		// Not stuck: waiting for room, as its destination's limit says.
+		// The clock starts again once it may forward.
+		v := stallVerdict{}
+		if t.stalled {
+			v.Log = "no longer stalled: held back by its destination's limit"
+		}
+		return v, stallTrack{progress: o.Progress, quietSince: now}
 	}
 	if o.Progress != t.progress {
 		v := stallVerdict{}

@@ -27,6 +27,7 @@ var (
 	stuckDest = stallObs{Attached: true, Depth: -1, InFlight: 50, Held: 50} // the destination settles nothing
 	moved     = func(o stallObs, n uint64) stallObs { o.Progress = n; return o }
 	rerun     = func(o stallObs) stallObs { o.Run++; return o } // attached again
+	heldBack  = stallObs{Attached: true, Depth: 500, HasDepth: true, Held: 1, InFlight: 1, HeldBack: true}
 )
 
 func TestStallDecide(t *testing.T) {
@@ -92,6 +93,13 @@ func TestStallDecide(t *testing.T) {
 			{at: 200, obs: rerun(stuckDest), stalled: true},
 			{at: 259, obs: rerun(stuckDest), stalled: true},
 			{at: 260, obs: rerun(stuckDest), stalled: true, log: "still stalled"},
+		}},
+		{"a route its destination's limit holds back is not stalled", []stallLook{
+			{at: 0, obs: backlog}, {at: 61, obs: backlog, askDepth: true, stalled: true, reattach: true, log: "stalled"},
+			{at: 70, obs: heldBack, log: "held back by its destination's limit"},
+			{at: 200, obs: heldBack}, {at: 1000, obs: heldBack},
+			{at: 1001, obs: backlog}, {at: 1031, obs: backlog, askDepth: true},
+			{at: 1062, obs: backlog, askDepth: true, stalled: true, reattach: true, log: "stalled"},
 		}},
 		{"a profile without depth and nothing held cannot tell: never stalled", []stallLook{
 			{at: 0, obs: noDepth}, {at: 100, obs: noDepth}, {at: 1000, obs: noDepth},

@@ -149,6 +149,12 @@ func (r *route) stallObs() stallObs {
 		st := rcv.Stats()
 		o.Held, o.Credit = st.Unsettled, max(st.Credit, 0)
 	}
+	if gs := r.m.opts.Gates; gs != nil {
+		if _, _, dst := r.nodes(); dst.Kind == amqp.Queue {
+			g := gs.Gate(r.spec.Dest, dst.Name)
+			o.HeldBack = g != nil && g.Closed()
+		}
+	}
 	return o
 }
 
