@@ -18,7 +18,8 @@ import (
 //     transitively (a connected group of spans: the same group, hence the
 //     same decider, at every member); their spans' union is the span the
 //     shares are made over;
-//   - who decides: the lowest router id among them. A decider that stops
+//   - who decides: the lowest router id among them, once it has waited
+//     to hear the others (Agree's waiting). A decider that stops
 //     advertising is dropped with its advertisement (max_age), and the
 //     next lowest decides, starting from the shares it advertised last;
 //   - which limits hold: the smallest of each unit any of them configures
@@ -72,15 +73,17 @@ type Role struct {
 	// nil otherwise, with Refused saying why when they are not.
 	Shares  *AdShares
 	Refused string
-	// Waiting: this router takes no part yet (Agree's waiting).
+	// Waiting: this router neither decides nor puts yet (Agree's waiting).
 	Waiting bool
 }
 
 // Agree gives self's role among others (the other routers' ads for the
-// same destination, checked by DecodeAds). A router waiting (just
-// started: it has not heard every router yet, and advertises nothing)
-// takes no part: it follows the lowest of the others, puts nothing, and
-// so learns the shares in force before it may decide. Pure.
+// same destination, checked by DecodeAds). A router waiting (it has just
+// seen the destination, and may not have heard the other routers' ads
+// for it yet) takes part but does not decide nor put: when it is the
+// lowest id, nobody decides meanwhile and the shares in force stay; it
+// follows the shares of the lowest router advertising any (the one that
+// decided before), and so starts from them. Pure.
 func Agree(self Ad, others []Ad, waiting bool) Role {
 	group := []Ad{self}
 	span := slices.Clone(self.Span)
@@ -98,21 +101,20 @@ func Agree(self Ad, others []Ad, waiting bool) Role {
 		}
 	}
 	slices.SortFunc(group, func(a, b Ad) int { return strings.Compare(a.Router, b.Router) })
-	r := Role{Span: span, Limits: smallest(group), Differs: differing(group), Waiting: waiting}
+	r := Role{Span: span, Limits: smallest(group), Differs: differing(group), Waiting: waiting,
+		Decider: group[0].Router, DeciderSpan: group[0].Span}
 	for _, a := range group {
 		r.Routers = append(r.Routers, a.Router)
 	}
 	r.Remote = remoteUse(group, self.Span, span)
-	if waiting {
-		group = slices.DeleteFunc(group, func(a Ad) bool { return a.Router == self.Router })
-		if len(group) == 0 {
-			return r
-		}
-	}
-	r.Decider, r.DeciderSpan = group[0].Router, group[0].Span
-	r.Deciding = r.Decider == self.Router
+	r.Deciding = r.Decider == self.Router && !waiting
 	if !r.Deciding {
-		r.Shares, r.Refused = checkShares(group[0], r)
+		// The decider's shares; while it has none (it waits), those of
+		// the router that decided before it.
+		i := slices.IndexFunc(group, func(a Ad) bool { return a.Router != self.Router && a.Shares != nil })
+		if i >= 0 {
+			r.Shares, r.Refused = checkShares(group[i], r)
+		}
 	}
 	if waiting {
 		return r

@@ -65,11 +65,14 @@ func TestAgree(t *testing.T) {
 		{"the decider's shares do not sum to the limit: refused", Ad{Router: "b", Limits: lim(100), Span: all},
 			[]Ad{{Router: "a", Limits: lim(100), Span: all, Shares: &AdShares{Limits: lim(100), Messages: map[string]int64{"r1": 90, "r2": 1, "r3": 1, "r4": 1}}}}, false,
 			"routers=a,b decider=a put= span=r1,r2,r3,r4 limits=max_messages=100 overflow=reject-publish refused=router a's shares of messages sum to 93, not 100"},
-		{"waiting, the lowest id: follows the others' decider, puts nothing", Ad{Router: "a", Limits: lim(100), Span: all},
+		{"waiting, the lowest id: the decider, but it neither decides nor puts; it follows the shares the one before decided", Ad{Router: "a", Limits: lim(100), Span: all},
 			[]Ad{{Router: "b", Limits: lim(100), Span: all, Shares: even(100, all...)}}, true,
-			"routers=a,b decider=b put= span=r1,r2,r3,r4 limits=max_messages=100 overflow=reject-publish shares=r1=25,r2=25,r3=25,r4=25 waiting"},
-		{"waiting alone: no decider", Ad{Router: "a", Limits: lim(100), Span: all}, nil, true,
-			"routers=a decider= put= span=r1,r2,r3,r4 limits=max_messages=100 overflow=reject-publish waiting"},
+			"routers=a,b decider=a put= span=r1,r2,r3,r4 limits=max_messages=100 overflow=reject-publish shares=r1=25,r2=25,r3=25,r4=25 waiting"},
+		{"waiting alone: nobody decides", Ad{Router: "a", Limits: lim(100), Span: all}, nil, true,
+			"routers=a decider=a put= span=r1,r2,r3,r4 limits=max_messages=100 overflow=reject-publish waiting"},
+		{"the decider waits (no shares): the others follow the shares the one before decided", Ad{Router: "c", Limits: lim(100), Span: all},
+			[]Ad{{Router: "a", Limits: lim(100), Span: all}, {Router: "b", Limits: lim(100), Span: all, Shares: even(100, all...)}}, false,
+			"routers=a,b,c decider=a put= span=r1,r2,r3,r4 limits=max_messages=100 overflow=reject-publish shares=r1=25,r2=25,r3=25,r4=25"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := roleString(Agree(tc.self, tc.others, tc.waiting)); got != tc.want {

@@ -31,7 +31,15 @@ type destLimits struct {
 	applied  map[[2]string]amqp.QueueLimit     // (broker, queue) → the policy in force
 	swept    map[string]bool                   // brokers whose stale policies are gone
 	differs  map[string]string                 // by destination: the routers' disagreement last logged
+	seen     map[string]time.Time              // by destination: when this router first saw it limited
+	mine     map[string]bool                   // by destination: the shares in prev are this router's decision
+	putAt    map[[2]string]time.Time           // (broker, queue) → when its policy was last put
 }
+
+// repairEvery is how often a router puts the policies it is in charge of
+// again, unchanged: a policy another router (two deciders for a moment:
+// a partition, simultaneous starts) or an operator changed is repaired.
+const repairEvery = 30 * time.Second
 
 // limitGates are the gates of the limited destinations' instances, made
 // when a route asks (routes.Gates): one per (broker, queue) a route feeds,
@@ -120,7 +128,8 @@ func newDestLimits(entries []globaldest.Entry, brokers map[string]amqp.Broker, g
 		return nil
 	}
 	dl := &destLimits{limiters: map[string]amqp.QueueLimiter{}, gates: gates, prev: map[string]globaldest.Shares{},
-		views: map[string]*globaldest.LimitsView{}, applied: map[[2]string]amqp.QueueLimit{}, swept: map[string]bool{}, differs: map[string]string{}}
+		views: map[string]*globaldest.LimitsView{}, applied: map[[2]string]amqp.QueueLimit{}, swept: map[string]bool{}, differs: map[string]string{},
+		seen: map[string]time.Time{}, mine: map[string]bool{}, putAt: map[[2]string]time.Time{}}
 	for _, e := range entries {
 		if e.Limits == nil || !e.Limits.Enforced() {
 			continue
@@ -155,7 +164,10 @@ func (g *globalDests) enforce(ctx context.Context, st []globaldest.Status) {
 			continue
 		}
 		self := globaldest.Ad{Router: g.routerID, Limits: *e.Limits, Span: slices.Sorted(slices.Values(e.Brokers))}
-		role := g.role(d.Name, self)
+		if _, ok := dl.seen[d.Name]; !ok {
+			dl.seen[d.Name] = time.Now()
+		}
+		role := g.role(d.Name, self, dl.seen[d.Name])
 		if role.Differs != dl.differs[d.Name] {
 			if role.Differs != "" {
 				g.log.Warn().Str("destination", d.Name).Str("limits", role.Limits.String()).Msg("limits: " + role.Differs)
@@ -176,12 +188,18 @@ func (g *globalDests) enforce(ctx context.Context, st []globaldest.Status) {
 			}
 		}
 		dec, ok := dl.decide(g.routerID, d, role, own, listed)
-		if p := dl.prev[d.Name]; role.Deciding && (p.Messages != nil || p.Bytes != nil) {
+		switch {
+		case role.Deciding && ok:
+			dl.mine[d.Name] = true
+		case role.Shares != nil:
+			dl.mine[d.Name] = false
+		}
+		// The decider advertises its shares; a router that decided before
+		// goes on advertising its last ones while the decider waits.
+		if p := dl.prev[d.Name]; dl.mine[d.Name] && (role.Deciding || role.Shares == nil) && (p.Messages != nil || p.Bytes != nil) {
 			self.Shares = &globaldest.AdShares{Limits: role.Limits, Messages: p.Messages, Bytes: p.Bytes, Withhold: ok && dec.Withhold}
 		}
-		if !role.Waiting {
-			ads[d.Name] = self
-		}
+		ads[d.Name] = self
 		if v := dl.views[d.Name]; v != nil {
 			d.Limits = v
 		}
@@ -227,7 +245,17 @@ func ownUse(d *globaldest.Status) ([]globaldest.Use, bool) {
 type shareDecision struct {
 	globaldest.Decision
 	spanOrder []string
+	// growAfter: a share grows only once the other routers have had the
+	// new shares advertised (a decider that dies after it put a larger
+	// share leaves it where its successor may not reach, and its successor
+	// keeps the share it knows for it: it must not know a smaller one).
+	growAfter time.Time
 }
+
+// growDelay is how long a decider advertises new shares before it grows
+// any: the driver reads the ads every localEvery, an origination waits
+// up to MinOriginate (1 s), and the flood crosses the brokers.
+const growDelay = 3 * time.Second
 
 // decide makes d's shares (the decider) or takes the decider's (the
 // others); false while a broker is not listed, its depth unknown (the
@@ -247,6 +275,9 @@ func (dl *destLimits) decide(self string, d *globaldest.Status, role globaldest.
 			}
 		}
 		dec.Decision = globaldest.DecideKeeping(role.Limits, use, globaldest.Orphans(prev, role.Span), prev, time.Now())
+		if len(role.Routers) > 1 {
+			dec.growAfter = dec.Shares.At.Add(growDelay)
+		}
 	default:
 		dec.Decision = followed(role, use, prev)
 	}
@@ -273,8 +304,8 @@ func followed(role globaldest.Role, use []globaldest.Use, prev globaldest.Shares
 	if s == nil {
 		out := globaldest.Decision{Shares: prev, Withhold: true, Why: "no shares from the decider yet"}
 		switch {
-		case role.Waiting && role.Decider == "":
-			out.Why = "waiting to hear the other routers (just started)"
+		case role.Waiting:
+			out.Why = "waiting to hear the other routers' ads (just seen)"
 		case role.Refused != "":
 			out.Why = "the decider's shares refused: " + role.Refused
 		}
@@ -351,10 +382,13 @@ func (g *globalDests) applyShares(ctx context.Context, d *globaldest.Status, lim
 		old, ok := dl.applied[k]
 		grows := !ok || want.MaxLength > old.MaxLength || want.MaxLengthBytes > old.MaxLengthBytes
 		switch {
-		case ok && old == want:
+		case ok && old == want && time.Since(dl.putAt[k]) < repairEvery:
 			continue
 		case failedShrink && grows:
 			v.Brokers[shareIndex(v, b)].Policy = "not set yet: a smaller share elsewhere could not be set first"
+			continue
+		case grows && time.Now().Before(dec.growAfter):
+			v.Brokers[shareIndex(v, b)].Policy = "not set yet: a larger share is put once advertised"
 			continue
 		}
 		call, cancel := context.WithTimeout(ctx, globalDestCall)
@@ -367,6 +401,7 @@ func (g *globalDests) applyShares(ctx context.Context, d *globaldest.Status, lim
 			continue
 		}
 		dl.applied[k] = want
+		dl.putAt[k] = time.Now()
 		g.log.Info().Str("destination", d.Name).Str("broker", b).Int64("max_length", want.MaxLength).Int64("max_length_bytes", want.MaxLengthBytes).
 			Int("order", i).Str("why", dec.Why).Msg("limits: share put")
 	}
@@ -400,6 +435,7 @@ func (g *globalDests) clearShares(ctx context.Context, wanted, handed map[[2]str
 			continue
 		case handed[k]:
 			delete(dl.applied, k)
+			delete(dl.putAt, k)
 			g.log.Info().Str("destination", k[1]).Str("broker", k[0]).Msg("limits: share handed to the router that decides")
 			continue
 		}
@@ -411,8 +447,11 @@ func (g *globalDests) clearShares(ctx context.Context, wanted, handed map[[2]str
 			continue
 		}
 		delete(dl.applied, k)
+		delete(dl.putAt, k)
 		delete(dl.prev, k[1])
 		delete(dl.views, k[1])
+		delete(dl.seen, k[1])
+		delete(dl.mine, k[1])
 		dl.gates.set(k[0], k[1], false)
 		g.log.Info().Str("destination", k[1]).Str("broker", k[0]).Msg("limits: share removed")
 	}

@@ -100,11 +100,12 @@ func (rs *remoteShares) refusals() uint64 {
 	return rs.refused
 }
 
-// sharesGrace is how long after its start a router with link state
-// neither decides shares nor removes stale policies: long enough to hear
-// the advertisements of the routers already running (a newcomer gets the
-// database at once; at the latest they refresh), so that it does not put
-// policies over a lower-id decider's or remove a live router's.
+// sharesGrace is how long a router with link state neither decides the
+// shares of a destination after it first saw it limited, nor removes
+// stale policies after its start: long enough to hear the ads of the
+// routers already running or seeing it too (their listing, an
+// origination, the flood; at the latest they refresh), so that it does
+// not put policies over a lower-id decider's or remove a live router's.
 func sharesGrace(refresh time.Duration) time.Duration {
 	return min(refresh, 10*time.Second) + globalDestPoll
 }
@@ -126,13 +127,14 @@ func (g *globalDests) advertisedShares() json.RawMessage {
 }
 
 // role is this router's role for d's limits now: alone (no link state)
-// it decides over its own span; in the grace after the start it waits
-// (globaldest.Agree).
-func (g *globalDests) role(d string, self globaldest.Ad) globaldest.Role {
+// it decides over its own span; with link state it waits for the grace
+// after it first saw d limited (globaldest.Agree) — to hear the ads of
+// the routers that saw d too.
+func (g *globalDests) role(d string, self globaldest.Ad, seen time.Time) globaldest.Role {
 	if g.shares == nil {
 		return globaldest.Agree(self, nil, false)
 	}
-	return globaldest.Agree(self, g.shares.of(d), g.waiting())
+	return globaldest.Agree(self, g.shares.of(d), time.Since(seen) < g.grace)
 }
 
 // waiting: within the grace after the start (sharesGrace).

@@ -1,0 +1,406 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp/brokertest"
+	"github.com/fedrouter/fedrouter/globaldest"
+)
+
+// sharesRouter starts router id over brokers bs, link state on (refresh
+// 1s, max_age 3s) with one destinations: entry.
+func sharesRouter(t *testing.T, id, control string, bs []brokertest.Broker, entry string) *routerProc {
+	t.Helper()
+	var y strings.Builder
+	fmt.Fprintf(&y, "router_id: %s\nbrokers:\n", id)
+	for _, b := range bs {
+		fmt.Fprintf(&y, "  - {name: %s, url: %q, profile: rabbitmq, username: guest, password: guest, management: {url: %q}}\n", b.Name, b.URL, b.MgmtURL)
+	}
+	fmt.Fprintf(&y, `topology: {secret: %q, refresh: 1s, max_age: 3s, control_address: %s}
+destinations:
+  - %s
+reconnect: {min: 100ms, max: 1s}
+admin: {listen: "127.0.0.1:0"}
+log: {level: info, format: json}
+`, e2eSecret, control, entry)
+	path := filepath.Join(t.TempDir(), id+".yaml")
+	if err := os.WriteFile(path, []byte(y.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startRouter(t, path)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("router %s's log:\n%s", id, p.out.String())
+		}
+	})
+	return p
+}
+
+// policyLengths reads the max-length of q's limit policy at each broker
+// (0: no policy).
+func policyLengths(bs []brokertest.Broker, q string) ([]int64, error) {
+	out := make([]int64, len(bs))
+	for i, b := range bs {
+		req, err := http.NewRequest(http.MethodGet, b.MgmtURL+"/api/policies/%2F/"+url.PathEscape(amqp.LimitPolicyPrefix+q), nil)
+		if err != nil {
+			return nil, err
+		}
+		req.SetBasicAuth("guest", "guest")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		var p struct {
+			Definition struct {
+				MaxLength int64 `json:"max-length"`
+			} `json:"definition"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&p)
+		_ = resp.Body.Close()
+		switch {
+		case resp.StatusCode == http.StatusNotFound:
+		case err != nil || resp.StatusCode != http.StatusOK:
+			return nil, fmt.Errorf("policy of %s at %s: HTTP %d (%v)", q, b.Name, resp.StatusCode, err)
+		default:
+			out[i] = p.Definition.MaxLength
+		}
+	}
+	return out, nil
+}
+
+func sum64(v []int64) int64 {
+	var s int64
+	for _, x := range v {
+		s += x
+	}
+	return s
+}
+
+// sharesView is router p's view of q's limits.
+func sharesView(p *routerProc, q string) (*globaldest.LimitsView, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := p.api().Destinations(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range st.Destinations {
+		if d.Name == q && d.Limits != nil {
+			return d.Limits, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: no limits view yet", q)
+}
+
+// decidedBy checks v: decider and routers as wanted, each broker of want
+// with a share whose policy by puts (and no error putting it).
+func decidedBy(v *globaldest.LimitsView, decider string, routers []string, by map[string]string) error {
+	if v.Decider != decider || !slices.Equal(v.Routers, routers) {
+		return fmt.Errorf("decider %q of %v, want %q of %v (%s)", v.Decider, v.Routers, decider, routers, v.Why)
+	}
+	for b, who := range by {
+		i := slices.IndexFunc(v.Brokers, func(s globaldest.ShareView) bool { return s.Broker == b })
+		switch {
+		case i < 0:
+			return fmt.Errorf("no share at %s", b)
+		case v.Brokers[i].ShareMessages < 1 || v.Brokers[i].By != who || (v.Brokers[i].Policy != "" && !strings.HasPrefix(v.Brokers[i].Policy, "kept")):
+			return fmt.Errorf("%s: %+v, want a share put by %s", b, v.Brokers[i], who)
+		}
+	}
+	return nil
+}
+
+// fillAll: producers at every broker publish per messages each to q (no
+// consumer) while the true total is sampled; the total never passes
+// limit by more than the bound, some are refused, every confirmed one is
+// there; then consumers drain them all. Seqs start at base. It returns
+// the worst overshoot.
+func (d *destRig) fillAll(q string, limit int64, per int, base int64) int64 {
+	t := d.t
+	t.Helper()
+	probe := d.depthProbe(q)
+	smp := probe.sample(20 * time.Millisecond)
+	results := make([]publishResult, len(d.bs))
+	errs := make([]error, len(d.bs))
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range d.bs {
+		wg.Add(1)
+		go func() { // joined by wg
+			defer wg.Done()
+			results[i], errs[i] = d.publish091(i, q, base+int64(i)*1_000_000, per, pubOpts{window: 200, size: 16})
+		}()
+	}
+	wg.Wait()
+	published := time.Since(start)
+	depths, total, err := probe.depths()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := smp.end(); err != nil {
+		t.Fatal(err)
+	}
+	var accepted, refused []int64
+	for i, r := range results {
+		if errs[i] != nil {
+			t.Fatalf("producer at %s: %v", d.bs[i].Name, errs[i])
+		}
+		accepted = append(accepted, r.accepted...)
+		refused = append(refused, r.refused...)
+	}
+	most := max(smp.most.Load(), int64(total))
+	bound := max(limit/100, 2000) // 1 %, or one credit window (routes.DefaultCredit)
+	t.Logf("limit %d: published %d in %s: accepted %d, refused %d; the brokers hold %d %v; most sampled %d in %d samples; worst overshoot %d (bound %d)",
+		limit, len(d.bs)*per, published.Round(time.Millisecond), len(accepted), len(refused), total, depths, smp.most.Load(), smp.samples.Load(), max(0, most-limit), bound)
+	switch {
+	case most > limit+bound:
+		t.Errorf("the total reached %d: over the limit %d by more than %d", most, limit, bound)
+	case len(refused) == 0:
+		t.Error("no publish was refused")
+	case total != len(accepted):
+		t.Errorf("the brokers hold %d, the producers had %d confirmed", total, len(accepted))
+	}
+	seen, err := d.drain091(q, len(accepted), 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := 0
+	for _, s := range accepted {
+		if seen[s] == 0 {
+			lost++
+		}
+	}
+	if lost > 0 {
+		t.Errorf("%d confirmed messages lost", lost)
+	}
+	t.Logf("drained: %d distinct, %d lost", len(seen), lost)
+	// The drain's consumers gone, as the router sees them (the statistics
+	// lag up to 5 s): no flow runs when the next step starts.
+	drained := time.Now()
+	brokertest.Eventually(t, time.Minute, 250*time.Millisecond, func() error {
+		if time.Since(drained) < 7*time.Second {
+			return fmt.Errorf("the consumers' going may not be counted yet")
+		}
+		return nil
+	})
+	d.waitNoConsumers(q)
+	return max(0, most-limit)
+}
+
+// Two routers over overlapping brokers — A (id sharesa) over rabbit1..4,
+// B (sharesb) over rabbit2..4 — with one limited destination (10,000
+// messages) agree through their advertisements: A, the lowest id,
+// decides and puts the four policies, which sum to the limit; B puts
+// none and follows A's shares. A third router starting over rabbit2
+// removes a stale policy there but keeps A's. Producers at all four:
+// never over the limit by more than the bound. A killed -9: B takes over
+// after max_age (3 s) and a listing, keeps rabbit1's share as A put it
+// (no live router can change it) and shares the rest; the policies in
+// force still sum to the limit, and producers at all four again stay
+// within the bound.
+func TestGlobalDestinationsSharesAcrossRouters(t *testing.T) {
+	const limit = 10000
+	bs := brokertest.Require(t, "rabbit1", "rabbit2", "rabbit3", "rabbit4")
+	prefix := strings.ReplaceAll(brokertest.UniqueName(t, "shares"), "Test", "")
+	control := "ctl." + prefix
+	q := prefix + ".orders"
+	stale := prefix + "-stale"
+	var mgmt []*amqp.RabbitManagement
+	for _, b := range bs {
+		m, err := amqp.NewRabbitManagement(b.Config())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(m.Close)
+		mgmt = append(mgmt, m)
+	}
+	var procs []*routerProc
+	t.Cleanup(func() { // the routers stopped first: nothing puts the policies again
+		for _, p := range procs {
+			if p.cmd.ProcessState == nil {
+				_ = p.cmd.Process.Kill()
+				_ = p.cmd.Wait()
+			}
+		}
+		for i, m := range mgmt {
+			_ = m.DeleteQueue(context.Background(), q)
+			_ = m.DeleteExchange(context.Background(), control)
+			for _, name := range []string{q, stale} {
+				req, err := http.NewRequest(http.MethodDelete, bs[i].MgmtURL+"/api/policies/%2F/"+url.PathEscape(amqp.LimitPolicyPrefix+name), nil)
+				if err == nil {
+					req.SetBasicAuth("guest", "guest")
+					if resp, err := http.DefaultClient.Do(req); err == nil {
+						_ = resp.Body.Close()
+					}
+				}
+			}
+		}
+	})
+	// A policy no router limits, left at rabbit2: the third router removes it.
+	putPolicy(t, bs[1], amqp.LimitPolicyPrefix+stale, fmt.Sprintf(`{"pattern":"^%s$","apply-to":"queues","priority":100,"definition":{"max-length":1}}`, stale))
+
+	// Messages stay where published (no flow holds any in flight): the
+	// depths sampled are exactly what the producers had confirmed.
+	entry := fmt.Sprintf("{name: %q, follow_consumers: false, limits: {max_messages: %d}}", prefix+".*", limit)
+	a := sharesRouter(t, "sharesa", control, bs, entry)
+	b := sharesRouter(t, "sharesb", control, bs[1:], entry)
+	procs = append(procs, a, b)
+	if err := mgmt[0].DeclareQueue(context.Background(), q, amqp.QueueArgs{Durable: true}); err != nil {
+		t.Fatal(err)
+	}
+	all := map[string]string{}
+	for _, br := range bs {
+		all[br.Name] = "sharesa"
+	}
+	var lengths []int64
+	brokertest.Eventually(t, 2*time.Minute, 200*time.Millisecond, func() error {
+		va, err := sharesView(a, q)
+		if err != nil {
+			return fmt.Errorf("A: %w", err)
+		}
+		if err := decidedBy(va, "sharesa", []string{"sharesa", "sharesb"}, all); err != nil {
+			return fmt.Errorf("A: %w", err)
+		}
+		vb, err := sharesView(b, q)
+		if err != nil {
+			return fmt.Errorf("B: %w", err)
+		}
+		if err := decidedBy(vb, "sharesa", []string{"sharesa", "sharesb"}, all); err != nil {
+			return fmt.Errorf("B: %w", err)
+		}
+		if lengths, err = policyLengths(bs, q); err != nil {
+			return err
+		}
+		for i, s := range va.Brokers {
+			if lengths[i] != s.ShareMessages || vb.Brokers[i].ShareMessages != s.ShareMessages {
+				return fmt.Errorf("policies in force %v; A's shares %+v, B's %+v", lengths, va.Brokers, vb.Brokers)
+			}
+		}
+		return nil
+	})
+	if s := sum64(lengths); s != limit {
+		t.Errorf("the policies in force %v sum to %d, want %d", lengths, s, limit)
+	}
+	if strings.Contains(b.out.String(), "limits: share put") {
+		t.Errorf("B put a policy while A decides:\n%s", grepLines(b.out.String(), "limits: share"))
+	}
+	outA, _ := a.cli("destination", "list")
+	outB, _ := b.cli("destination", "list")
+	t.Logf("A decides; policies in force %v (sum %d)\nA's view:\n%s\nB's view:\n%s", lengths, sum64(lengths), outA, outB)
+	if !strings.Contains(outB, "shares decided by sharesa (routers over the span: sharesa, sharesb)") {
+		t.Errorf("B's destination list does not say who decides")
+	}
+
+	// A third router starting over rabbit2, limiting other queues: its
+	// start-time sweep removes the stale policy, keeps A's.
+	c := sharesRouter(t, "sharesc", control, bs[1:2], fmt.Sprintf("{name: %q, limits: {max_messages: 100}}", prefix+"-c.*"))
+	procs = append(procs, c)
+	brokertest.Eventually(t, time.Minute, 200*time.Millisecond, func() error {
+		if !strings.Contains(c.out.String(), "another live router limits it") {
+			return fmt.Errorf("C has not swept rabbit2 yet")
+		}
+		return nil
+	})
+	rig := &destRig{t: t, bs: bs, mgmt: mgmt, p: a}
+	if code := rig.policyStatus(bs[1], stale); code != http.StatusNotFound {
+		t.Errorf("the stale policy at rabbit2: HTTP %d, want 404 (removed by C's sweep)", code)
+	}
+	if code := rig.policyStatus(bs[1], q); code != http.StatusOK {
+		t.Errorf("A's policy of %s at rabbit2: HTTP %d, want 200 (kept by C's sweep)", q, code)
+	}
+	_ = c.cmd.Process.Kill()
+	_ = c.cmd.Wait()
+
+	time.Sleep(time.Second) // a policy applies moments after its PUT (asynchronously)
+	over1 := rig.fillAll(q, limit, 5000, 0)
+
+	// A killed -9: B takes over.
+	puts := strings.Count(b.out.String(), "limits: share put")
+	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = a.cmd.Wait()
+	killed := time.Now()
+	var decided, put time.Duration
+	mine := map[string]string{"rabbit2": "sharesb", "rabbit3": "sharesb", "rabbit4": "sharesb"}
+	brokertest.Eventually(t, 2*time.Minute, 100*time.Millisecond, func() error {
+		vb, err := sharesView(b, q)
+		if err != nil {
+			return err
+		}
+		if err := decidedBy(vb, "sharesb", []string{"sharesb"}, mine); err != nil {
+			return err
+		}
+		if decided == 0 {
+			decided = time.Since(killed)
+		}
+		if n := strings.Count(b.out.String(), "limits: share put"); n < puts+3 {
+			return fmt.Errorf("B put %d policies since the kill, want 3", n-puts)
+		}
+		put = time.Since(killed)
+		return nil
+	})
+	// rabbit1 keeps the policy A put (no live router reaches it); B
+	// counts for it the share A advertised last, never less than A put:
+	// the policies in force sum to the limit at most.
+	checkTakeover := func(when string) []int64 {
+		t.Helper()
+		var lengths []int64
+		brokertest.Eventually(t, time.Minute, 200*time.Millisecond, func() error {
+			vb, err := sharesView(b, q)
+			if err != nil {
+				return err
+			}
+			if lengths, err = policyLengths(bs, q); err != nil {
+				return err
+			}
+			var shares int64
+			for i, s := range vb.Brokers {
+				shares += s.ShareMessages
+				switch {
+				case i == 0 && lengths[0] > s.ShareMessages:
+					return fmt.Errorf("rabbit1's policy %d, B counts %d for it", lengths[0], s.ShareMessages)
+				case i > 0 && lengths[i] != s.ShareMessages:
+					return fmt.Errorf("policies in force %v, B's shares %+v", lengths, vb.Brokers)
+				}
+			}
+			if shares != limit || sum64(lengths) > limit {
+				return fmt.Errorf("B's shares sum to %d, the policies in force %v to %d; want %d", shares, lengths, sum64(lengths), limit)
+			}
+			return nil
+		})
+		t.Logf("%s: policies in force %v (sum %d)", when, lengths, sum64(lengths))
+		return lengths
+	}
+	checkTakeover("after the takeover")
+	t.Logf("A killed: B decides %s later, its policies put %s later (max_age 3s, listing 2s)", decided.Round(time.Millisecond), put.Round(time.Millisecond))
+	rig.p = b
+	time.Sleep(time.Second)
+	over2 := rig.fillAll(q, limit, 5000, 10_000_000)
+	lengths = checkTakeover("after the second fill")
+	outB, _ = b.cli("destination", "list")
+	t.Logf("worst overshoot: %d with A deciding, %d with B; policies in force %v\nB's view:\n%s", over1, over2, lengths, outB)
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
