@@ -141,3 +141,11 @@ func (g *globalDests) role(d string, self globaldest.Ad, seen time.Time) globald
 func (g *globalDests) waiting() bool {
 	return g.shares != nil && time.Since(g.started) < g.grace
 }
+
+// warnSharesAlone: a cluster member without link state decides the
+// shares of its limited destinations alone, as every other member does.
+func (g *globalDests) warnSharesAlone() {
+	if g.limits != nil {
+		g.log.Warn().Msg("destinations with limits in a router cluster without topology.secret: each member decides their shares alone and puts its own policies (they fight); give the cluster a topology.secret so that the lowest router id decides")
+	}
+}

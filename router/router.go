@@ -121,6 +121,8 @@ func (r *Router) Start(ctx context.Context) error {
 		if r.topo != nil {
 			remote = &r.table.consumers
 			r.gdests.shares, r.gdests.grace = &r.table.shares, sharesGrace(time.Duration(r.cfg.Topology.Refresh))
+		} else if r.cfg.Cluster != nil {
+			r.gdests.warnSharesAlone()
 		}
 		r.gdests.start(r.ctx, remote)
 	}

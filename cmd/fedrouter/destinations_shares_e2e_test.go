@@ -200,45 +200,40 @@ func (d *destRig) fillAll(q string, limit int64, per int, base int64) int64 {
 	return max(0, most-limit)
 }
 
-// Two routers over overlapping brokers — A (id sharesa) over rabbit1..4,
-// B (sharesb) over rabbit2..4 — with one limited destination (10,000
-// messages) agree through their advertisements: A, the lowest id,
-// decides and puts the four policies, which sum to the limit; B puts
-// none and follows A's shares. A third router starting over rabbit2
-// removes a stale policy there but keeps A's. Producers at all four:
-// never over the limit by more than the bound. A killed -9: B takes over
-// after max_age (3 s) and a listing, keeps rabbit1's share as A put it
-// (no live router can change it) and shares the rest; the policies in
-// force still sum to the limit, and producers at all four again stay
-// within the bound.
-func TestGlobalDestinationsSharesAcrossRouters(t *testing.T) {
-	const limit = 10000
+// sharesRig: routers over rabbit1..4 sharing one limited destination q.
+type sharesRig struct {
+	*destRig
+	control, q, stale string
+	limit             int64
+	procs             []*routerProc
+}
+
+// newSharesRig makes the names, the management clients and the cleanup:
+// the routers killed first (nothing puts the policies again), then the
+// queue, the policies and the control exchange deleted everywhere.
+func newSharesRig(t *testing.T, limit int64) *sharesRig {
 	bs := brokertest.Require(t, "rabbit1", "rabbit2", "rabbit3", "rabbit4")
 	prefix := strings.ReplaceAll(brokertest.UniqueName(t, "shares"), "Test", "")
-	control := "ctl." + prefix
-	q := prefix + ".orders"
-	stale := prefix + "-stale"
-	var mgmt []*amqp.RabbitManagement
+	r := &sharesRig{destRig: &destRig{t: t, bs: bs, prefix: prefix}, control: "ctl." + prefix, q: prefix + ".orders", stale: prefix + "-stale", limit: limit}
 	for _, b := range bs {
 		m, err := amqp.NewRabbitManagement(b.Config())
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(m.Close)
-		mgmt = append(mgmt, m)
+		r.mgmt = append(r.mgmt, m)
 	}
-	var procs []*routerProc
-	t.Cleanup(func() { // the routers stopped first: nothing puts the policies again
-		for _, p := range procs {
+	t.Cleanup(func() {
+		for _, p := range r.procs {
 			if p.cmd.ProcessState == nil {
 				_ = p.cmd.Process.Kill()
 				_ = p.cmd.Wait()
 			}
 		}
-		for i, m := range mgmt {
-			_ = m.DeleteQueue(context.Background(), q)
-			_ = m.DeleteExchange(context.Background(), control)
-			for _, name := range []string{q, stale} {
+		for i, m := range r.mgmt {
+			_ = m.DeleteQueue(context.Background(), r.q)
+			_ = m.DeleteExchange(context.Background(), r.control)
+			for _, name := range []string{r.q, r.stale} {
 				req, err := http.NewRequest(http.MethodDelete, bs[i].MgmtURL+"/api/policies/%2F/"+url.PathEscape(amqp.LimitPolicyPrefix+name), nil)
 				if err == nil {
 					req.SetBasicAuth("guest", "guest")
@@ -249,39 +244,39 @@ func TestGlobalDestinationsSharesAcrossRouters(t *testing.T) {
 			}
 		}
 	})
-	// A policy no router limits, left at rabbit2: the third router removes it.
-	putPolicy(t, bs[1], amqp.LimitPolicyPrefix+stale, fmt.Sprintf(`{"pattern":"^%s$","apply-to":"queues","priority":100,"definition":{"max-length":1}}`, stale))
+	return r
+}
 
-	// Messages stay where published (no flow holds any in flight): the
-	// depths sampled are exactly what the producers had confirmed.
-	entry := fmt.Sprintf("{name: %q, follow_consumers: false, limits: {max_messages: %d}}", prefix+".*", limit)
-	a := sharesRouter(t, "sharesa", control, bs, entry)
-	b := sharesRouter(t, "sharesb", control, bs[1:], entry)
-	procs = append(procs, a, b)
-	if err := mgmt[0].DeclareQueue(context.Background(), q, amqp.QueueArgs{Durable: true}); err != nil {
-		t.Fatal(err)
-	}
+func (r *sharesRig) start(id string, bs []brokertest.Broker, entry string) *routerProc {
+	p := sharesRouter(r.t, id, r.control, bs, entry)
+	r.procs = append(r.procs, p)
+	return p
+}
+
+// waitDecided waits until A decides and has put every policy, B follows
+// A's shares, and the policies in force are A's shares; it returns them.
+func (r *sharesRig) waitDecided(a, b *routerProc) []int64 {
 	all := map[string]string{}
-	for _, br := range bs {
+	for _, br := range r.bs {
 		all[br.Name] = "sharesa"
 	}
 	var lengths []int64
-	brokertest.Eventually(t, 2*time.Minute, 200*time.Millisecond, func() error {
-		va, err := sharesView(a, q)
+	brokertest.Eventually(r.t, 2*time.Minute, 200*time.Millisecond, func() error {
+		va, err := sharesView(a, r.q)
 		if err != nil {
 			return fmt.Errorf("A: %w", err)
 		}
 		if err := decidedBy(va, "sharesa", []string{"sharesa", "sharesb"}, all); err != nil {
 			return fmt.Errorf("A: %w", err)
 		}
-		vb, err := sharesView(b, q)
+		vb, err := sharesView(b, r.q)
 		if err != nil {
 			return fmt.Errorf("B: %w", err)
 		}
 		if err := decidedBy(vb, "sharesa", []string{"sharesa", "sharesb"}, all); err != nil {
 			return fmt.Errorf("B: %w", err)
 		}
-		if lengths, err = policyLengths(bs, q); err != nil {
+		if lengths, err = policyLengths(r.bs, r.q); err != nil {
 			return err
 		}
 		for i, s := range va.Brokers {
@@ -291,8 +286,117 @@ func TestGlobalDestinationsSharesAcrossRouters(t *testing.T) {
 		}
 		return nil
 	})
-	if s := sum64(lengths); s != limit {
-		t.Errorf("the policies in force %v sum to %d, want %d", lengths, s, limit)
+	return lengths
+}
+
+// checkSweep starts a third router over rabbit2 limiting other queues:
+// its start-time sweep removes the stale policy there, keeps A's.
+func (r *sharesRig) checkSweep() {
+	t := r.t
+	c := r.start("sharesc", r.bs[1:2], fmt.Sprintf("{name: %q, limits: {max_messages: 100}}", r.prefix+"-c.*"))
+	brokertest.Eventually(t, time.Minute, 200*time.Millisecond, func() error {
+		if !strings.Contains(c.out.String(), "another live router limits it") {
+			return fmt.Errorf("C has not swept rabbit2 yet")
+		}
+		return nil
+	})
+	if code := r.policyStatus(r.bs[1], r.stale); code != http.StatusNotFound {
+		t.Errorf("the stale policy at rabbit2: HTTP %d, want 404 (removed by C's sweep)", code)
+	}
+	if code := r.policyStatus(r.bs[1], r.q); code != http.StatusOK {
+		t.Errorf("A's policy of %s at rabbit2: HTTP %d, want 200 (kept by C's sweep)", r.q, code)
+	}
+	_ = c.cmd.Process.Kill()
+	_ = c.cmd.Wait()
+}
+
+// takeover kills A (-9) and waits until B decides and has put its three
+// policies; it returns how long after the kill.
+func (r *sharesRig) takeover(a, b *routerProc) time.Duration {
+	puts := strings.Count(b.out.String(), "limits: share put")
+	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		r.t.Fatal(err)
+	}
+	_ = a.cmd.Wait()
+	killed := time.Now()
+	var took time.Duration
+	mine := map[string]string{"rabbit2": "sharesb", "rabbit3": "sharesb", "rabbit4": "sharesb"}
+	brokertest.Eventually(r.t, 2*time.Minute, 100*time.Millisecond, func() error {
+		vb, err := sharesView(b, r.q)
+		if err != nil {
+			return err
+		}
+		if err := decidedBy(vb, "sharesb", []string{"sharesb"}, mine); err != nil {
+			return err
+		}
+		if n := strings.Count(b.out.String(), "limits: share put"); n < puts+3 {
+			return fmt.Errorf("B put %d policies since the kill, want 3", n-puts)
+		}
+		took = time.Since(killed)
+		return nil
+	})
+	return took
+}
+
+// checkAfterTakeover: rabbit1 keeps the policy A put (no live router
+// reaches it); B counts for it the share A advertised last, never less
+// than A put; B's shares sum to the limit, its policies are in force, and
+// all of them sum to the limit at most.
+func (r *sharesRig) checkAfterTakeover(b *routerProc, when string) []int64 {
+	var lengths []int64
+	brokertest.Eventually(r.t, time.Minute, 200*time.Millisecond, func() error {
+		vb, err := sharesView(b, r.q)
+		if err != nil {
+			return err
+		}
+		if lengths, err = policyLengths(r.bs, r.q); err != nil {
+			return err
+		}
+		var shares int64
+		for i, s := range vb.Brokers {
+			shares += s.ShareMessages
+			switch {
+			case i == 0 && lengths[0] > s.ShareMessages:
+				return fmt.Errorf("rabbit1's policy %d, B counts %d for it", lengths[0], s.ShareMessages)
+			case i > 0 && lengths[i] != s.ShareMessages:
+				return fmt.Errorf("policies in force %v, B's shares %+v", lengths, vb.Brokers)
+			}
+		}
+		if shares != r.limit || sum64(lengths) > r.limit {
+			return fmt.Errorf("B's shares sum to %d, the policies in force %v to %d; want %d", shares, lengths, sum64(lengths), r.limit)
+		}
+		return nil
+	})
+	r.t.Logf("%s: policies in force %v (sum %d)", when, lengths, sum64(lengths))
+	return lengths
+}
+
+// Two routers over overlapping brokers — A (id sharesa) over rabbit1..4,
+// B (sharesb) over rabbit2..4 — with one limited destination (10,000
+// messages) agree through their advertisements: A, the lowest id,
+// decides and puts the four policies, which sum to the limit; B puts
+// none and follows A's shares. A third router starting over rabbit2
+// removes a stale policy there but keeps A's. Producers at all four:
+// never over the limit by more than the bound. A killed -9: B takes over
+// after max_age (3 s) and a listing, keeps rabbit1's share as A put it
+// (no live router can change it) and shares the rest; the policies in
+// force sum to the limit at most, and producers at all four again stay
+// within the bound.
+func TestGlobalDestinationsSharesAcrossRouters(t *testing.T) {
+	r := newSharesRig(t, 10000)
+	// A policy no router limits, left at rabbit2: the third router removes it.
+	putPolicy(t, r.bs[1], amqp.LimitPolicyPrefix+r.stale, fmt.Sprintf(`{"pattern":"^%s$","apply-to":"queues","priority":100,"definition":{"max-length":1}}`, r.stale))
+	// Messages stay where published (no flow holds any in flight): the
+	// depths sampled are exactly what the producers had confirmed.
+	entry := fmt.Sprintf("{name: %q, follow_consumers: false, limits: {max_messages: %d}}", r.prefix+".*", r.limit)
+	a := r.start("sharesa", r.bs, entry)
+	b := r.start("sharesb", r.bs[1:], entry)
+	if err := r.mgmt[0].DeclareQueue(context.Background(), r.q, amqp.QueueArgs{Durable: true}); err != nil {
+		t.Fatal(err)
+	}
+	lengths := r.waitDecided(a, b)
+	if s := sum64(lengths); s != r.limit {
+		t.Errorf("the policies in force %v sum to %d, want %d", lengths, s, r.limit)
 	}
 	if strings.Contains(b.out.String(), "limits: share put") {
 		t.Errorf("B put a policy while A decides:\n%s", grepLines(b.out.String(), "limits: share"))
@@ -303,94 +407,19 @@ func TestGlobalDestinationsSharesAcrossRouters(t *testing.T) {
 	if !strings.Contains(outB, "shares decided by sharesa (routers over the span: sharesa, sharesb)") {
 		t.Errorf("B's destination list does not say who decides")
 	}
+	r.checkSweep()
 
-	// A third router starting over rabbit2, limiting other queues: its
-	// start-time sweep removes the stale policy, keeps A's.
-	c := sharesRouter(t, "sharesc", control, bs[1:2], fmt.Sprintf("{name: %q, limits: {max_messages: 100}}", prefix+"-c.*"))
-	procs = append(procs, c)
-	brokertest.Eventually(t, time.Minute, 200*time.Millisecond, func() error {
-		if !strings.Contains(c.out.String(), "another live router limits it") {
-			return fmt.Errorf("C has not swept rabbit2 yet")
-		}
-		return nil
-	})
-	rig := &destRig{t: t, bs: bs, mgmt: mgmt, p: a}
-	if code := rig.policyStatus(bs[1], stale); code != http.StatusNotFound {
-		t.Errorf("the stale policy at rabbit2: HTTP %d, want 404 (removed by C's sweep)", code)
-	}
-	if code := rig.policyStatus(bs[1], q); code != http.StatusOK {
-		t.Errorf("A's policy of %s at rabbit2: HTTP %d, want 200 (kept by C's sweep)", q, code)
-	}
-	_ = c.cmd.Process.Kill()
-	_ = c.cmd.Wait()
-
+	r.p = a
 	time.Sleep(time.Second) // a policy applies moments after its PUT (asynchronously)
-	over1 := rig.fillAll(q, limit, 5000, 0)
+	over1 := r.fillAll(r.q, r.limit, 5000, 0)
 
-	// A killed -9: B takes over.
-	puts := strings.Count(b.out.String(), "limits: share put")
-	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = a.cmd.Wait()
-	killed := time.Now()
-	var decided, put time.Duration
-	mine := map[string]string{"rabbit2": "sharesb", "rabbit3": "sharesb", "rabbit4": "sharesb"}
-	brokertest.Eventually(t, 2*time.Minute, 100*time.Millisecond, func() error {
-		vb, err := sharesView(b, q)
-		if err != nil {
-			return err
-		}
-		if err := decidedBy(vb, "sharesb", []string{"sharesb"}, mine); err != nil {
-			return err
-		}
-		if decided == 0 {
-			decided = time.Since(killed)
-		}
-		if n := strings.Count(b.out.String(), "limits: share put"); n < puts+3 {
-			return fmt.Errorf("B put %d policies since the kill, want 3", n-puts)
-		}
-		put = time.Since(killed)
-		return nil
-	})
-	// rabbit1 keeps the policy A put (no live router reaches it); B
-	// counts for it the share A advertised last, never less than A put:
-	// the policies in force sum to the limit at most.
-	checkTakeover := func(when string) []int64 {
-		t.Helper()
-		var lengths []int64
-		brokertest.Eventually(t, time.Minute, 200*time.Millisecond, func() error {
-			vb, err := sharesView(b, q)
-			if err != nil {
-				return err
-			}
-			if lengths, err = policyLengths(bs, q); err != nil {
-				return err
-			}
-			var shares int64
-			for i, s := range vb.Brokers {
-				shares += s.ShareMessages
-				switch {
-				case i == 0 && lengths[0] > s.ShareMessages:
-					return fmt.Errorf("rabbit1's policy %d, B counts %d for it", lengths[0], s.ShareMessages)
-				case i > 0 && lengths[i] != s.ShareMessages:
-					return fmt.Errorf("policies in force %v, B's shares %+v", lengths, vb.Brokers)
-				}
-			}
-			if shares != limit || sum64(lengths) > limit {
-				return fmt.Errorf("B's shares sum to %d, the policies in force %v to %d; want %d", shares, lengths, sum64(lengths), limit)
-			}
-			return nil
-		})
-		t.Logf("%s: policies in force %v (sum %d)", when, lengths, sum64(lengths))
-		return lengths
-	}
-	checkTakeover("after the takeover")
-	t.Logf("A killed: B decides %s later, its policies put %s later (max_age 3s, listing 2s)", decided.Round(time.Millisecond), put.Round(time.Millisecond))
-	rig.p = b
+	took := r.takeover(a, b)
+	r.checkAfterTakeover(b, "after the takeover")
+	t.Logf("A killed: B decides and has put its policies %s later (max_age 3s, listing 2s)", took.Round(time.Millisecond))
+	r.p = b
 	time.Sleep(time.Second)
-	over2 := rig.fillAll(q, limit, 5000, 10_000_000)
-	lengths = checkTakeover("after the second fill")
+	over2 := r.fillAll(r.q, r.limit, 5000, 10_000_000)
+	lengths = r.checkAfterTakeover(b, "after the second fill")
 	outB, _ = b.cli("destination", "list")
 	t.Logf("worst overshoot: %d with A deciding, %d with B; policies in force %v\nB's view:\n%s", over1, over2, lengths, outB)
 }
