@@ -433,3 +433,52 @@ func grepLines(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// Two routers over rabbit1..4 that configure different limits (A 10,000
+// messages, B 8,000): the smallest holds — the policies A puts sum to
+// 8,000 — and both say so (the view's differs, the log, the metric).
+func TestGlobalDestinationsSharesDifferentLimits(t *testing.T) {
+	r := newSharesRig(t, 8000)
+	entry := func(limit int) string {
+		return fmt.Sprintf("{name: %q, follow_consumers: false, limits: {max_messages: %d}}", r.prefix+".*", limit)
+	}
+	a := r.start("sharesa", r.bs, entry(10000))
+	b := r.start("sharesb", r.bs, entry(8000))
+	if err := r.mgmt[0].DeclareQueue(context.Background(), r.q, amqp.QueueArgs{Durable: true}); err != nil {
+		t.Fatal(err)
+	}
+	var lengths []int64
+	brokertest.Eventually(t, 2*time.Minute, 200*time.Millisecond, func() error {
+		for _, p := range []*routerProc{a, b} {
+			v, err := sharesView(p, r.q)
+			if err != nil {
+				return err
+			}
+			if v.Decider != "sharesa" || !strings.Contains(v.Differs, "configure different limits") || !strings.HasPrefix(v.Limits, "max_messages=8000 ") {
+				return fmt.Errorf("decider %q, limits %q, differs %q", v.Decider, v.Limits, v.Differs)
+			}
+		}
+		var err error
+		if lengths, err = policyLengths(r.bs, r.q); err != nil {
+			return err
+		}
+		if sum64(lengths) != 8000 || slices.Contains(lengths, 0) {
+			return fmt.Errorf("policies in force %v", lengths)
+		}
+		return nil
+	})
+	for _, p := range []*routerProc{a, b} {
+		m, err := p.api().Metrics(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(m, "fedrouter_destination_limits_disagree 1") {
+			t.Errorf("the metric does not count the disagreement")
+		}
+		if !strings.Contains(p.out.String(), "configure different limits") {
+			t.Errorf("the log does not say the routers disagree")
+		}
+	}
+	out, _ := b.cli("destination", "list")
+	t.Logf("policies in force %v (sum %d)\nB's view:\n%s", lengths, sum64(lengths), out)
+}
