@@ -64,8 +64,10 @@ type Role struct {
 	Limits      Limits   // the limits in force: the smallest
 	Span        []string // the union of their spans, sorted
 	Differs     string   // "" when they configure the same limits, else who says what
-	// Put: the brokers where this router puts the policies.
-	Put []string
+	// Put: the brokers where this router puts the policies; Putters: who
+	// puts each broker's of the span.
+	Put     []string
+	Putters map[string]string
 	// Remote: the use of the group's brokers this router is not attached
 	// to, as the others advertise it (the largest depth when several do).
 	Remote []Use
@@ -116,11 +118,17 @@ func Agree(self Ad, others []Ad, waiting bool) Role {
 			r.Shares, r.Refused = checkShares(group[i], r)
 		}
 	}
+	r.Putters = map[string]string{}
+	for _, b := range span {
+		if p := putter(group, b); p != self.Router || !waiting {
+			r.Putters[b] = p
+		}
+	}
 	if waiting {
 		return r
 	}
 	for _, b := range self.Span {
-		if putter(group, b) == self.Router {
+		if r.Putters[b] == self.Router {
 			r.Put = append(r.Put, b)
 		}
 	}

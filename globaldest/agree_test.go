@@ -34,45 +34,45 @@ func TestAgree(t *testing.T) {
 		want    string // the role, formatted by roleString
 	}{
 		{"alone: decides, puts at its span", Ad{Router: "b", Limits: lim(100), Span: all}, nil, false,
-			"routers=b decider=b deciding put=r1,r2,r3,r4 span=r1,r2,r3,r4 limits=max_messages=100 overflow=reject-publish"},
+			"routers=b decider=b deciding put=r1,r2,r3,r4 span=r1,r2,r3,r4 limits=max_messages=100 overflow=reject-publish putters=r1:b,r2:b,r3:b,r4:b"},
 		{"one span, a higher id: follows the decider's shares, puts nothing",
 			Ad{Router: "b", Limits: lim(100), Span: all}, []Ad{{Router: "a", Limits: lim(100), Span: all, Shares: even(100, all...)}}, false,
-			"routers=a,b decider=a put= span=r1,r2,r3,r4 limits=max_messages=100 overflow=reject-publish shares=r1=25,r2=25,r3=25,r4=25"},
+			"routers=a,b decider=a put= span=r1,r2,r3,r4 limits=max_messages=100 overflow=reject-publish putters=r1:a,r2:a,r3:a,r4:a shares=r1=25,r2=25,r3=25,r4=25"},
 		{"one span, the lowest id: decides", Ad{Router: "a", Limits: lim(100), Span: all}, []Ad{{Router: "b", Limits: lim(100), Span: all}}, false,
-			"routers=a,b decider=a deciding put=r1,r2,r3,r4 span=r1,r2,r3,r4 limits=max_messages=100 overflow=reject-publish"},
+			"routers=a,b decider=a deciding put=r1,r2,r3,r4 span=r1,r2,r3,r4 limits=max_messages=100 overflow=reject-publish putters=r1:a,r2:a,r3:a,r4:a"},
 		{"overlapping spans: the union; a broker the decider lacks is put by the lowest attached, its use advertised",
 			Ad{Router: "a", Limits: lim(100), Span: []string{"r1", "r2", "r3"}},
 			[]Ad{{Router: "b", Limits: lim(100), Span: []string{"r2", "r3", "r4"}, Use: []Use{{Broker: "r4", Messages: 7}}}}, false,
-			"routers=a,b decider=a deciding put=r1,r2,r3 span=r1,r2,r3,r4 limits=max_messages=100 overflow=reject-publish remote=r4:7"},
+			"routers=a,b decider=a deciding put=r1,r2,r3 span=r1,r2,r3,r4 limits=max_messages=100 overflow=reject-publish putters=r1:a,r2:a,r3:a,r4:b remote=r4:7"},
 		{"overlapping spans, the other side", Ad{Router: "b", Limits: lim(100), Span: []string{"r2", "r3", "r4"}},
 			[]Ad{{Router: "a", Limits: lim(100), Span: []string{"r1", "r2", "r3"}, Shares: even(100, all...)}}, false,
-			"routers=a,b decider=a put=r4 span=r1,r2,r3,r4 limits=max_messages=100 overflow=reject-publish shares=r1=25,r2=25,r3=25,r4=25"},
+			"routers=a,b decider=a put=r4 span=r1,r2,r3,r4 limits=max_messages=100 overflow=reject-publish putters=r1:a,r2:a,r3:a,r4:b shares=r1=25,r2=25,r3=25,r4=25"},
 		{"transitive: spans chained through others form one group (r3's policy: b's, the lowest attached); a disjoint span and a router without limits take no part",
 			Ad{Router: "c", Limits: lim(100), Span: []string{"r3", "r4"}},
 			[]Ad{{Router: "a", Limits: lim(100), Span: []string{"r1", "r2"}, Shares: even(100, all...)}, {Router: "b", Limits: lim(100), Span: []string{"r2", "r3"}},
 				{Router: "0", Limits: lim(100), Span: []string{"r9"}}, {Router: "00", Limits: Limits{}, Span: all}}, false,
-			"routers=a,b,c decider=a put=r4 span=r1,r2,r3,r4 limits=max_messages=100 overflow=reject-publish shares=r1=25,r2=25,r3=25,r4=25"},
+			"routers=a,b,c decider=a put=r4 span=r1,r2,r3,r4 limits=max_messages=100 overflow=reject-publish putters=r1:a,r2:a,r3:b,r4:c shares=r1=25,r2=25,r3=25,r4=25"},
 		{"different limits: the smallest of each unit, reject-publish unless all drop-head, said",
 			Ad{Router: "a", Limits: Limits{MaxMessages: 100, Overflow: DropHead}, Span: all},
 			[]Ad{{Router: "b", Limits: Limits{MaxMessages: 80, MaxBytes: 5000, Overflow: RejectPublish}, Span: all}}, false,
-			"routers=a,b decider=a deciding put=r1,r2,r3,r4 span=r1,r2,r3,r4 limits=max_messages=80 max_bytes=5000 overflow=reject-publish differs=the routers over its span configure different limits (a: max_messages=100 overflow=drop-head; b: max_messages=80 max_bytes=5000 overflow=reject-publish): the smallest hold"},
+			"routers=a,b decider=a deciding put=r1,r2,r3,r4 span=r1,r2,r3,r4 limits=max_messages=80 max_bytes=5000 overflow=reject-publish putters=r1:a,r2:a,r3:a,r4:a differs=the routers over its span configure different limits (a: max_messages=100 overflow=drop-head; b: max_messages=80 max_bytes=5000 overflow=reject-publish): the smallest hold"},
 		{"the decider's shares for another limit: refused", Ad{Router: "b", Limits: lim(80), Span: all},
 			[]Ad{{Router: "a", Limits: lim(100), Span: all, Shares: even(100, all...)}}, false,
-			"routers=a,b decider=a put= span=r1,r2,r3,r4 limits=max_messages=80 overflow=reject-publish differs=the routers over its span configure different limits (a: max_messages=100 overflow=reject-publish; b: max_messages=80 overflow=reject-publish): the smallest hold refused=router a's shares are for max_messages=100 overflow=reject-publish, the limits in force are max_messages=80 overflow=reject-publish"},
+			"routers=a,b decider=a put= span=r1,r2,r3,r4 limits=max_messages=80 overflow=reject-publish putters=r1:a,r2:a,r3:a,r4:a differs=the routers over its span configure different limits (a: max_messages=100 overflow=reject-publish; b: max_messages=80 overflow=reject-publish): the smallest hold refused=router a's shares are for max_messages=100 overflow=reject-publish, the limits in force are max_messages=80 overflow=reject-publish"},
 		{"the decider's shares leave a broker of the span out: refused", Ad{Router: "b", Limits: lim(100), Span: all},
 			[]Ad{{Router: "a", Limits: lim(100), Span: all, Shares: even(100, "r1", "r2", "r3")}}, false,
-			"routers=a,b decider=a put= span=r1,r2,r3,r4 limits=max_messages=100 overflow=reject-publish refused=router a gives r4 no share of messages"},
+			"routers=a,b decider=a put= span=r1,r2,r3,r4 limits=max_messages=100 overflow=reject-publish putters=r1:a,r2:a,r3:a,r4:a refused=router a gives r4 no share of messages"},
 		{"the decider's shares do not sum to the limit: refused", Ad{Router: "b", Limits: lim(100), Span: all},
 			[]Ad{{Router: "a", Limits: lim(100), Span: all, Shares: &AdShares{Limits: lim(100), Messages: map[string]int64{"r1": 90, "r2": 1, "r3": 1, "r4": 1}}}}, false,
-			"routers=a,b decider=a put= span=r1,r2,r3,r4 limits=max_messages=100 overflow=reject-publish refused=router a's shares of messages sum to 93, not 100"},
+			"routers=a,b decider=a put= span=r1,r2,r3,r4 limits=max_messages=100 overflow=reject-publish putters=r1:a,r2:a,r3:a,r4:a refused=router a's shares of messages sum to 93, not 100"},
 		{"waiting, the lowest id: the decider, but it neither decides nor puts; it follows the shares the one before decided", Ad{Router: "a", Limits: lim(100), Span: all},
 			[]Ad{{Router: "b", Limits: lim(100), Span: all, Shares: even(100, all...)}}, true,
-			"routers=a,b decider=a put= span=r1,r2,r3,r4 limits=max_messages=100 overflow=reject-publish shares=r1=25,r2=25,r3=25,r4=25 waiting"},
+			"routers=a,b decider=a put= span=r1,r2,r3,r4 limits=max_messages=100 overflow=reject-publish putters= shares=r1=25,r2=25,r3=25,r4=25 waiting"},
 		{"waiting alone: nobody decides", Ad{Router: "a", Limits: lim(100), Span: all}, nil, true,
-			"routers=a decider=a put= span=r1,r2,r3,r4 limits=max_messages=100 overflow=reject-publish waiting"},
+			"routers=a decider=a put= span=r1,r2,r3,r4 limits=max_messages=100 overflow=reject-publish putters= waiting"},
 		{"the decider waits (no shares): the others follow the shares the one before decided", Ad{Router: "c", Limits: lim(100), Span: all},
 			[]Ad{{Router: "a", Limits: lim(100), Span: all}, {Router: "b", Limits: lim(100), Span: all, Shares: even(100, all...)}}, false,
-			"routers=a,b,c decider=a put= span=r1,r2,r3,r4 limits=max_messages=100 overflow=reject-publish shares=r1=25,r2=25,r3=25,r4=25"},
+			"routers=a,b,c decider=a put= span=r1,r2,r3,r4 limits=max_messages=100 overflow=reject-publish putters=r1:a,r2:a,r3:a,r4:a shares=r1=25,r2=25,r3=25,r4=25"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := roleString(Agree(tc.self, tc.others, tc.waiting)); got != tc.want {
@@ -88,6 +88,11 @@ func roleString(r Role) string {
 		s += " deciding"
 	}
 	s += fmt.Sprintf(" put=%s span=%s limits=%s", strings.Join(r.Put, ","), strings.Join(r.Span, ","), r.Limits)
+	var putters []string
+	for _, b := range slices.Sorted(maps.Keys(r.Putters)) {
+		putters = append(putters, b+":"+r.Putters[b])
+	}
+	s += " putters=" + strings.Join(putters, ",")
 	for _, u := range r.Remote {
 		s += fmt.Sprintf(" remote=%s:%d", u.Broker, u.Messages)
 	}

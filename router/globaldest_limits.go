@@ -187,7 +187,7 @@ func (g *globalDests) enforce(ctx context.Context, st []globaldest.Status) {
 				self.Use = append(self.Use, u)
 			}
 		}
-		dec, ok := dl.decide(g.routerID, d, role, own, listed)
+		dec, ok := dl.decide(d, role, own, listed)
 		switch {
 		case role.Deciding && ok:
 			dl.mine[d.Name] = true
@@ -260,7 +260,7 @@ const growDelay = 3 * time.Second
 // decide makes d's shares (the decider) or takes the decider's (the
 // others); false while a broker is not listed, its depth unknown (the
 // shares in force stay, and so do the gates).
-func (dl *destLimits) decide(self string, d *globaldest.Status, role globaldest.Role, own []globaldest.Use, listed bool) (shareDecision, bool) {
+func (dl *destLimits) decide(d *globaldest.Status, role globaldest.Role, own []globaldest.Use, listed bool) (shareDecision, bool) {
 	if !listed {
 		return shareDecision{}, false
 	}
@@ -289,7 +289,7 @@ func (dl *destLimits) decide(self string, d *globaldest.Status, role globaldest.
 	}
 	sort.SliceStable(dec.spanOrder, func(i, j int) bool { return shrinks(dec.spanOrder[i]) && !shrinks(dec.spanOrder[j]) })
 	dl.prev[d.Name] = dec.Shares
-	dl.views[d.Name] = limitsView(self, role, use, dec, dl.views[d.Name])
+	dl.views[d.Name] = limitsView(role, use, dec, dl.views[d.Name])
 	d.Limits = dl.views[d.Name]
 	return dec, true
 }
@@ -324,7 +324,7 @@ func followed(role globaldest.Role, use []globaldest.Use, prev globaldest.Shares
 // limitsView is d's limits as `destination list` shows them: each broker
 // of the shares (this router's, the others', those kept) with its use
 // where known, who decides, who puts each policy.
-func limitsView(self string, role globaldest.Role, use []globaldest.Use, dec shareDecision, old *globaldest.LimitsView) *globaldest.LimitsView {
+func limitsView(role globaldest.Role, use []globaldest.Use, dec shareDecision, old *globaldest.LimitsView) *globaldest.LimitsView {
 	v := &globaldest.LimitsView{Limits: role.Limits.String(), Withhold: dec.Withhold, Changed: dec.Shares.At, Why: dec.Why,
 		Decider: role.Decider, Routers: role.Routers, Differs: role.Differs, Refused: role.Refused}
 	if old != nil && !dec.Changed && dec.Why == "" {
@@ -342,7 +342,7 @@ func limitsView(self string, role globaldest.Role, use []globaldest.Use, dec sha
 	}
 	for _, b := range slices.Sorted(maps.Keys(brokers)) {
 		s := globaldest.ShareView{Broker: b, ShareMessages: dec.Shares.Messages[b], ShareBytes: dec.Shares.Bytes[b],
-			Held: dec.Withhold || slices.Contains(dec.Full, b), By: putBy(self, role, b)}
+			Held: dec.Withhold || slices.Contains(dec.Full, b), By: putBy(role, b)}
 		if i := slices.IndexFunc(use, func(u globaldest.Use) bool { return u.Broker == b }); i >= 0 {
 			s.Messages, s.Bytes = use[i].Messages, use[i].Bytes
 			v.Messages += s.Messages
@@ -355,17 +355,10 @@ func limitsView(self string, role globaldest.Role, use []globaldest.Use, dec sha
 	return v
 }
 
-// putBy is the router that puts b's policy.
-func putBy(self string, role globaldest.Role, b string) string {
-	switch {
-	case slices.Contains(role.Put, b):
-		return self
-	case slices.Contains(role.DeciderSpan, b):
-		return role.Decider
-	case slices.Contains(role.Span, b):
-		return "another router attached to it"
-	}
-	return ""
+// putBy is the router that puts b's policy ("" for a broker no live
+// router is attached to).
+func putBy(role globaldest.Role, b string) string {
+	return role.Putters[b]
 }
 
 // applyShares puts each broker's policy where it differs from the one in

@@ -482,3 +482,61 @@ func TestGlobalDestinationsSharesDifferentLimits(t *testing.T) {
 	out, _ := b.cli("destination", "list")
 	t.Logf("policies in force %v (sum %d)\nB's view:\n%s", lengths, sum64(lengths), out)
 }
+
+// A over rabbit1..3, B over rabbit2..4: A decides over all four (B
+// advertises rabbit4's depth), B puts rabbit4's policy with A's share —
+// and only that one; the policies in force sum to the limit; producers
+// at all four stay within the bound.
+func TestGlobalDestinationsSharesPutForTheDecider(t *testing.T) {
+	r := newSharesRig(t, 10000)
+	entry := fmt.Sprintf("{name: %q, follow_consumers: false, limits: {max_messages: %d}}", r.prefix+".*", r.limit)
+	a := r.start("sharesa", r.bs[:3], entry)
+	b := r.start("sharesb", r.bs[1:], entry)
+	if err := r.mgmt[0].DeclareQueue(context.Background(), r.q, amqp.QueueArgs{Durable: true}); err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]string{"rabbit1": "sharesa", "rabbit2": "sharesa", "rabbit3": "sharesa", "rabbit4": "sharesb"}
+	check := func() []int64 {
+		var lengths []int64
+		brokertest.Eventually(t, 2*time.Minute, 200*time.Millisecond, func() error {
+			var views []*globaldest.LimitsView
+			for _, p := range []*routerProc{a, b} {
+				v, err := sharesView(p, r.q)
+				if err != nil {
+					return err
+				}
+				if err := decidedBy(v, "sharesa", []string{"sharesa", "sharesb"}, by); err != nil {
+					return err
+				}
+				views = append(views, v)
+			}
+			var err error
+			if lengths, err = policyLengths(r.bs, r.q); err != nil {
+				return err
+			}
+			for i, s := range views[0].Brokers {
+				if lengths[i] != s.ShareMessages || views[1].Brokers[i].ShareMessages != s.ShareMessages {
+					return fmt.Errorf("policies in force %v; A's shares %+v, B's %+v", lengths, views[0].Brokers, views[1].Brokers)
+				}
+			}
+			if sum64(lengths) != r.limit {
+				return fmt.Errorf("policies in force %v sum to %d", lengths, sum64(lengths))
+			}
+			return nil
+		})
+		return lengths
+	}
+	lengths := check()
+	for _, l := range strings.Split(grepLines(b.out.String(), "limits: share put"), "\n") {
+		if l != "" && !strings.Contains(l, `"broker":"rabbit4"`) {
+			t.Errorf("B put a policy at a broker A puts: %s", l)
+		}
+	}
+	outA, _ := a.cli("destination", "list")
+	t.Logf("policies in force %v (sum %d)\nA's view:\n%s", lengths, sum64(lengths), outA)
+	r.p = a
+	time.Sleep(time.Second) // a policy applies moments after its PUT (asynchronously)
+	over := r.fillAll(r.q, r.limit, 5000, 0)
+	lengths = check()
+	t.Logf("worst overshoot %d; policies in force after %v (sum %d)", over, lengths, sum64(lengths))
+}
