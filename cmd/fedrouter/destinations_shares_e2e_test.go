@@ -381,7 +381,7 @@ func (r *sharesRig) checkAfterTakeover(b *routerProc, when string) []int64 {
 // after max_age (3 s) and a listing, keeps rabbit1's share as A put it
 // (no live router can change it) and shares the rest; the policies in
 // force sum to the limit at most, and producers at all four again stay
-// within the bound.
+// within the bound. A restarted: it decides again, B hands over.
 func TestGlobalDestinationsSharesAcrossRouters(t *testing.T) {
 	r := newSharesRig(t, 10000)
 	// A policy no router limits, left at rabbit2: the third router removes it.
@@ -422,6 +422,49 @@ func TestGlobalDestinationsSharesAcrossRouters(t *testing.T) {
 	lengths = r.checkAfterTakeover(b, "after the second fill")
 	outB, _ = b.cli("destination", "list")
 	t.Logf("worst overshoot: %d with A deciding, %d with B; policies in force %v\nB's view:\n%s", over1, over2, lengths, outB)
+	r.comeBack(a, b)
+}
+
+// comeBack restarts A: it waits, follows B's shares, then decides again
+// from them; B hands its policies over. The policies in force, sampled
+// meanwhile, never sum to more than the limit.
+func (r *sharesRig) comeBack(a, b *routerProc) {
+	t := r.t
+	stop := make(chan struct{})
+	most := make(chan int64, 1)
+	go func() { // joined through most
+		var m int64
+		for {
+			if l, err := policyLengths(r.bs, r.q); err == nil {
+				m = max(m, sum64(l))
+			}
+			select {
+			case <-stop:
+				most <- m
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	back := time.Now()
+	a2 := startRouter(t, a.config)
+	r.procs = append(r.procs, a2)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("router sharesa's log after its restart:\n%s", a2.out.String())
+		}
+	})
+	lengths := r.waitDecided(a2, b)
+	took := time.Since(back)
+	close(stop)
+	m := <-most
+	if sum64(lengths) != r.limit || m > r.limit {
+		t.Errorf("A back: policies in force %v (sum %d), the most sampled meanwhile %d; want %d at most", lengths, sum64(lengths), m, r.limit)
+	}
+	if !strings.Contains(b.out.String(), "limits: share handed to the router that decides") {
+		t.Errorf("B did not hand its policies over")
+	}
+	t.Logf("A back: decides again %s after its start; policies in force %v (sum %d), the most sampled meanwhile %d", took.Round(time.Millisecond), lengths, sum64(lengths), m)
 }
 
 func grepLines(s, sub string) string {
