@@ -196,7 +196,9 @@ func (g *globalDests) enforce(ctx context.Context, st []globaldest.Status) {
 		}
 		// The decider advertises its shares; a router that decided before
 		// goes on advertising its last ones while the decider waits.
-		if p := dl.prev[d.Name]; dl.mine[d.Name] && (role.Deciding || role.Shares == nil) && (p.Messages != nil || p.Bytes != nil) {
+		// Only shares made for the limits in force: others refuse a value
+		// whose shares do not sum to their limits (all of it).
+		if p := dl.prev[d.Name]; dl.mine[d.Name] && (role.Deciding || role.Shares == nil) && sumsTo(p, role.Limits) {
 			self.Shares = &globaldest.AdShares{Limits: role.Limits, Messages: p.Messages, Bytes: p.Bytes, Withhold: ok && dec.Withhold}
 		}
 		ads[d.Name] = self
@@ -212,6 +214,20 @@ func (g *globalDests) enforce(ctx context.Context, st []globaldest.Status) {
 	g.mu.Unlock()
 	g.clearShares(ctx, wanted, handed)
 	g.sweep(ctx)
+}
+
+// sumsTo says whether s are shares of lim: each unit limited has shares
+// summing to it, the others none.
+func sumsTo(s globaldest.Shares, lim globaldest.Limits) bool {
+	sum := func(m map[string]int64) int64 {
+		var n int64
+		for _, v := range m {
+			n += v
+		}
+		return n
+	}
+	return (s.Messages != nil || s.Bytes != nil) && sum(s.Messages) == lim.MaxMessages && sum(s.Bytes) == lim.MaxBytes &&
+		(s.Messages != nil) == (lim.MaxMessages > 0) && (s.Bytes != nil) == (lim.MaxBytes > 0)
 }
 
 // entryOf is d's entry, when the brokers enforce its limits.

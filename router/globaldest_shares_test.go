@@ -2,8 +2,11 @@ package router
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/fedrouter/fedrouter/globaldest"
 )
 
 // Other routers' ads of the limited destinations: checked (a span may
@@ -45,5 +48,35 @@ func TestRemoteShares(t *testing.T) {
 	}
 	if ads := rs.of("q"); len(ads) != 0 || rs.limitsElsewhere("q", "b2") {
 		t.Errorf("after expiry: %+v", ads)
+	}
+}
+
+// A router advertises only shares made for the limits in force: others
+// refuse a whole value whose shares do not sum to their limits.
+func TestSharesSumTo(t *testing.T) {
+	m := func(kv ...int64) map[string]int64 {
+		out := map[string]int64{}
+		for i, v := range kv {
+			out[fmt.Sprint("b", i)] = v
+		}
+		return out
+	}
+	msgs := globaldest.Limits{MaxMessages: 10, Overflow: globaldest.RejectPublish}
+	both := globaldest.Limits{MaxMessages: 10, MaxBytes: 100, Overflow: globaldest.RejectPublish}
+	for _, tc := range []struct {
+		s    globaldest.Shares
+		lim  globaldest.Limits
+		want bool
+	}{
+		{globaldest.Shares{Messages: m(6, 4)}, msgs, true},
+		{globaldest.Shares{Messages: m(6, 5)}, msgs, false},                   // made for another limit
+		{globaldest.Shares{}, msgs, false},                                    // none yet
+		{globaldest.Shares{Messages: m(6, 4)}, both, false},                   // bytes limited since
+		{globaldest.Shares{Messages: m(6, 4), Bytes: m(50, 50)}, both, true},  // both
+		{globaldest.Shares{Messages: m(6, 4), Bytes: m(50, 50)}, msgs, false}, // bytes no longer limited
+	} {
+		if got := sumsTo(tc.s, tc.lim); got != tc.want {
+			t.Errorf("sumsTo(%v %v, %s) = %v", tc.s.Messages, tc.s.Bytes, tc.lim, got)
+		}
 	}
 }
