@@ -28,4 +28,7 @@ type DestCounts struct {
 	// LimitRefusals: messages the instances of limited destinations
 	// refused the routes (released at their sources, not lost).
 	LimitRefusals uint64 `json:"limit_refusals"`
+	// SharesRefused: other routers' advertised shares refused (malformed,
+	// out of bounds, naming brokers they are not attached to).
+	SharesRefused uint64 `json:"shares_refused"`
 }

@@ -131,16 +131,76 @@ func Decide(lim Limits, use []Use, prev Shares, now time.Time) Decision {
 	default:
 		out.Shares, out.Changed, out.Why = ideal, true, why
 	}
+	out.Withhold, out.Full = Gates(lim, use, out.Shares)
+	return out
+}
+
+// Gates says, for shares and the instances use, whether the sum of the
+// depths is at a limit (withhold) and which brokers are near their share
+// (full): the gates of the routes feeding the destination.
+func Gates(lim Limits, use []Use, shares Shares) (withhold bool, full []string) {
 	var msgs, bytes int64
 	for _, u := range use {
 		msgs += u.Messages
 		bytes += u.Bytes
-		if near(out.Shares.Messages, u.Broker, u.Messages) || near(out.Shares.Bytes, u.Broker, u.Bytes) {
-			out.Full = append(out.Full, u.Broker)
+		if near(shares.Messages, u.Broker, u.Messages) || near(shares.Bytes, u.Broker, u.Bytes) {
+			full = append(full, u.Broker)
 		}
 	}
-	out.Withhold = (lim.MaxMessages > 0 && msgs >= lim.MaxMessages) || (lim.MaxBytes > 0 && bytes >= lim.MaxBytes)
-	return out
+	withhold = (lim.MaxMessages > 0 && msgs >= lim.MaxMessages) || (lim.MaxBytes > 0 && bytes >= lim.MaxBytes)
+	return withhold, full
+}
+
+// DecideKeeping is Decide over use (the brokers some live router lists)
+// while the brokers of fixed (Orphans: no live router is attached to
+// them, their policies stay as put) keep their shares, out of what the
+// others share; their depths count as their whole share. Fixed shares
+// that would leave less than one per listed broker are not kept. Pure.
+func DecideKeeping(lim Limits, use []Use, fixed, prev Shares, now time.Time) Decision {
+	rest := lim
+	keep := func(limit int64, m map[string]int64) (int64, bool) {
+		var sum int64
+		for _, v := range m {
+			sum += v
+		}
+		return limit - sum, limit == 0 || limit-sum >= int64(len(use))
+	}
+	var okM, okB bool
+	rest.MaxMessages, okM = keep(lim.MaxMessages, fixed.Messages)
+	rest.MaxBytes, okB = keep(lim.MaxBytes, fixed.Bytes)
+	if !okM || !okB || (len(fixed.Messages) == 0 && len(fixed.Bytes) == 0) {
+		return Decide(lim, use, prev, now)
+	}
+	strip := func(m, f map[string]int64) map[string]int64 {
+		if m == nil {
+			return nil
+		}
+		out := make(map[string]int64, len(m))
+		for b, v := range m {
+			if _, ok := f[b]; !ok {
+				out[b] = v
+			}
+		}
+		return out
+	}
+	p := prev
+	p.Messages, p.Bytes = strip(prev.Messages, fixed.Messages), strip(prev.Bytes, fixed.Bytes)
+	dec := Decide(rest, use, p, now)
+	add := func(m, f map[string]int64) map[string]int64 {
+		if m == nil {
+			return nil
+		}
+		out := make(map[string]int64, len(m)+len(f))
+		for b, v := range m {
+			out[b] = v
+		}
+		for b, v := range f {
+			out[b] = v
+		}
+		return out
+	}
+	dec.Shares.Messages, dec.Shares.Bytes = add(dec.Shares.Messages, fixed.Messages), add(dec.Shares.Bytes, fixed.Bytes)
+	return dec
 }
 
 // rebalance says why the shares should change ("" for no change); a
@@ -325,6 +385,13 @@ type LimitsView struct {
 	Brokers  []ShareView `json:"brokers"`
 	Changed  time.Time   `json:"changed"` // when the shares last changed
 	Why      string      `json:"why,omitempty"`
+	// Several routers over one span (agree.go): the one that decides the
+	// shares, all that take part, what they disagree on, why the
+	// decider's shares were refused.
+	Decider string   `json:"decider,omitempty"`
+	Routers []string `json:"routers,omitempty"`
+	Differs string   `json:"differs,omitempty"`
+	Refused string   `json:"refused,omitempty"`
 }
 
 // ShareView is one broker's share and use.
@@ -335,5 +402,6 @@ type ShareView struct {
 	ShareMessages int64  `json:"share_messages,omitempty"`
 	ShareBytes    int64  `json:"share_bytes,omitempty"`
 	Held          bool   `json:"held"`             // routes into it withhold credit
+	By            string `json:"by,omitempty"`     // the router that puts its policy
 	Policy        string `json:"policy,omitempty"` // why its share is not set at the broker, if so
 }

@@ -42,6 +42,12 @@ type globalDests struct {
 	// queue): zero while running, else when stopped (owned by run).
 	flowsOut map[[2]string]time.Time
 	remote   *remoteConsumers // other routers' consumers; nil without link state
+	// shares: other routers' ads of the limited destinations (nil
+	// without link state); started, grace: sharesGrace.
+	shares          *remoteShares
+	started         time.Time
+	grace           time.Duration
+	sharesTruncOnce sync.Once
 	// truncatedOnce: the advertisement's bound was hit (logged once).
 	truncatedOnce sync.Once
 	listings      listings // each broker's last listing, shared with the advertised destinations
@@ -61,9 +67,10 @@ type globalDests struct {
 	g              *group.Group
 
 	mu      sync.Mutex
-	status  []globaldest.Status // guarded by mu
-	counts  api.DestCounts      // guarded by mu
-	listErr map[string]string   // guarded by mu: brokers whose last listing failed
+	status  []globaldest.Status      // guarded by mu
+	counts  api.DestCounts           // guarded by mu
+	listErr map[string]string        // guarded by mu: brokers whose last listing failed
+	ads     map[string]globaldest.Ad // guarded by mu: this router's, for SharesExt
 }
 
 // ErrNoDestinations: the router has no destinations: section.
@@ -103,6 +110,7 @@ func (r *Router) newGlobalDests(brokers map[string]amqp.Broker) error {
 // is on, holds the consumers other routers advertise.
 func (g *globalDests) start(ctx context.Context, remote *remoteConsumers) {
 	g.remote = remote
+	g.started = time.Now()
 	g.g = group.New(ctx)
 	g.g.Go(g.run)
 	for _, b := range g.brokers {
@@ -292,6 +300,9 @@ func (r *Router) GlobalDestinations(context.Context) (api.Destinations, error) {
 	g.flowStatus(out.Destinations) // the flows' counts now, not at the last round
 	if r.limitGates != nil {
 		out.Counts.LimitRefusals = r.limitGates.refusals()
+	}
+	if g.shares != nil {
+		out.Counts.SharesRefused = g.shares.refusals()
 	}
 	for _, d := range out.Destinations {
 		for _, f := range d.Flows {

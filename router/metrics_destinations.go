@@ -35,12 +35,16 @@ var (
 		"A global destination's limit over all its instances (unit=messages, bytes).", []string{"destination", "unit"}, nil)
 	descDestRefusals = prometheus.NewDesc("fedrouter_destination_limit_refusals_total",
 		"Messages the instances of limited global destinations refused the routes since the router started (released at their sources, not lost).", nil, nil)
+	descDestSharesRefused = prometheus.NewDesc("fedrouter_destination_shares_refused_total",
+		"Other routers' advertised shares of limited destinations refused since the router started (malformed, out of bounds, brokers they are not attached to).", nil, nil)
+	descDestDisagree = prometheus.NewDesc("fedrouter_destination_limits_disagree",
+		"Limited destinations whose routers configure different limits (the smallest hold).", nil, nil)
 	descDestOmitted = prometheus.NewDesc("fedrouter_destination_series_omitted",
 		"Global destinations without series of their own (past metrics.route_series).", nil, nil)
 )
 
 var destDescs = []*prometheus.Desc{descDestinations, descDestActions, descDestMoved, descDestFlows, descDestUnlisted,
-	descDestDepth, descDestConsumers, descDestOmitted, descDestLimitTotal, descDestLimit, descDestRefusals}
+	descDestDepth, descDestConsumers, descDestOmitted, descDestLimitTotal, descDestLimit, descDestRefusals, descDestSharesRefused, descDestDisagree}
 
 // collectDestinations exports the global destinations, when svc has them.
 func (c serviceCollector) collectDestinations(ch chan<- prometheus.Metric) {
@@ -49,9 +53,12 @@ func (c serviceCollector) collectDestinations(ch chan<- prometheus.Metric) {
 		return // none configured
 	}
 	states := map[string]int{"global": 0, "local": 0, "deleting": 0, "deleted": 0}
-	flows := 0
+	flows, disagree := 0, 0
 	for i, d := range st.Destinations {
 		states[d.State]++
+		if d.Limits != nil && d.Limits.Differs != "" {
+			disagree++
+		}
 		flows += len(d.Flows)
 		if i >= c.routeSeries {
 			continue
@@ -77,6 +84,8 @@ func (c serviceCollector) collectDestinations(ch chan<- prometheus.Metric) {
 	ch <- constMetric(descDestFlows, prometheus.GaugeValue, float64(flows))
 	ch <- constMetric(descDestUnlisted, prometheus.GaugeValue, float64(len(st.Unlisted)))
 	ch <- constMetric(descDestRefusals, prometheus.CounterValue, float64(n.LimitRefusals))
+	ch <- constMetric(descDestSharesRefused, prometheus.CounterValue, float64(n.SharesRefused))
+	ch <- constMetric(descDestDisagree, prometheus.GaugeValue, float64(disagree))
 	ch <- constMetric(descDestOmitted, prometheus.GaugeValue, float64(max(0, len(st.Destinations)-c.routeSeries)))
 }
 

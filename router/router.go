@@ -121,6 +121,9 @@ func (r *Router) Start(ctx context.Context) error {
 		var remote *remoteConsumers
 		if r.topo != nil {
 			remote = &r.table.consumers
+			r.gdests.shares, r.gdests.grace = &r.table.shares, sharesGrace(time.Duration(r.cfg.Topology.Refresh))
+		} else if r.cfg.Cluster != nil {
+			r.gdests.warnSharesAlone()
 		}
 		r.gdests.start(r.ctx, remote)
 	}
@@ -154,6 +157,7 @@ func (r *Router) startTopology(brokers map[string]amqp.Broker) error {
 	exts := map[string]func() json.RawMessage{DemandExt: r.localDemand, DestinationsExt: r.dests.current, ExchangeRoutesExt: r.localExchangeRoutes}
 	if r.gdests != nil {
 		exts[ConsumersExt] = r.gdests.advertised
+		exts[SharesExt] = r.gdests.advertisedShares
 	}
 	r.topo, err = newTopoDriver(r.cfg, secret, r.control, r.localTopology, exts, r.table, r.log)
 	if err != nil {

@@ -23,6 +23,9 @@ type table struct {
 	// consumers: the global destinations' consumers other routers
 	// advertise (ConsumersExt); its own lock.
 	consumers remoteConsumers
+	// shares: the limited destinations' ads other routers advertise
+	// (SharesExt); its own lock.
+	shares remoteShares
 }
 
 func newTable() *table { return &table{changed: make(chan struct{})} }

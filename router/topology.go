@@ -42,6 +42,7 @@ type topoDriver struct {
 	table        *table
 	edgesErr     string           // the last advertised-edges error logged (owned by run)
 	consumersErr string           // the last advertised-consumers error logged (owned by run)
+	sharesErr    string           // the last advertised-shares error logged (owned by run)
 	limit        *ratelog.Limiter // warnings about the node's events, by kind
 
 	snapReq chan chan topology.Snapshot
@@ -140,6 +141,7 @@ func (d *topoDriver) run(ctx context.Context) {
 		d.carryOut(ready)
 		d.storeEdges()
 		d.storeConsumers()
+		d.storeShares()
 		timer.Reset(time.Until(d.node.NextTick(time.Now())))
 	}
 }
@@ -299,6 +301,25 @@ func (d *topoDriver) storeConsumers() {
 			d.log.Warn().Err(err).Msg("advertised consumers refused: that router's brokers are no flow targets until it advertises them again")
 		}
 		d.consumersErr = msg
+	}
+}
+
+// storeShares hands the other routers' SharesExt to the table (the
+// global destinations' limits read it there); a refused value is logged
+// once per change of errors, and counted.
+func (d *topoDriver) storeShares() {
+	err := d.table.shares.store(d.self, d.node.Ext(SharesExt), func(router, broker string) bool {
+		return slices.Contains(d.node.Peers(broker), router)
+	})
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if msg != d.sharesErr {
+		if err != nil {
+			d.log.Warn().Err(err).Msg("advertised shares of limited destinations refused: that router takes no part in deciding them until it advertises sound ones")
+		}
+		d.sharesErr = msg
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -93,6 +94,14 @@ func printLimits(p *printer, d globaldest.Status) {
 	}
 	p.printf("%s: limits %s; total %d messages, %d bytes%s; shares changed %s (%s)\n", d.Name, l.Limits, l.Messages, l.Bytes, held,
 		l.Changed.Format(time.RFC3339), l.Why)
+	if l.Decider != "" {
+		p.printf("  shares decided by %s (routers over the span: %s)\n", l.Decider, strings.Join(l.Routers, ", "))
+	}
+	for _, s := range []string{l.Differs, l.Refused} {
+		if s != "" {
+			p.printf("  %s\n", s)
+		}
+	}
 	for _, b := range l.Brokers {
 		line := fmt.Sprintf("  %s: %d messages", b.Broker, b.Messages)
 		if b.ShareMessages > 0 {
@@ -104,6 +113,9 @@ func printLimits(p *printer, d globaldest.Status) {
 		}
 		if b.Held {
 			line += "; routes into it held"
+		}
+		if b.By != "" {
+			line += "; policy put by " + b.By
 		}
 		if b.Policy != "" {
 			line += "; share " + b.Policy
