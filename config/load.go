@@ -31,13 +31,53 @@ func (e *Error) Error() string {
 // check-config and the router.
 const MaxConfigSize = 4 << 20
 
-// Load reads, decodes and validates a configuration file.
+// Mode says how the files a configuration names (secrets, certificates,
+// the state file) are judged: by whom, for what.
+type Mode int
+
+const (
+	// ModeRead: another program reads a router's file (the CLI's
+	// --config): a named file missing or not readable here is the
+	// router's business, not judged.
+	ModeRead Mode = iota
+	// ModeCheck: check-config. Everything the start reads is judged; a
+	// file this user may not read (or that another user owns, where the
+	// router wants its own) is noted instead: the router's user may.
+	ModeCheck
+	// ModeRun: the router's start. Every file must be there and readable.
+	ModeRun
+)
+
+// Load reads, decodes and validates a configuration file (ModeRead).
 func Load(path string) (*Config, error) {
+	cfg, _, err := LoadFor(path, ModeRead, nil)
+	return cfg, err
+}
+
+// LoadFor reads, decodes and validates a configuration file as mode says
+// and adds more's problems (the router's own checks of what it would
+// refuse at start, given the decoded file even when it has problems):
+// every problem at once in one *Error, those of the file by line, then
+// those of other files (the state file). notes are what ModeCheck could
+// not judge. check-config and run both call it, through router.LoadConfig.
+func LoadFor(path string, mode Mode, more func(*Config) (problems, notes []string)) (*Config, []string, error) {
 	data, err := ownfile.ReadRegular(path, MaxConfigSize)
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, nil, fmt.Errorf("config: %w", err)
 	}
-	return Parse(path, data)
+	cfg, problems := parse(path, data, mode)
+	if cfg == nil {
+		return nil, nil, &Error{File: path, Problems: problems}
+	}
+	if more != nil {
+		p, n := more(cfg)
+		problems, cfg.notes = append(problems, p...), append(cfg.notes, n...)
+	}
+	if len(problems) > 0 {
+		sortProblems(path, problems)
+		return nil, nil, &Error{File: path, Problems: problems}
+	}
+	return cfg, cfg.notes, nil
 }
 
 var (
@@ -45,10 +85,22 @@ var (
 	yamlUnknown = regexp.MustCompile(`field (\S+) not found in type \S+`)
 )
 
-// Parse decodes and validates data; file names it in messages.
+// Parse decodes and validates data (ModeRead); file names it in messages.
 func Parse(file string, data []byte) (*Config, error) {
+	cfg, problems := parse(file, data, ModeRead)
+	if len(problems) > 0 {
+		sortProblems(file, problems)
+		return nil, &Error{File: file, Problems: problems}
+	}
+	return cfg, nil
+}
+
+// parse decodes and validates data as mode says. The configuration is
+// returned with its problems, nil only when the YAML cannot be read at
+// all (a syntax error: nothing else can be trusted).
+func parse(file string, data []byte, mode Mode) (*Config, []string) {
 	cfg := DefaultConfig()
-	cfg.file = file
+	cfg.file, cfg.mode = file, mode
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true) // unknown keys are errors
 	var problems []string
@@ -56,8 +108,7 @@ func Parse(file string, data []byte) (*Config, error) {
 		problems = yamlProblems(file, err)
 		var te *yaml.TypeError
 		if !errors.As(err, &te) {
-			// A syntax error: nothing else can be trusted.
-			return nil, &Error{File: file, Problems: problems}
+			return nil, problems
 		}
 		// Type errors and unknown keys: decoding went on; report them
 		// together with the validation problems.
@@ -69,11 +120,22 @@ func Parse(file string, data []byte) (*Config, error) {
 	// ${NAME} in the secret fields, before they are judged (env.go).
 	problems = append(problems, cfg.expandSecrets(os.LookupEnv)...)
 	problems = append(problems, cfg.validate()...)
-	if len(problems) > 0 {
-		sort.SliceStable(problems, func(i, j int) bool { return lineOf(problems[i]) < lineOf(problems[j]) })
-		return nil, &Error{File: file, Problems: problems}
+	if mode != ModeRead {
+		problems = append(problems, cfg.checkStartFiles()...)
 	}
-	return &cfg, nil
+	return &cfg, problems
+}
+
+// sortProblems orders problems: those of file by line, then the others
+// (other files'), as they came.
+func sortProblems(file string, problems []string) {
+	key := func(p string) int {
+		if !strings.HasPrefix(p, file+":") {
+			return 1 << 30
+		}
+		return lineOf(strings.TrimPrefix(p, file))
+	}
+	sort.SliceStable(problems, func(i, j int) bool { return key(problems[i]) < key(problems[j]) })
 }
 
 // yamlProblems turns yaml.v3's "line N: msg" errors into "file:N: msg".
@@ -125,6 +187,10 @@ func itemLines(root *yaml.Node) map[string]int {
 	}
 	return out
 }
+
+// Where is key's place in the file, "file:line" ("brokers[2]",
+// "topology", ...), for problems found outside this package.
+func (c *Config) Where(key string) string { return c.at(key) }
 
 func (c *Config) at(key string) string {
 	if l, ok := c.lines[key]; ok {

@@ -28,6 +28,7 @@ admin: {listen: "127.0.0.1:0"}
 log: {level: info, format: json}
 cluster: {name: bad-input, store: %q, heartbeat: 200ms, lease: 1s}
 `, bs[0].URL, bs[0].MgmtURL, store)
+	yaml = withAdminPort(t, yaml)
 	path := filepath.Join(t.TempDir(), "member.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)

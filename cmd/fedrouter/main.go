@@ -25,14 +25,34 @@ import (
 var version = "dev"
 
 func main() {
-	if err := newApp().Run(os.Args); err != nil {
-		fmt.Fprintln(os.Stderr, "fedrouter:", err)
-		var ce *config.Error
-		if errors.As(err, &ce) {
-			os.Exit(2)
-		}
-		os.Exit(1)
+	os.Exit(runMain(context.Background(), os.Args, os.Stdout, os.Stderr))
+}
+
+// runMain runs the command line args and returns the exit status
+// (docs/cli.md): 0 done, 1 refused or failed, 2 usage or a bad
+// configuration. Errors are one line on stderr (a configuration's
+// problems one each).
+func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	app := newApp()
+	app.Writer, app.ErrWriter = stdout, stderr
+	app.ExitErrHandler = func(*cli.Context, error) {} // the status is decided here
+	err := app.RunContext(ctx, args)
+	if err == nil {
+		return 0
 	}
+	// Nothing is left to tell if stderr itself fails: the status says it.
+	var ec cli.ExitCoder
+	var ce *config.Error
+	switch {
+	case errors.As(err, &ec):
+		_, _ = fmt.Fprintln(stderr, err)
+		return ec.ExitCode()
+	case errors.As(err, &ce):
+		_, _ = fmt.Fprintln(stderr, "fedrouter:", err)
+		return 2
+	}
+	_, _ = fmt.Fprintln(stderr, "fedrouter:", err)
+	return 1
 }
 
 func newApp() *cli.App {
@@ -61,20 +81,28 @@ func newApp() *cli.App {
 				Usage:  "list the broker profiles",
 				Action: listProfiles,
 			},
+			stateCommand(),
 		}, apiCommands()...),
 	}
 }
 
+// checkConfig judges a configuration as run would (router.LoadConfig):
+// every problem at once, exit status 2; else "ok", with what this user
+// could not read noted.
 func checkConfig(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return cli.Exit("check-config: give exactly one FILE", 2)
 	}
-	cfg, err := config.Load(c.Args().First())
+	path := c.Args().First()
+	cfg, notes, err := router.LoadConfig(path, config.ModeCheck)
 	if err != nil {
 		return err
 	}
 	p := newPrinter(c.App.Writer)
-	p.printf("%s: ok (router %s, %d brokers)\n", c.Args().First(), cfg.RouterID, len(cfg.Brokers))
+	p.printf("%s: ok (router %s, %d brokers)\n", path, cfg.RouterID, len(cfg.Brokers))
+	for _, n := range notes {
+		p.printf("  %s\n", n)
+	}
 	return p.done()
 }
 
@@ -107,7 +135,9 @@ func newLogger(spec config.LogSpec, w io.Writer) zerolog.Logger {
 }
 
 func runDaemon(c *cli.Context) error {
-	cfg, err := config.Load(c.String("config"))
+	// Everything check-config refuses, before anything is read or
+	// written: the same function, the same words.
+	cfg, _, err := router.LoadConfig(c.String("config"), config.ModeRun)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"reflect"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/urfave/cli/v2"
 	"go.uber.org/goleak"
 
 	"github.com/fedrouter/fedrouter/amqp"
@@ -84,20 +82,7 @@ func startRouterAPI(t *testing.T) *cliHarness {
 // print it, and the exit status main would give.
 func runCLI(args ...string) (stdout, stderr string, code int) {
 	var out, errOut bytes.Buffer
-	app := newApp()
-	app.Writer, app.ErrWriter = &out, &errOut
-	app.ExitErrHandler = func(*cli.Context, error) {} // keep os.Exit out of the test
-	err := app.Run(append([]string{"fedrouter"}, args...))
-	var ec cli.ExitCoder
-	switch {
-	case err == nil:
-	case errors.As(err, &ec):
-		fmt.Fprintln(&errOut, err) // what cli.HandleExitCoder prints
-		code = ec.ExitCode()
-	default:
-		fmt.Fprintln(&errOut, "fedrouter:", err) // what main prints
-		code = 1
-	}
+	code = runMain(context.Background(), append([]string{"fedrouter"}, args...), &out, &errOut)
 	return out.String(), errOut.String(), code
 }
 
