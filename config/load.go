@@ -16,15 +16,22 @@ import (
 )
 
 // Error lists every problem found in a configuration file, each as
-// "file:line: what".
+// "file:line: what", or says why the file could not be read (Read).
 type Error struct {
 	File     string
 	Problems []string
+	Read     error // the file could not be read: missing, not ours, too large
 }
 
 func (e *Error) Error() string {
+	if e.Read != nil {
+		return fmt.Sprintf("config %s: %v", e.File, e.Read)
+	}
 	return fmt.Sprintf("config %s: %d problem(s):\n  %s", e.File, len(e.Problems), strings.Join(e.Problems, "\n  "))
 }
+
+// Unwrap is the read error, if any (fs.ErrNotExist for a missing file).
+func (e *Error) Unwrap() error { return e.Read }
 
 // MaxConfigSize bounds the configuration file: 10,000 routes take about
 // 1 MiB; a larger file is a mistake or an attack on the memory of
@@ -63,7 +70,7 @@ func Load(path string) (*Config, error) {
 func LoadFor(path string, mode Mode, more func(*Config) (problems, notes []string)) (*Config, []string, error) {
 	data, err := ownfile.ReadRegular(path, MaxConfigSize)
 	if err != nil {
-		return nil, nil, fmt.Errorf("config: %w", err)
+		return nil, nil, &Error{File: path, Read: err}
 	}
 	cfg, problems := parse(path, data, mode)
 	if cfg == nil {

@@ -25,7 +25,7 @@ const (
 // its certificate; the other flags replace what it gives.
 func clientFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "config", EnvVars: []string{"FEDROUTER_CONFIG"}, Usage: "the router's configuration `FILE`: its admin URL, token and certificate are taken from it"},
+		configFlag(),
 		&cli.StringFlag{Name: "router", EnvVars: []string{"FEDROUTER_ROUTER"}, Usage: "admin API `URL` of the running router (default: from --config, else " + defaultRouterURL + "); several, comma-separated (a cluster's members), are tried in turn when one cannot be reached"},
 		&cli.StringFlag{Name: "token", EnvVars: []string{"FEDROUTER_TOKEN"}, Usage: "admin API bearer `TOKEN`"},
 		&cli.StringFlag{Name: "token-file", EnvVars: []string{"FEDROUTER_TOKEN_FILE"}, Usage: "read the admin API token from `FILE`"},

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -56,7 +57,10 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func newApp() *cli.App {
-	return &cli.App{
+	// --version only: -v is every command's --verbose.
+	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version"}
+	cli.VersionPrinter = func(c *cli.Context) { _ = printVersion(c) } // as `fedrouter version`
+	app := &cli.App{
 		Name:    "fedrouter",
 		Usage:   "AMQP 1.0 federation router",
 		Version: version,
@@ -65,15 +69,16 @@ func newApp() *cli.App {
 				Name:  "run",
 				Usage: "run the router daemon",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "configuration `FILE` (YAML)", Required: true},
+					configFlag(),
 					&cli.DurationFlag{Name: "status-every", Usage: "print the broker connection table this often (0: never)"},
 				},
 				Action: runDaemon,
 			},
 			{
 				Name:      "check-config",
-				Usage:     "validate a configuration file without running",
-				ArgsUsage: "FILE",
+				Usage:     "refuse what run would refuse of a configuration, without starting",
+				ArgsUsage: "[FILE]",
+				Flags:     []cli.Flag{configFlag()},
 				Action:    checkConfig,
 			},
 			{
@@ -82,18 +87,30 @@ func newApp() *cli.App {
 				Action: listProfiles,
 			},
 			stateCommand(),
+			{
+				Name:   "version",
+				Usage:  "print fedrouter's version",
+				Action: printVersion,
+			},
 		}, apiCommands()...),
 	}
+	strictUsage(app)
+	return app
 }
 
 // checkConfig judges a configuration as run would (router.LoadConfig):
 // every problem at once, exit status 2; else "ok", with what this user
 // could not read noted.
 func checkConfig(c *cli.Context) error {
-	if c.NArg() != 1 {
-		return cli.Exit("check-config: give exactly one FILE", 2)
+	path := c.String("config")
+	switch {
+	case c.NArg() > 1:
+		return usageExit("usage: fedrouter check-config [--config] FILE (got %d arguments)", c.NArg())
+	case c.NArg() == 1:
+		path = c.Args().First() // the file as its argument, as before --config
+	case path == "":
+		return usageExit("usage: fedrouter check-config [--config] FILE (or $FEDROUTER_CONFIG): no configuration given")
 	}
-	path := c.Args().First()
 	cfg, notes, err := router.LoadConfig(path, config.ModeCheck)
 	if err != nil {
 		return err
@@ -106,7 +123,21 @@ func checkConfig(c *cli.Context) error {
 	return p.done()
 }
 
+// printVersion prints the version set at build time and the Go that
+// built it.
+func printVersion(c *cli.Context) error {
+	if err := noArgs(c, "version"); err != nil {
+		return err
+	}
+	p := newPrinter(c.App.Writer)
+	p.printf("fedrouter %s (%s %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return p.done()
+}
+
 func listProfiles(c *cli.Context) error {
+	if err := noArgs(c, "profiles"); err != nil {
+		return err
+	}
 	p := newPrinter(c.App.Writer)
 	p.table()
 	p.println("Profile\tTested\tGlobal destinations\tDestination limits")
@@ -134,7 +165,19 @@ func newLogger(spec config.LogSpec, w io.Writer) zerolog.Logger {
 	return zerolog.New(w).Level(level).With().Timestamp().Logger()
 }
 
+// configFlag is how every command is given the router's configuration:
+// --config FILE, -c FILE, or $FEDROUTER_CONFIG.
+func configFlag() cli.Flag {
+	return &cli.StringFlag{Name: "config", Aliases: []string{"c"}, EnvVars: []string{"FEDROUTER_CONFIG"}, Usage: "the router's configuration `FILE` (YAML)"}
+}
+
 func runDaemon(c *cli.Context) error {
+	if err := noArgs(c, "run"); err != nil {
+		return err
+	}
+	if c.String("config") == "" {
+		return usageExit("usage: fedrouter run --config FILE (or $FEDROUTER_CONFIG): no configuration given")
+	}
 	// Everything check-config refuses, before anything is read or
 	// written: the same function, the same words.
 	cfg, _, err := router.LoadConfig(c.String("config"), config.ModeRun)

@@ -70,7 +70,7 @@ func apiCommands() []*cli.Command {
 // apiCommand builds a leaf command with the client flags (and --json for
 // listings) whose action gets a ready client and checked arguments.
 func apiCommand(parent, name, usage, argsUsage string, minArgs, maxArgs int, listing bool, run func(*cli.Context, *adminclient.Client) error) *cli.Command {
-	path := parent + " " + name // urfave/cli v2 does not give a subcommand its full name
+	path := strings.TrimSpace(parent + " " + name) // urfave/cli v2 does not give a subcommand its full name
 	flags := clientFlags()
 	if listing {
 		flags = append(flags, &cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table"})
@@ -80,11 +80,6 @@ func apiCommand(parent, name, usage, argsUsage string, minArgs, maxArgs int, lis
 		Usage:     usage,
 		ArgsUsage: argsUsage,
 		Flags:     flags,
-		OnUsageError: func(c *cli.Context, err error, _ bool) error {
-			// One line and exit status 2, as for a wrong argument count,
-			// instead of the whole help text.
-			return cli.Exit(fmt.Sprintf("fedrouter %s: %v (see --help)", path, err), 2)
-		},
 		Action: func(c *cli.Context) error {
 			if err := checkArgs(c, path, minArgs, maxArgs); err != nil {
 				return err

@@ -229,8 +229,8 @@ func TestCLIUsageErrors(t *testing.T) {
 		{[]string{"route", "list", "b", "c"}, "usage: fedrouter route list [options] [<dest>] (got 2 arguments)\n"},
 		{[]string{"route", "map", "x"}, "usage: fedrouter route map [options] (got 1 argument)\n"},
 		{[]string{"link", "list", "x"}, "usage: fedrouter link list [options] (got 1 argument)\n"},
-		{[]string{"route", "add", "--credit", "many", "b", "a", "x", "k"}, "fedrouter route add: invalid value \"many\" for flag -credit: parse error (see --help)\n"},
-		{[]string{"queue", "add", "--dest-exchange", "x", "b", "a", "x", "q"}, "fedrouter queue add: flag provided but not defined: -dest-exchange (see --help)\n"},
+		{[]string{"route", "add", "--credit", "many", "b", "a", "x", "k"}, "fedrouter route add: invalid value \"many\" for --credit (see fedrouter route add --help)\n"},
+		{[]string{"queue", "add", "--dest-exchange", "x", "b", "a", "x", "q"}, "fedrouter queue add: unknown option --dest-exchange (see fedrouter queue add --help)\n"},
 		{[]string{"broker", "list", "--router", "ftp://h"}, "fedrouter: --router \"ftp://h\": want the admin API's URL, like http://127.0.0.1:9595\n"},
 	} {
 		out, errOut, code := runCLI(c.args...)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/urfave/cli/v2"
 
@@ -22,11 +21,8 @@ func stateCommand() *cli.Command {
 			Usage:     "drop saved routes by id from the state file (check-config names those the start refuses)",
 			ArgsUsage: "<id>...",
 			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "config", Aliases: []string{"c"}, EnvVars: []string{"FEDROUTER_CONFIG"}, Usage: "the router's configuration `FILE`"},
+				configFlag(),
 				&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing but errors"},
-			},
-			OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-				return cli.Exit(fmt.Sprintf("fedrouter state drop: %v (see --help)", err), 2)
 			},
 			Action: dropSaved,
 		}},

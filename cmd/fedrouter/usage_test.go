@@ -1,0 +1,84 @@
+package main
+
+import (
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// TestCLIExitStatusAndOneLineErrors: every kind of usage error — an
+// unknown command, an unknown option, arguments a command does not take,
+// a command group without its command, a missing configuration — is one
+// line on stderr naming it, nothing on stdout, exit status 2; a
+// configuration file that cannot be read is status 2 as well.
+func TestCLIExitStatusAndOneLineErrors(t *testing.T) {
+	t.Setenv("FEDROUTER_CONFIG", "")
+	missing := filepath.Join(t.TempDir(), "missing.yaml")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bogus"}, `fedrouter: unknown command "bogus" (fedrouter --help lists them)`},
+		{[]string{"route", "bogus"}, `fedrouter route: unknown command "bogus" (commands: add, del, list, flush, map)`},
+		{[]string{"route"}, `usage: fedrouter route <add|del|list|flush|map> [options] ... (see fedrouter route --help)`},
+		{[]string{"--bogus"}, `fedrouter: unknown option --bogus (see fedrouter --help)`},
+		{[]string{"-v"}, `fedrouter: unknown option -v (see fedrouter --help)`},
+		{[]string{"run", "--bogus"}, `fedrouter run: unknown option --bogus (see fedrouter run --help)`},
+		{[]string{"check-config", "-x", "f"}, `fedrouter check-config: unknown option -x (see fedrouter check-config --help)`},
+		{[]string{"topology", "--bogus"}, `fedrouter topology: unknown option --bogus (see fedrouter topology --help)`},
+		{[]string{"route", "list", "--timeout", "soon"}, `fedrouter route list: invalid value "soon" for --timeout (see fedrouter route list --help)`},
+		{[]string{"profiles", "extra"}, `usage: fedrouter profiles [options] (got 1 argument: "extra")`},
+		{[]string{"version", "extra"}, `usage: fedrouter version [options] (got 1 argument: "extra")`},
+		{[]string{"run", "extra"}, `usage: fedrouter run [options] (got 1 argument: "extra")`},
+		{[]string{"run"}, `usage: fedrouter run --config FILE (or $FEDROUTER_CONFIG): no configuration given`},
+		{[]string{"check-config"}, `usage: fedrouter check-config [--config] FILE (or $FEDROUTER_CONFIG): no configuration given`},
+		{[]string{"check-config", "a", "b"}, `usage: fedrouter check-config [--config] FILE (got 2 arguments)`},
+		{[]string{"run", "-c", missing}, `fedrouter: config ` + missing + `: open ` + missing + `: no such file or directory`},
+		{[]string{"check-config", missing}, `fedrouter: config ` + missing + `: open ` + missing + `: no such file or directory`},
+		{[]string{"check-config", "--config", missing}, `fedrouter: config ` + missing + `: open ` + missing + `: no such file or directory`},
+		{[]string{"route", "list", "-c", missing}, `fedrouter: --config: config ` + missing + `: open ` + missing + `: no such file or directory`},
+	} {
+		out, errOut, code := runCLI(c.args...)
+		if code != 2 || out != "" || errOut != c.want+"\n" {
+			t.Errorf("fedrouter %s: exit %d, stdout %q, stderr %q\nwant exit 2, stderr %q", strings.Join(c.args, " "), code, out, errOut, c.want)
+		}
+	}
+}
+
+// TestCLIConfigOneWay: run, check-config, state drop and the API commands
+// all take the configuration as --config, -c or $FEDROUTER_CONFIG.
+func TestCLIConfigOneWay(t *testing.T) {
+	_, cfg := writeCheckCase(t, checkCase{})
+	for _, args := range [][]string{{"check-config", cfg}, {"check-config", "--config", cfg}, {"check-config", "-c", cfg}} {
+		if out, errOut, code := runCLI(args...); code != 0 || out != cfg+": ok (router chk, 2 brokers)\n" {
+			t.Errorf("fedrouter %s: exit %d: %s%s", strings.Join(args, " "), code, out, errOut)
+		}
+	}
+	t.Setenv("FEDROUTER_CONFIG", cfg)
+	if out, errOut, code := runCLI("check-config"); code != 0 || out != cfg+": ok (router chk, 2 brokers)\n" {
+		t.Errorf("check-config with $FEDROUTER_CONFIG: exit %d: %s%s", code, out, errOut)
+	}
+	// state drop reads it too (nothing saved: the id is not there).
+	if _, errOut, code := runCLI("state", "drop", "0123456789ab"); code != 1 || !strings.Contains(errOut, `no saved route has id "0123456789ab"`) {
+		t.Errorf("state drop with $FEDROUTER_CONFIG: exit %d: %s", code, errOut)
+	}
+	for _, c := range []struct{ name, flag string }{{"long", "--config"}, {"short", "-c"}} {
+		// The API commands take the file's admin URL: admin is off here.
+		if _, errOut, code := runCLI("broker", "list", c.flag, cfg); code != 2 || !strings.Contains(errOut, "admin") {
+			t.Errorf("broker list %s: exit %d: %s", c.flag, code, errOut)
+		}
+	}
+}
+
+// TestCLIVersion: `fedrouter version` and --version print the version and
+// the Go that built it; -v is not --version.
+func TestCLIVersion(t *testing.T) {
+	want := regexp.MustCompile(`^fedrouter dev \(` + regexp.QuoteMeta(runtime.Version()) + ` [a-z0-9]+/[a-z0-9]+\)\n$`)
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		if out, errOut, code := runCLI(args...); code != 0 || !want.MatchString(out) || errOut != "" {
+			t.Errorf("fedrouter %s: exit %d, stdout %q, stderr %q", args[0], code, out, errOut)
+		}
+	}
+}
