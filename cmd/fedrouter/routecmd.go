@@ -196,7 +196,26 @@ func specFromArgs(c *cli.Context, kind routes.Kind) routes.Spec {
 	return spec
 }
 
+// refuseReplaced refuses the option values the route would silently
+// replace by its defaults (a zero credit, cost or outcome timeout means
+// "the default" in a route spec): given on the command line, they are
+// mistakes, not requests for the default.
+func refuseReplaced(c *cli.Context, path string) error {
+	switch {
+	case c.IsSet("credit") && c.Int("credit") < 1:
+		return usageExit("fedrouter %s: --credit %d: want 1..%d (messages in flight)", path, c.Int("credit"), routes.MaxCredit)
+	case c.IsSet("cost") && c.Int("cost") < 1:
+		return usageExit("fedrouter %s: --cost %d: want 1 or more", path, c.Int("cost"))
+	case c.IsSet("outcome-timeout") && c.Duration("outcome-timeout") <= 0:
+		return usageExit("fedrouter %s: --outcome-timeout %s: want a positive duration (e.g. 30s)", path, c.Duration("outcome-timeout"))
+	}
+	return nil
+}
+
 func addRoute(c *cli.Context, client *adminclient.Client, kind routes.Kind) error {
+	if err := refuseReplaced(c, parentOf(kind)+" add"); err != nil {
+		return err
+	}
 	spec := specFromArgs(c, kind)
 	spec.Durable = c.Bool("durable")
 	spec.Ack = c.Int("ack")

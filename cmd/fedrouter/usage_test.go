@@ -82,3 +82,31 @@ func TestCLIVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIRefusesValuesTheRouteWouldReplace: --credit 0, --cost 0 and
+// --outcome-timeout 0s would be taken as "the default" by the route: the
+// CLI refuses them (usage, status 2) and sends nothing.
+func TestCLIRefusesValuesTheRouteWouldReplace(t *testing.T) {
+	h := startRouterAPI(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"route", "add", "--credit", "0", "b", "a", "x", "k"}, "fedrouter route add: --credit 0: want 1..10000 (messages in flight)\n"},
+		{[]string{"queue", "add", "--cost", "0", "b", "a", "x", "q"}, "fedrouter queue add: --cost 0: want 1 or more\n"},
+		{[]string{"dynamic", "add", "--outcome-timeout", "0s", "b", "a", "x"}, "fedrouter dynamic add: --outcome-timeout 0s: want a positive duration (e.g. 30s)\n"},
+		{[]string{"route", "add", "--outcome-timeout", "-5s", "b", "a", "x", "k"}, "fedrouter route add: --outcome-timeout -5s: want a positive duration (e.g. 30s)\n"},
+	} {
+		_, errOut := h.run(2, c.args...)
+		if errOut != c.want {
+			t.Errorf("fedrouter %s: stderr %q, want %q", strings.Join(c.args, " "), errOut, c.want)
+		}
+	}
+	if out, _ := h.run(0, "route", "list", "--json"); strings.TrimSpace(out) != "[]" {
+		t.Fatalf("a refused add reached the router:\n%s", out)
+	}
+	h.run(0, "route", "add", "--credit", "1", "--cost", "3", "--outcome-timeout", "45s", "b", "a", "x", "k")
+	if got := h.svc.Last(); got.Credit != 1 || got.Cost != 3 || got.OutcomeTimeout.String() != "45s" {
+		t.Fatalf("router got %+v", got)
+	}
+}
