@@ -114,8 +114,9 @@ func withScheme(s string) string {
 // router did not answer. Other failures keep the client's full text.
 func cliError(c *cli.Context, api *adminclient.Client, err error) error {
 	var ae *adminclient.Error
-	if !errors.As(err, &ae) {
-		return err
+	var shown *shownError
+	if errors.As(err, &shown) || !errors.As(err, &ae) {
+		return err // worded already by the command, or not the router's
 	}
 	text := ae.Message
 	switch {

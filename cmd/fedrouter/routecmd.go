@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -180,8 +181,12 @@ func addCommand(kind routes.Kind) *cli.Command {
 
 func delCommand(kind routes.Kind) *cli.Command {
 	del := func(c *cli.Context, client *adminclient.Client) error { return deleteRoute(c, client, kind) }
-	return apiCommand(parentOf(kind), "del", "delete a route", "<dest> <src> <exchange>"+lastArg(kind), nArgs(kind), nArgs(kind), false, del)
+	cmd := apiCommand(parentOf(kind), "del", "delete a route, named as it was added or by its id (route list)", "<dest> <src> <exchange>"+lastArg(kind)+" | <id>", 1, nArgs(kind), false, del)
+	return cmd
 }
+
+// routeID is a route's id as route list shows it: 12 hexadecimal digits.
+var routeID = regexp.MustCompile(`^[0-9a-f]{12}$`)
 
 // specFromArgs is the route the four arguments name.
 func specFromArgs(c *cli.Context, kind routes.Kind) routes.Spec {
@@ -253,15 +258,49 @@ func addRoute(c *cli.Context, client *adminclient.Client, kind routes.Kind) erro
 	return p.done()
 }
 
+// deleteRoute deletes the route the arguments name: as it was added, or
+// by its id alone. A route that is not there is named as the user typed
+// it, never by an id they did not give.
 func deleteRoute(c *cli.Context, client *adminclient.Client, kind routes.Kind) error {
-	spec := specFromArgs(c, kind)
-	if err := client.DeleteRoute(c.Context, spec); err != nil {
+	path := parentOf(kind) + " del"
+	if c.NArg() == 1 {
+		id := c.Args().First()
+		if !routeID.MatchString(id) {
+			return usageExit("usage: fedrouter %s [options] %s (%q is not a route id: 12 hexadecimal digits, as route list shows)", path, c.Command.ArgsUsage, id)
+		}
+		err := client.DeleteRouteID(c.Context, id)
+		if notFound(err) {
+			return &shownError{text: fmt.Sprintf("no such route: id %s (route list shows the routes and their ids)", id), err: err}
+		}
+		if err == nil && c.Bool("verbose") {
+			return printDone(c, "deleted route %s\n", id)
+		}
 		return err
 	}
-	p := newPrinter(c.App.Writer)
-	if c.Bool("verbose") {
-		p.printf("deleted route %s: %s\n", spec.ID(), spec)
+	if c.NArg() != nArgs(kind) {
+		return checkArgs(c, path, nArgs(kind), nArgs(kind))
 	}
+	spec := specFromArgs(c, kind)
+	err := client.DeleteRoute(c.Context, spec)
+	if notFound(err) {
+		return &shownError{text: "no such route: " + spec.String() + " (route list shows the routes)", err: err}
+	}
+	if err == nil && c.Bool("verbose") {
+		return printDone(c, "deleted route %s: %s\n", spec.ID(), spec)
+	}
+	return err
+}
+
+// notFound says whether the router answered that the route is not there.
+func notFound(err error) bool {
+	var ae *adminclient.Error
+	return errors.As(err, &ae) && ae.Code == api.CodeNotFound
+}
+
+// printDone prints one line on the command's output.
+func printDone(c *cli.Context, format string, args ...any) error {
+	p := newPrinter(c.App.Writer)
+	p.printf(format, args...)
 	return p.done()
 }
 

@@ -121,7 +121,7 @@ func TestCLIAddDuplicateDelete(t *testing.T) {
 	}
 	h.run(0, "queue", "del", "b", "a", "amq.direct", "orders")
 	_, errOut = h.run(1, "queue", "del", "b", "a", "amq.direct", "orders")
-	if !strings.HasPrefix(errOut, "fedrouter: routes: no such route with id ") || strings.Count(errOut, "\n") != 1 {
+	if errOut != "fedrouter: no such route: b(ex=amq.direct) <= a(queue=orders) (route list shows the routes)\n" {
 		t.Fatalf("deleting a missing route: stderr %q", errOut)
 	}
 }
@@ -224,7 +224,8 @@ func TestCLIUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"queue", "add", "b", "a"}, "usage: fedrouter queue add [options] <dest> <src> <exchange> <queue> (got 2 arguments)\n"},
-		{[]string{"route", "del", "b", "a", "x"}, "usage: fedrouter route del [options] <dest> <src> <exchange> <key> (got 3 arguments)\n"},
+		{[]string{"route", "del", "b", "a", "x"}, "usage: fedrouter route del [options] <dest> <src> <exchange> <key> | <id> (got 3 arguments)\n"},
+		{[]string{"route", "del", "orders"}, "usage: fedrouter route del [options] <dest> <src> <exchange> <key> | <id> (\"orders\" is not a route id: 12 hexadecimal digits, as route list shows)\n"},
 		{[]string{"route", "add", "b", "a", "x", "k", "-d"}, "usage: fedrouter route add [options] <dest> <src> <exchange> <key> (got 5 arguments); options go before the arguments, found \"-d\" after them\n"},
 		{[]string{"route", "list", "b", "c"}, "usage: fedrouter route list [options] [<dest>] (got 2 arguments)\n"},
 		{[]string{"route", "map", "x"}, "usage: fedrouter route map [options] (got 1 argument)\n"},

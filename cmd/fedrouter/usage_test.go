@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/fedrouter/fedrouter/routes"
 )
 
 // TestCLIExitStatusAndOneLineErrors: every kind of usage error — an
@@ -108,5 +110,28 @@ func TestCLIRefusesValuesTheRouteWouldReplace(t *testing.T) {
 	h.run(0, "route", "add", "--credit", "1", "--cost", "3", "--outcome-timeout", "45s", "b", "a", "x", "k")
 	if got := h.svc.Last(); got.Credit != 1 || got.Cost != 3 || got.OutcomeTimeout.String() != "45s" {
 		t.Fatalf("router got %+v", got)
+	}
+}
+
+// TestCLIRouteDelByID: `route del ID` deletes the route route list shows
+// with that id; a route that is not there is named as the user typed it.
+func TestCLIRouteDelByID(t *testing.T) {
+	h := startRouterAPI(t)
+	h.run(0, "queue", "add", "b", "a", "amq.direct", "orders")
+	id := routes.Spec{Kind: routes.KindQueue, Dest: "b", Src: "a", Exchange: "amq.direct", Queue: "orders"}.ID()
+	if out, _ := h.run(0, "route", "list"); !strings.Contains(out, id) {
+		t.Fatalf("route list does not show %s:\n%s", id, out)
+	}
+	if out, _ := h.run(0, "route", "del", "-v", id); out != "deleted route "+id+"\n" {
+		t.Fatalf("route del -v %s: %q", id, out)
+	}
+	if out, _ := h.run(0, "route", "list", "--json"); strings.TrimSpace(out) != "[]" {
+		t.Fatalf("still listed after route del %s:\n%s", id, out)
+	}
+	if _, errOut := h.run(1, "route", "del", id); errOut != "fedrouter: no such route: id "+id+" (route list shows the routes and their ids)\n" {
+		t.Fatalf("route del of a deleted id: %q", errOut)
+	}
+	if _, errOut := h.run(1, "route", "del", "b", "a", "amq.topic", "stock.#"); errOut != "fedrouter: no such route: b(ex=amq.topic) <= a(ex=amq.topic key=stock.#) (route list shows the routes)\n" {
+		t.Fatalf("route del of a route never added: %q", errOut)
 	}
 }
