@@ -733,14 +733,7 @@ func (m *Manager) Resolve(s string) (string, error) {
 	if s == "" {
 		return "", nil // Validate reports the missing broker
 	}
-	addr := s
-	if i := strings.LastIndex(addr, "@"); i >= 0 {
-		addr = addr[i+1:]
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		host, port = addr, "5672"
-	}
+	host, port := Endpoint(s)
 	names := make([]string, 0, len(m.opts.Brokers))
 	for n := range m.opts.Brokers {
 		names = append(names, n)
@@ -748,7 +741,7 @@ func (m *Manager) Resolve(s string) (string, error) {
 	sort.Strings(names)
 	for _, n := range names {
 		for _, raw := range m.opts.Brokers[n].Conn.Config().URLs {
-			if sameEndpoint(raw, host, port) {
+			if SameEndpoint(raw, host, port) {
 				return n, nil
 			}
 		}
@@ -756,7 +749,23 @@ func (m *Manager) Resolve(s string) (string, error) {
 	return "", fmt.Errorf("%w %q: not a configured broker name or host:port (configured: %s)", ErrUnknownBroker, amqp.Redact(s), strings.Join(names, ", "))
 }
 
-func sameEndpoint(raw, host, port string) bool {
+// Endpoint is the host and port a broker address names, as the CLI
+// and qpid-route take it: [user/pass@]host[:port], port 5672 when absent.
+func Endpoint(s string) (host, port string) {
+	addr := s
+	if i := strings.LastIndex(addr, "@"); i >= 0 {
+		addr = addr[i+1:]
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr, "5672"
+	}
+	return host, port
+}
+
+// SameEndpoint says whether the broker URL raw reaches host:port
+// (localhost and ::1 are 127.0.0.1).
+func SameEndpoint(raw, host, port string) bool {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return false

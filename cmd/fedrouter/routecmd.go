@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/fedrouter/fedrouter/adminclient"
+	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/api"
 	"github.com/fedrouter/fedrouter/routes"
 )
@@ -37,7 +38,7 @@ func apiCommands() []*cli.Command {
 				delCommand(routes.KindExchange),
 				apiCommand("route", "list", "list the routes (all kinds), optionally only those to one destination broker", "[<dest>]", 0, 1, true, listRoutes),
 				apiCommand("route", "flush", "delete every runtime route (to one destination broker, if given); configured routes stay", "[<dest>]", 0, 1, false, flushRoutes),
-				apiCommand("route", "map", "show the routes between brokers, as qpid-route's route map does", "", 0, 0, true, mapRoutes),
+				apiCommand("route", "map", "show the routes between brokers (only those to or from one broker, if given), as qpid-route's route map does", "[<broker>]", 0, 1, true, mapRoutes),
 			},
 		},
 		{
@@ -316,26 +317,67 @@ func flushRoutes(c *cli.Context, client *adminclient.Client) error {
 	return p.done()
 }
 
-// fetchRoutes gets the routes, only those to dest if it is not "".
-func fetchRoutes(c *cli.Context, client *adminclient.Client, dest string) ([]routes.Status, error) {
+// fetchRoutes gets the routes; with broker (as the user typed it: a
+// name or [user/pass@]host[:port]) only those keep(spec, name) keeps.
+func fetchRoutes(c *cli.Context, client *adminclient.Client, broker string, keep func(routes.Spec, string) bool) ([]routes.Status, error) {
 	sts, err := client.Routes(c.Context)
+	if err != nil || broker == "" {
+		return sts, err
+	}
+	name, err := resolveBroker(c, client, broker, sts)
 	if err != nil {
 		return nil, err
 	}
-	if dest == "" {
-		return sts, nil
-	}
 	kept := sts[:0]
 	for _, st := range sts {
-		if st.Spec.Dest == dest {
+		if keep(st.Spec, name) {
 			kept = append(kept, st)
 		}
 	}
 	return kept, nil
 }
 
+// resolveBroker is the broker s names, as the router resolves a route's:
+// one of its brokers by name or by host:port, or a broker its routes
+// lead to (a remote destination). Anything else is refused, naming
+// what was typed: an empty listing would say "no routes" instead.
+func resolveBroker(c *cli.Context, client *adminclient.Client, s string, sts []routes.Status) (string, error) {
+	bs, err := client.Brokers(c.Context)
+	if err != nil {
+		return "", err
+	}
+	names := make([]string, 0, len(bs))
+	for _, b := range bs {
+		if b.Broker == s {
+			return s, nil
+		}
+		names = append(names, b.Broker)
+	}
+	for _, st := range sts {
+		if st.Spec.Dest == s {
+			return s, nil
+		}
+	}
+	host, port := routes.Endpoint(s)
+	for _, b := range bs {
+		if routes.SameEndpoint(b.URL, host, port) {
+			return b.Broker, nil
+		}
+	}
+	sort.Strings(names)
+	return "", &shownError{text: fmt.Sprintf("unknown broker %q: not a broker name or host:port of this router, nor a destination of its routes (brokers: %s)",
+		amqp.Redact(s), strings.Join(names, ", ")), err: errUnknownBroker}
+}
+
+// errUnknownBroker: a broker argument names none of the router's.
+var errUnknownBroker = errors.New("unknown broker")
+
+func toDest(s routes.Spec, name string) bool { return s.Dest == name }
+
+func toOrFrom(s routes.Spec, name string) bool { return s.Dest == name || s.Src == name }
+
 func listRoutes(c *cli.Context, client *adminclient.Client) error {
-	sts, err := fetchRoutes(c, client, c.Args().First())
+	sts, err := fetchRoutes(c, client, c.Args().First(), toDest)
 	if err != nil {
 		return err
 	}
@@ -405,7 +447,7 @@ type mapLine struct {
 }
 
 func mapRoutes(c *cli.Context, client *adminclient.Client) error {
-	sts, err := fetchRoutes(c, client, "")
+	sts, err := fetchRoutes(c, client, c.Args().First(), toOrFrom)
 	if err != nil {
 		return err
 	}

@@ -228,7 +228,7 @@ func TestCLIUsageErrors(t *testing.T) {
 		{[]string{"route", "del", "orders"}, "usage: fedrouter route del [options] <dest> <src> <exchange> <key> | <id> (\"orders\" is not a route id: 12 hexadecimal digits, as route list shows)\n"},
 		{[]string{"route", "add", "b", "a", "x", "k", "-d"}, "usage: fedrouter route add [options] <dest> <src> <exchange> <key> (got 5 arguments); options go before the arguments, found \"-d\" after them\n"},
 		{[]string{"route", "list", "b", "c"}, "usage: fedrouter route list [options] [<dest>] (got 2 arguments)\n"},
-		{[]string{"route", "map", "x"}, "usage: fedrouter route map [options] (got 1 argument)\n"},
+		{[]string{"route", "map", "x", "y"}, "usage: fedrouter route map [options] [<broker>] (got 2 arguments)\n"},
 		{[]string{"link", "list", "x"}, "usage: fedrouter link list [options] (got 1 argument)\n"},
 		{[]string{"route", "add", "--credit", "many", "b", "a", "x", "k"}, "fedrouter route add: invalid value \"many\" for --credit (see fedrouter route add --help)\n"},
 		{[]string{"queue", "add", "--dest-exchange", "x", "b", "a", "x", "q"}, "fedrouter queue add: unknown option --dest-exchange (see fedrouter queue add --help)\n"},

@@ -135,3 +135,37 @@ func TestCLIRouteDelByID(t *testing.T) {
 		t.Fatalf("route del of a route never added: %q", errOut)
 	}
 }
+
+// TestCLIListAndMapByBroker: route list BROKER and route map BROKER take
+// a broker by name or host:port and refuse one the router does not have,
+// rather than print an empty table.
+func TestCLIListAndMapByBroker(t *testing.T) {
+	h := startRouterAPI(t)
+	h.run(0, "queue", "add", "a", "c", "amq.direct", "orders") // to a (amqp://h1:5672)
+	h.run(0, "route", "add", "c", "a", "amq.topic", "#")      // from a, to c
+	for _, arg := range []string{"a", "h1:5672", "h1", "guest/guest@h1:5672"} {
+		out, _ := h.run(0, "route", "list", arg)
+		if strings.Count(out, "\n") != 2 || !strings.Contains(out, "orders") || strings.Contains(out, "amq.topic") {
+			t.Errorf("route list %s:\n%s", arg, out)
+		}
+		out, _ = h.run(0, "route", "map", arg)
+		if !strings.Contains(out, "a(ex=amq.direct) <= c(queue=orders)") || !strings.Contains(out, "c(ex=amq.topic) <= a(ex=amq.topic key=#)") {
+			t.Errorf("route map %s:\n%s", arg, out)
+		}
+	}
+	out, _ := h.run(0, "route", "map", "c")
+	if !strings.Contains(out, "c(ex=amq.topic)") || !strings.Contains(out, "a(ex=amq.direct)") {
+		t.Errorf("route map c:\n%s", out)
+	}
+	for _, args := range [][]string{{"route", "list", "zz"}, {"route", "map", "h9:5672"}, {"route", "list", "--json", "u/secret@h9"}} {
+		out, errOut := h.run(1, args...)
+		typed := args[len(args)-1]
+		if typed == "u/secret@h9" {
+			typed = "u/xxxxx@h9"
+		}
+		want := `fedrouter: unknown broker "` + typed + `": not a broker name or host:port of this router, nor a destination of its routes (brokers: a, c)` + "\n"
+		if out != "" || errOut != want {
+			t.Errorf("fedrouter %s: stdout %q, stderr %q\nwant %q", strings.Join(args, " "), out, errOut, want)
+		}
+	}
+}
