@@ -142,7 +142,7 @@ func TestCLIRouteDelByID(t *testing.T) {
 func TestCLIListAndMapByBroker(t *testing.T) {
 	h := startRouterAPI(t)
 	h.run(0, "queue", "add", "a", "c", "amq.direct", "orders") // to a (amqp://h1:5672)
-	h.run(0, "route", "add", "c", "a", "amq.topic", "#")      // from a, to c
+	h.run(0, "route", "add", "c", "a", "amq.topic", "#")       // from a, to c
 	for _, arg := range []string{"a", "h1:5672", "h1", "guest/guest@h1:5672"} {
 		out, _ := h.run(0, "route", "list", arg)
 		if strings.Count(out, "\n") != 2 || !strings.Contains(out, "orders") || strings.Contains(out, "amq.topic") {
