@@ -86,6 +86,14 @@ func apiCommand(parent, name, usage, argsUsage string, minArgs, maxArgs int, lis
 			if err := checkArgs(c, path, minArgs, maxArgs); err != nil {
 				return err
 			}
+			if c.Bool("quiet") {
+				if c.Bool("verbose") {
+					return usageExit("fedrouter %s: -q and -v together: give one", path)
+				}
+				// Nothing but errors, whatever the command prints: its
+				// status says the rest (a listing with -q is a probe).
+				c.App.Writer = io.Discard
+			}
 			client, err := newAPIClient(c)
 			if err != nil {
 				return cli.Exit("fedrouter: "+err.Error(), 2)

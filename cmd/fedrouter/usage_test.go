@@ -169,3 +169,32 @@ func TestCLIListAndMapByBroker(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIQuiet: -q prints nothing but errors on every command — no
+// listing, no count, no duplicate warning — and the status says whether
+// it worked; with -v it is a usage error.
+func TestCLIQuiet(t *testing.T) {
+	h := startRouterAPI(t)
+	for _, args := range [][]string{
+		{"queue", "add", "-q", "b", "a", "amq.direct", "orders"},
+		{"queue", "add", "-q", "b", "a", "amq.direct", "orders"}, // the duplicate
+		{"route", "list", "-q"}, {"route", "list", "-q", "--json"}, {"route", "map", "-q"},
+		{"link", "list", "-q"}, {"broker", "list", "-q"}, {"topology", "-q"},
+		{"route", "flush", "-q"},
+	} {
+		wantCode := 0
+		if args[0] == "topology" {
+			wantCode = 1 // the fake floods nothing: the error is still said
+		}
+		out, errOut := h.run(wantCode, args...)
+		if out != "" || (wantCode == 0 && errOut != "") || (wantCode == 1 && !strings.Contains(errOut, "flooding is off")) {
+			t.Errorf("fedrouter %s: stdout %q, stderr %q", strings.Join(args, " "), out, errOut)
+		}
+	}
+	if _, errOut := h.run(1, "route", "list", "-q", "zz"); !strings.HasPrefix(errOut, `fedrouter: unknown broker "zz"`) {
+		t.Errorf("an error with -q: %q", errOut)
+	}
+	if _, errOut := h.run(2, "route", "list", "-q", "-v"); errOut != "fedrouter route list: -q and -v together: give one\n" {
+		t.Errorf("-q -v: %q", errOut)
+	}
+}
