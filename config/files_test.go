@@ -48,3 +48,18 @@ func TestFilesJudgedByMode(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeErrorsInTheWritersWords: a value of the wrong kind is named
+// in YAML's words, never Go's type names.
+func TestDecodeErrorsInTheWritersWords(t *testing.T) {
+	_, err := Parse("f.yaml", []byte("router_id: [r]\nreconnect: 5\nbrokers:\n  - {name: a, url: 'amqp://h', profile: generic, connections: many, require_tls: maybe}\nroutes: {a: 1}\n"))
+	for _, w := range []string{`f.yaml:1: want a string, not a list`, `f.yaml:2: want a mapping (key: value), not 5`, `f.yaml:4: want a whole number, not "many"`,
+		`f.yaml:4: want true or false, not "maybe"`, `f.yaml:5: want a list, not a mapping`} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("%q missing from:\n%v", w, err)
+		}
+	}
+	if err != nil && (strings.Contains(err.Error(), "config.") || strings.Contains(err.Error(), "unmarshal")) {
+		t.Errorf("Go's words in:\n%v", err)
+	}
+}

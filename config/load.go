@@ -8,6 +8,7 @@ import (
 	"os"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -88,9 +89,47 @@ func LoadFor(path string, mode Mode, more func(*Config) (problems, notes []strin
 }
 
 var (
-	yamlLine    = regexp.MustCompile(`line (\d+): `)
-	yamlUnknown = regexp.MustCompile(`field (\S+) not found in type \S+`)
+	yamlLine      = regexp.MustCompile(`line (\d+): `)
+	yamlUnknown   = regexp.MustCompile(`field (\S+) not found in type \S+`)
+	yamlUnmarshal = regexp.MustCompile("cannot unmarshal !!(\\w+)(?: `([^`]*)`)? into (\\S+)")
 )
+
+// kindWords says what a value of a decoded Go type is, in a YAML
+// writer's words (never the Go type's name).
+func kindWords(goType string) string {
+	switch {
+	case strings.HasPrefix(goType, "[]"):
+		return "a list"
+	case strings.HasPrefix(goType, "map["), strings.Contains(goType, "."):
+		return "a mapping (key: value)"
+	case strings.HasPrefix(goType, "int"), strings.HasPrefix(goType, "uint"):
+		return "a whole number"
+	case strings.HasPrefix(goType, "float"):
+		return "a number"
+	case goType == "bool":
+		return "true or false"
+	case goType == "string":
+		return "a string"
+	}
+	return "another kind of value"
+}
+
+// unmarshalWords rewrites yaml.v3's "cannot unmarshal !!str `x` into
+// int" as "want a whole number, not \"x\"".
+func unmarshalWords(m string) string {
+	return yamlUnmarshal.ReplaceAllStringFunc(m, func(s string) string {
+		g := yamlUnmarshal.FindStringSubmatch(s)
+		got := map[string]string{"seq": "a list", "map": "a mapping", "null": "nothing"}[g[1]]
+		switch {
+		case got != "":
+		case g[1] == "str":
+			got = strconv.Quote(g[2])
+		default:
+			got = g[2]
+		}
+		return "want " + kindWords(g[3]) + ", not " + got
+	})
+}
 
 // Parse decodes and validates data (ModeRead); file names it in messages.
 func Parse(file string, data []byte) (*Config, error) {
@@ -156,6 +195,7 @@ func yamlProblems(file string, err error) []string {
 	for _, m := range msgs {
 		m = strings.TrimPrefix(m, "yaml: ")
 		m = yamlUnknown.ReplaceAllString(m, `unknown key "$1"`)
+		m = unmarshalWords(m)
 		if loc := yamlLine.FindStringSubmatchIndex(m); loc != nil {
 			m = file + ":" + m[loc[2]:loc[3]] + ": " + m[loc[1]:]
 		} else {

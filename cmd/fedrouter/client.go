@@ -118,7 +118,7 @@ func cliError(c *cli.Context, api *adminclient.Client, err error) error {
 	if errors.As(err, &shown) || !errors.As(err, &ae) {
 		return err // worded already by the command, or not the router's
 	}
-	text := ae.Message
+	text := plainText(ae.Message)
 	switch {
 	case ae.Timeout():
 		text = fmt.Sprintf("router at %s did not answer within %s (--timeout)", api.BaseURL(), c.Duration("timeout"))

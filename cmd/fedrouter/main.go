@@ -52,7 +52,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		_, _ = fmt.Fprintln(stderr, "fedrouter:", err)
 		return 2
 	}
-	_, _ = fmt.Fprintln(stderr, "fedrouter:", err)
+	_, _ = fmt.Fprintln(stderr, "fedrouter:", plainText(err.Error()))
 	return 1
 }
 

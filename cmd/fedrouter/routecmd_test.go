@@ -129,11 +129,11 @@ func TestCLIAddDuplicateDelete(t *testing.T) {
 func TestCLIServerErrorsAreOneLine(t *testing.T) {
 	h := startRouterAPI(t)
 	_, errOut := h.run(1, "route", "add", "b", "zz", "amq.topic", "#")
-	if errOut != "fedrouter: routes: unknown broker \"zz\" (configured: a, b, c)\n" {
+	if errOut != "fedrouter: unknown broker \"zz\" (configured: a, b, c)\n" {
 		t.Fatalf("unknown broker: %q", errOut)
 	}
 	_, errOut = h.run(1, "queue", "add", "--on-reject", "drop", "b", "a", "ex", "q")
-	if errOut != "fedrouter: routes: invalid route: on_reject \"drop\": want reject or dead-letter\n" {
+	if errOut != "fedrouter: invalid route: on_reject \"drop\": want reject or dead-letter\n" {
 		t.Fatalf("invalid route: %q", errOut)
 	}
 }

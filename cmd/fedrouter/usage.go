@@ -93,3 +93,11 @@ func dashed(name string) string {
 	}
 	return "--" + name
 }
+
+// packagePrefix is a Go package's name heading an error ("routes: "):
+// the layer that said it, which an operator has no use for.
+var packagePrefix = regexp.MustCompile(`^(?:(?:routes|router|config|store|pgstore|amqp|cluster|adminclient|ownfile): )+`)
+
+// plainText is an error's text for an operator: without the package
+// names that head it.
+func plainText(s string) string { return packagePrefix.ReplaceAllString(s, "") }

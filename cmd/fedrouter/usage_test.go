@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedrouter/fedrouter/internal/ownfile"
 	"github.com/fedrouter/fedrouter/routes"
 )
 
@@ -196,5 +197,28 @@ func TestCLIQuiet(t *testing.T) {
 	}
 	if _, errOut := h.run(2, "route", "list", "-q", "-v"); errOut != "fedrouter route list: -q and -v together: give one\n" {
 		t.Errorf("-q -v: %q", errOut)
+	}
+}
+
+// TestCLIErrorsWithoutPackageNames: the router's refusals and the CLI's
+// own failures reach the operator without the package names that head
+// them in the code.
+func TestCLIErrorsWithoutPackageNames(t *testing.T) {
+	h := startRouterAPI(t)
+	_, errOut := h.run(1, "queue", "add", "b", "zz", "ex", "q")
+	if errOut != "fedrouter: unknown broker \"zz\" (configured: a, b, c)\n" {
+		t.Errorf("router's refusal: %q", errOut)
+	}
+	// A local failure: the state lock of a stopped router's state file,
+	// held by this test, refuses state drop.
+	_, cfg := writeCheckCase(t, checkCase{})
+	release, err := ownfile.Lock(filepath.Join(filepath.Dir(cfg), "fedrouter-chk.routes.json.lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = release() }()
+	_, errOut, code := runCLI("state", "drop", "-c", cfg, "0123456789ab")
+	if code != 1 || !strings.HasPrefix(errOut, "fedrouter: state file ") || !strings.Contains(errOut, "is locked by another process") {
+		t.Errorf("state drop under a held lock: exit %d, %q", code, errOut)
 	}
 }
