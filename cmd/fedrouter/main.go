@@ -64,6 +64,9 @@ func newApp() *cli.App {
 		Name:    "fedrouter",
 		Usage:   "AMQP 1.0 federation router",
 		Version: version,
+		// Given here: with a help command of its own, urfave/cli adds no
+		// --help to the app.
+		Flags: []cli.Flag{cli.HelpFlag},
 		Commands: append([]*cli.Command{
 			{
 				Name:  "run",
@@ -87,6 +90,13 @@ func newApp() *cli.App {
 				Action: listProfiles,
 			},
 			stateCommand(),
+			{
+				Name:      "help",
+				Aliases:   []string{"h"},
+				Usage:     "show the help of a command, at any depth: fedrouter help route list",
+				ArgsUsage: "[command...]",
+				Action:    showHelp,
+			},
 			{
 				Name:   "version",
 				Usage:  "print fedrouter's version",
@@ -121,6 +131,15 @@ func checkConfig(c *cli.Context) error {
 		p.printf("  %s\n", n)
 	}
 	return p.done()
+}
+
+// showHelp shows the help of the command its arguments name, however
+// deep (urfave/cli's own help command shows the first one's only): it is
+// the command's --help.
+func showHelp(c *cli.Context) error {
+	app := newApp()
+	app.Writer, app.ErrWriter, app.ExitErrHandler = c.App.Writer, c.App.ErrWriter, c.App.ExitErrHandler
+	return app.RunContext(c.Context, append(append([]string{c.App.Name}, c.Args().Slice()...), "--help"))
 }
 
 // printVersion prints the version set at build time and the Go that

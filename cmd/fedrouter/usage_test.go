@@ -222,3 +222,26 @@ func TestCLIErrorsWithoutPackageNames(t *testing.T) {
 		t.Errorf("state drop under a held lock: exit %d, %q", code, errOut)
 	}
 }
+
+// TestCLIHelpAtAnyDepth: `help route list` shows route list's help (as
+// `route list --help` does), not route's; help alone shows the app's.
+func TestCLIHelpAtAnyDepth(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"help", "route", "list"}, "fedrouter route list [command options] [<dest>]"},
+		{[]string{"help", "queue", "add"}, "fedrouter queue add [command options] <dest> <src> <exchange> <queue>"},
+		{[]string{"help", "route"}, "fedrouter route - add, delete, list and map exchange routes"},
+		{[]string{"help"}, "fedrouter - AMQP 1.0 federation router"},
+		{[]string{"--help"}, "fedrouter - AMQP 1.0 federation router"},
+	} {
+		out, errOut, code := runCLI(c.args...)
+		if code != 0 || !strings.Contains(out, c.want) || errOut != "" {
+			t.Errorf("fedrouter %s: exit %d, stderr %q, stdout:\n%s\nwant %q", strings.Join(c.args, " "), code, errOut, out, c.want)
+		}
+	}
+	if _, errOut, code := runCLI("help", "bogus"); code != 2 || errOut != "fedrouter: unknown command \"bogus\" (fedrouter --help lists them)\n" {
+		t.Errorf("help bogus: exit %d, %q", code, errOut)
+	}
+}
