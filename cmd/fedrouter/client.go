@@ -30,7 +30,7 @@ func clientFlags() []cli.Flag {
 		&cli.StringFlag{Name: "token", EnvVars: []string{"FEDROUTER_TOKEN"}, Usage: "admin API bearer `TOKEN`"},
 		&cli.StringFlag{Name: "token-file", EnvVars: []string{"FEDROUTER_TOKEN_FILE"}, Usage: "read the admin API token from `FILE`"},
 		&cli.StringFlag{Name: "ca-file", EnvVars: []string{"FEDROUTER_CA_FILE"}, Usage: "PEM `FILE` of the certificates an https router's is checked against (default: with --config, the router's own)"},
-		&cli.DurationFlag{Name: "timeout", Value: defaultTimeout, Usage: "give up on the router after `D`"},
+		&cli.DurationFlag{Name: "timeout", Aliases: []string{"t"}, Value: defaultTimeout, Usage: "give up on the router after `D` (qpid-route's -t)"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "show each request and the result"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing but errors (no listing, no duplicate warning, no counts): the exit status says the rest"},
 	}

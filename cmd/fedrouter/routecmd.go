@@ -400,7 +400,7 @@ func listRoutes(c *cli.Context, client *adminclient.Client) error {
 func printRoutes(out io.Writer, sts []routes.Status) error {
 	p := newPrinter(out)
 	p.table()
-	p.println("ID\tDest\tSrc\tExchange\tQueue/Key\tDurable\tState\tForwarded\tIn flight\tDetail\tLast Error")
+	p.println("ID\tDest\tSrc\tExchange\tQueue/Key\tDurable\tOrigin\tState\tForwarded\tIn flight\tDetail\tLast Error")
 	for _, st := range sts {
 		s := st.Spec
 		ex, last := s.Exchange, s.Queue
@@ -413,8 +413,8 @@ func printRoutes(out io.Writer, sts []routes.Status) error {
 		case routes.KindDynamic:
 			last = "(dynamic)"
 		}
-		p.printf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n",
-			st.ID, s.Dest, s.Src, ex, last, yesNo(s.Durable), st.State, st.Forwarded, st.InFlight, orDash(routeDetail(st)), orDash(st.LastError))
+		p.printf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n",
+			st.ID, s.Dest, s.Src, ex, last, yesNo(s.Durable), orDash(string(st.Origin)), st.State, st.Forwarded, st.InFlight, orDash(routeDetail(st)), orDash(st.LastError))
 	}
 	return p.done()
 }

@@ -144,8 +144,8 @@ func TestCLIListAndFlush(t *testing.T) {
 	h.run(0, "route", "add", "c", "a", "amq.topic", "#")
 	out, _ := h.run(0, "route", "list")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	header := regexp.MustCompile(`^ID\s+Dest\s+Src\s+Exchange\s+Queue/Key\s+Durable\s+State\s+Forwarded\s+In flight\s+Detail\s+Last Error$`)
-	row := regexp.MustCompile(`^[0-9a-f]{12}\s+b\s+a\s+amq\.direct\s+orders\s+yes\s+Operational\s+42\s+3\s+-\s+-$`)
+	header := regexp.MustCompile(`^ID\s+Dest\s+Src\s+Exchange\s+Queue/Key\s+Durable\s+Origin\s+State\s+Forwarded\s+In flight\s+Detail\s+Last Error$`)
+	row := regexp.MustCompile(`^[0-9a-f]{12}\s+b\s+a\s+amq\.direct\s+orders\s+yes\s+runtime\s+Operational\s+42\s+3\s+-\s+-$`)
 	if len(lines) != 3 || !header.MatchString(lines[0]) || !row.MatchString(lines[1]) {
 		t.Fatalf("route list:\n%s", out)
 	}
@@ -162,6 +162,13 @@ func TestCLIListAndFlush(t *testing.T) {
 	}
 	if out, _ = h.run(0, "route", "list", "--json"); strings.TrimSpace(out) != "[]" {
 		t.Fatalf("empty list --json: %q", out)
+	}
+	// The Origin column tells a route of the configuration file, which
+	// del and flush leave alone, from one added at runtime.
+	h.svc.AddConfig(routes.Spec{Kind: routes.KindQueue, Dest: "c", Src: "b", Exchange: "amq.direct", Queue: "fixed"}, routes.Counters{})
+	out, _ = h.run(0, "route", "list", "c")
+	if !regexp.MustCompile(`(?m)^[0-9a-f]{12}\s+c\s+b\s+amq\.direct\s+fixed\s+no\s+config\s+Operational\s`).MatchString(out) {
+		t.Fatalf("route list c:\n%s", out)
 	}
 }
 

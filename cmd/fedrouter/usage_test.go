@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -243,5 +244,18 @@ func TestCLIHelpAtAnyDepth(t *testing.T) {
 	}
 	if _, errOut, code := runCLI("help", "bogus"); code != 2 || errOut != "fedrouter: unknown command \"bogus\" (fedrouter --help lists them)\n" {
 		t.Errorf("help bogus: exit %d, %q", code, errOut)
+	}
+}
+
+// TestCLIShortTimeout: -t is --timeout, as in qpid-route.
+func TestCLIShortTimeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ln.Close() }() // the test is over: nothing to report
+	_, errOut, code := runCLI("broker", "list", "-t", "100ms", "--router", "http://"+ln.Addr().String())
+	if code != 1 || !strings.Contains(errOut, "did not answer within 100ms (--timeout)") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 }
