@@ -178,6 +178,7 @@ func addCommand(kind routes.Kind) *cli.Command {
 		&cli.StringFlag{Name: "on-reject", Value: string(routes.RejectAtSource), Usage: "`POLICY` for a message the destination refuses: reject | dead-letter"},
 		&cli.StringFlag{Name: "dead-letter-queue", Usage: "`QUEUE` on the source broker for --on-reject dead-letter"},
 		&cli.DurationFlag{Name: "outcome-timeout", Value: routes.DefaultOutcomeTimeout, Usage: "wait at most `D` for the destination's outcome"},
+		&cli.StringSliceFlag{Name: "no-path", Usage: "corrective `STEPS` while the destination cannot be reached, comma-separated: \"hold 10m,dead-letter\" (default: the router's no_path)"},
 	)
 	switch kind {
 	case routes.KindExchange:
@@ -239,6 +240,9 @@ func addRoute(c *cli.Context, client *adminclient.Client, kind routes.Kind) erro
 	spec.OnReject = routes.RejectPolicy(c.String("on-reject"))
 	spec.DeadLetterQueue = c.String("dead-letter-queue")
 	spec.OutcomeTimeout = c.Duration("outcome-timeout")
+	for _, step := range c.StringSlice("no-path") {
+		spec.NoPath = append(spec.NoPath, strings.TrimSpace(step))
+	}
 	switch spec.Kind {
 	case routes.KindExchange:
 		spec.DestExchange = c.String("dest-exchange")
@@ -426,6 +430,9 @@ func routeDetail(st routes.Status) string {
 	parts := []string{}
 	if st.Detail != "" {
 		parts = append(parts, st.Detail)
+	}
+	if len(st.Spec.NoPath) > 0 {
+		parts = append(parts, "no path: "+strings.Join(st.Spec.NoPath, ", "))
 	}
 	if st.Rerouted > 0 {
 		parts = append(parts, fmt.Sprintf("%d rerouted", st.Rerouted))

@@ -259,3 +259,25 @@ func TestCLIShortTimeout(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 }
+
+// TestCLINoPath: every add command takes --no-path, the route gets the
+// steps, and route list shows them.
+func TestCLINoPath(t *testing.T) {
+	h := startRouterAPI(t)
+	h.run(0, "queue", "add", "--no-path", "hold 10m, reject", "b", "a", "amq.direct", "orders")
+	if got := h.svc.Last().NoPath; len(got) != 2 || got[0] != "hold 10m" || got[1] != "reject" {
+		t.Fatalf("queue add --no-path: the router got %q", got)
+	}
+	h.run(0, "route", "add", "--no-path", "hold 1m", "--no-path", "reject", "c", "a", "amq.topic", "#")
+	if got := h.svc.Last().NoPath; len(got) != 2 || got[1] != "reject" {
+		t.Fatalf("route add --no-path twice: the router got %q", got)
+	}
+	h.run(0, "dynamic", "add", "--no-path", "hold", "b", "a", "amq.topic")
+	if got := h.svc.Last().NoPath; len(got) != 1 || got[0] != "hold" {
+		t.Fatalf("dynamic add --no-path: the router got %q", got)
+	}
+	out, _ := h.run(0, "route", "list")
+	if !strings.Contains(out, "no path: hold 10m, reject") || !strings.Contains(out, "no path: hold 1m, reject") {
+		t.Fatalf("route list does not show the policies:\n%s", out)
+	}
+}
