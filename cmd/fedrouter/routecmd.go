@@ -418,9 +418,25 @@ func printRoutes(out io.Writer, sts []routes.Status) error {
 			last = "(dynamic)"
 		}
 		p.printf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n",
-			st.ID, s.Dest, s.Src, ex, last, yesNo(s.Durable), orDash(string(st.Origin)), st.State, st.Forwarded, st.InFlight, orDash(routeDetail(st)), orDash(st.LastError))
+			st.ID, s.Dest, s.Src, ex, last, yesNo(s.Durable), orDash(string(st.Origin)), st.State, st.Forwarded, st.InFlight, orDash(routeDetail(st)), lastErrorCell(st))
 	}
 	return p.done()
+}
+
+// lastErrorCell is a route's last error as route list shows it: marked
+// as past, with its time, once the route is Operational again — an
+// operator must not read a healed route as failing.
+func lastErrorCell(st routes.Status) string {
+	if st.LastError == "" {
+		return "-"
+	}
+	if st.State != routes.StateOperational {
+		return st.LastError
+	}
+	if st.LastErrorAt.IsZero() {
+		return "past: " + st.LastError
+	}
+	return "past (" + st.LastErrorAt.Local().Format(time.Stamp) + "): " + st.LastError
 }
 
 // routeDetail is what a route is doing beyond its state: its path when it

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"net"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fedrouter/fedrouter/internal/ownfile"
 	"github.com/fedrouter/fedrouter/routes"
@@ -279,5 +281,29 @@ func TestCLINoPath(t *testing.T) {
 	out, _ := h.run(0, "route", "list")
 	if !strings.Contains(out, "no path: hold 10m, reject") || !strings.Contains(out, "no path: hold 1m, reject") {
 		t.Fatalf("route list does not show the policies:\n%s", out)
+	}
+}
+
+// TestCLIPastLastError: a route Operational again shows its last error as
+// past, with its time; a failing one shows it as it is.
+func TestCLIPastLastError(t *testing.T) {
+	at := time.Date(2026, 12, 4, 14, 2, 11, 0, time.Local)
+	sts := []routes.Status{
+		{ID: "0123456789ab", Spec: routes.Spec{Kind: routes.KindQueue, Dest: "b", Src: "a", Exchange: "x", Queue: "q"}, Origin: routes.OriginRuntime,
+			State: routes.StateOperational, LastError: "b: connection refused", LastErrorAt: at},
+		{ID: "0123456789ac", Spec: routes.Spec{Kind: routes.KindQueue, Dest: "b", Src: "a", Exchange: "x", Queue: "r"}, Origin: routes.OriginRuntime,
+			State: routes.StateWaiting, LastError: "b: connection refused", LastErrorAt: at},
+		{ID: "0123456789ad", Spec: routes.Spec{Kind: routes.KindQueue, Dest: "b", Src: "a", Exchange: "x", Queue: "s"}, Origin: routes.OriginRuntime,
+			State: routes.StateOperational},
+	}
+	var out bytes.Buffer
+	if err := printRoutes(&out, sts); err != nil {
+		t.Fatal(err)
+	}
+	for _, re := range []string{`(?m)^0123456789ab .*Operational .* past \(Dec  4 14:02:11\): b: connection refused$`,
+		`(?m)^0123456789ac .*Waiting .* - +b: connection refused$`, `(?m)^0123456789ad .*Operational .* -$`} {
+		if !regexp.MustCompile(re).MatchString(out.String()) {
+			t.Errorf("route list does not match %s:\n%s", re, out.String())
+		}
 	}
 }
