@@ -75,6 +75,13 @@ func (c *Config) checkStartFiles() []string {
 	return append(p, c.checkState()...)
 }
 
+// othersMayWrite says whether dir's mode lets users other than its owner
+// change it (ownfile.CheckDir's first rule, whoever checks).
+func othersMayWrite(dir string) bool {
+	fi, err := os.Stat(dir)
+	return err == nil && fi.Mode().Perm()&0o022 != 0
+}
+
 // DropCommand is the command that drops the routes with ids from the
 // state file of the configuration at file (fedrouter state drop).
 func DropCommand(file string, ids ...string) string {
@@ -91,9 +98,14 @@ func (c *Config) checkState() []string {
 		return nil // a member keeps no state file; no id, no file name
 	}
 	path := c.StatePath()
-	if err := ownfile.CheckDir(filepath.Dir(path)); errors.Is(err, fs.ErrNotExist) {
+	dir := filepath.Dir(path)
+	if err := ownfile.CheckDir(dir); errors.Is(err, fs.ErrNotExist) {
 		return nil // made at the first start: no routes to restore
 	} else if err != nil {
+		if c.mode == ModeCheck && ownfile.OwnedByOther(dir) && !othersMayWrite(dir) {
+			c.note("state_file", err) // the router's user's directory: its own rules
+			return nil
+		}
 		return []string{fmt.Sprintf("%s: state directory: %v", c.at("state_file"), err)}
 	}
 	saved, _, err := routes.LoadJournaled(path)

@@ -228,8 +228,12 @@ func TestCheckConfigNotesWhatItCannotRead(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root to give a file to another user")
 	}
-	_, cfg := writeCheckCase(t, checkCase{files: func(t *testing.T, dir, _ string) {
-		if err := os.Chown(saveState(t, dir, orphan), 65534, 65534); err != nil {
+	_, cfg := writeCheckCase(t, checkCase{yaml: "state_file: state/routes.json", files: func(t *testing.T, dir, _ string) {
+		state := filepath.Join(dir, "state", "routes.json")
+		if err := routes.SaveState(state, []routes.Spec{orphan.WithDefaults()}); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(state, 65534, 65534); err != nil {
 			t.Fatal(err)
 		}
 	}})
@@ -241,6 +245,21 @@ func TestCheckConfigNotesWhatItCannotRead(t *testing.T) {
 	_, errOut, code = runCLI("run", "--config", cfg)
 	if code != 2 || !strings.Contains(errOut, "owned by uid 65534") {
 		t.Fatalf("run: exit %d, stderr %s", code, errOut)
+	}
+	// The router's user's state directory: noted too, unless others may
+	// write to it, which no user's router accepts.
+	stateDir := filepath.Join(filepath.Dir(cfg), "state")
+	if err := os.Chown(stateDir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code = runCLI("check-config", cfg); code != 0 || !strings.Contains(out, "not checked: ") || !strings.Contains(out, "directory "+stateDir+" is owned by uid 65534") {
+		t.Fatalf("check-config, state directory of another user: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if err := os.Chmod(stateDir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code = runCLI("check-config", cfg); code != 2 || !strings.Contains(errOut, "has mode 0777: other users may create") {
+		t.Fatalf("check-config, a state directory others may write to: exit %d: %s", code, errOut)
 	}
 }
 
