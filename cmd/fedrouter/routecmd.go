@@ -331,14 +331,15 @@ func flushRoutes(c *cli.Context, client *adminclient.Client) error {
 
 // fetchRoutes gets the routes; with broker (as the user typed it: a
 // name or [user/pass@]host[:port]) only those keep(spec, name) keeps.
-func fetchRoutes(c *cli.Context, client *adminclient.Client, broker string, keep func(routes.Spec, string) bool) ([]routes.Status, error) {
-	sts, err := client.Routes(c.Context)
+// partial is the router's word that the list is not the whole one.
+func fetchRoutes(c *cli.Context, client *adminclient.Client, broker string, keep func(routes.Spec, string) bool) (sts []routes.Status, partial string, err error) {
+	sts, partial, err = client.RoutesPartial(c.Context)
 	if err != nil || broker == "" {
-		return sts, err
+		return sts, partial, err
 	}
 	name, err := resolveBroker(c, client, broker, sts)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	kept := sts[:0]
 	for _, st := range sts {
@@ -346,8 +347,21 @@ func fetchRoutes(c *cli.Context, client *adminclient.Client, broker string, keep
 			kept = append(kept, st)
 		}
 	}
-	return kept, nil
+	return kept, partial, nil
 }
+
+// partialError is a listing's status when the router said its list is
+// partial: what could be listed was printed, and the command fails,
+// saying why, so that no one (nor a script) reads it as the whole.
+func partialError(partial string, printed error) error {
+	if printed != nil || partial == "" {
+		return printed
+	}
+	return &shownError{text: "route list: " + partial, err: errPartial}
+}
+
+// errPartial: the router listed some of its routes only.
+var errPartial = errors.New("partial route list")
 
 // resolveBroker is the broker s names, as the router resolves a route's:
 // one of its brokers by name or by host:port, or a broker its routes
@@ -389,14 +403,14 @@ func toDest(s routes.Spec, name string) bool { return s.Dest == name }
 func toOrFrom(s routes.Spec, name string) bool { return s.Dest == name || s.Src == name }
 
 func listRoutes(c *cli.Context, client *adminclient.Client) error {
-	sts, err := fetchRoutes(c, client, c.Args().First(), toDest)
+	sts, partial, err := fetchRoutes(c, client, c.Args().First(), toDest)
 	if err != nil {
 		return err
 	}
 	if c.Bool("json") {
-		return printJSON(c.App.Writer, sts)
+		return partialError(partial, printJSON(c.App.Writer, sts))
 	}
-	return printRoutes(c.App.Writer, sts)
+	return partialError(partial, printRoutes(c.App.Writer, sts))
 }
 
 // printRoutes prints qpid-route's route list columns plus the state and
@@ -478,13 +492,13 @@ type mapLine struct {
 }
 
 func mapRoutes(c *cli.Context, client *adminclient.Client) error {
-	sts, err := fetchRoutes(c, client, c.Args().First(), toOrFrom)
+	sts, partial, err := fetchRoutes(c, client, c.Args().First(), toOrFrom)
 	if err != nil {
 		return err
 	}
 	lines := routeMap(sts)
 	if c.Bool("json") {
-		return printJSON(c.App.Writer, lines)
+		return partialError(partial, printJSON(c.App.Writer, lines))
 	}
 	p := newPrinter(c.App.Writer)
 	printDynamicMap(p, lines)
@@ -502,7 +516,7 @@ func mapRoutes(c *cli.Context, client *adminclient.Client) error {
 	if err := printMapNextHops(c, client, p); err != nil {
 		return err
 	}
-	return p.done()
+	return partialError(partial, p.done())
 }
 
 // routeMap renders the routes as qpid-route's map does, merging each pair

@@ -307,3 +307,23 @@ func TestCLIPastLastError(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIPartialRouteList: a router whose list is partial (a cluster
+// member whose store cannot be read lists its own routes only) says so;
+// route list and route map print what they got and fail, saying why.
+func TestCLIPartialRouteList(t *testing.T) {
+	h := startRouterAPI(t)
+	h.run(0, "queue", "add", "b", "a", "amq.direct", "orders")
+	const why = "the cluster store cannot be read: this member's routes only are listed"
+	h.svc.SetPartial(why)
+	for _, args := range [][]string{{"route", "list"}, {"route", "list", "--json"}, {"route", "map"}, {"route", "list", "b"}} {
+		out, errOut := h.run(1, args...)
+		if !strings.Contains(out, "orders") || errOut != "fedrouter: route list: "+why+"\n" {
+			t.Errorf("fedrouter %s: stdout %q, stderr %q", strings.Join(args, " "), out, errOut)
+		}
+	}
+	h.svc.SetPartial("")
+	if _, errOut := h.run(0, "route", "list"); errOut != "" {
+		t.Errorf("whole list: stderr %q", errOut)
+	}
+}
