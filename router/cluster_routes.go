@@ -20,7 +20,7 @@ import (
 const storeCallTimeout = 5 * time.Second
 
 func (c *clusterPart) add(ctx context.Context, spec routes.Spec) (routes.Status, error) {
-	n, err := c.r.routes.Normalize(spec)
+	n, err := c.r.routes.Admit(spec)
 	if err != nil {
 		return routes.Status{}, err
 	}

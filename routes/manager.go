@@ -236,7 +236,7 @@ func (m *Manager) Add(ctx context.Context, spec Spec) (Status, error) {
 	if err := ctx.Err(); err != nil {
 		return Status{}, fmt.Errorf("routes: add: %w", err)
 	}
-	spec, steps, err := m.normalize(spec)
+	spec, steps, err := m.admit(spec)
 	if err != nil {
 		return Status{}, err
 	}
@@ -384,6 +384,27 @@ func (m *Manager) nextConn(b amqp.Broker, name string) *amqp.Conn {
 func (m *Manager) Normalize(spec Spec) (Spec, error) {
 	spec, _, err := m.normalize(spec)
 	return spec, err
+}
+
+// Admit is Normalize for a route added at runtime: besides, it refuses
+// what the route could never do once running — a dynamic route between
+// brokers whose profiles cannot follow demand — rather than add a route
+// that fails for ever. (Routes of the file and of the state file start as
+// they always did, and fail so.)
+func (m *Manager) Admit(spec Spec) (Spec, error) {
+	spec, _, err := m.admit(spec)
+	return spec, err
+}
+
+func (m *Manager) admit(spec Spec) (Spec, []pathpolicy.Step, error) {
+	spec, steps, err := m.normalize(spec)
+	if err != nil || spec.Kind != KindDynamic {
+		return spec, steps, err
+	}
+	if _, _, err := demandOf(spec, m.opts.Brokers[spec.Src], m.opts.Brokers[spec.Dest]); err != nil {
+		return spec, nil, &SpecError{Problems: []string{strings.TrimPrefix(err.Error(), "routes: ")}}
+	}
+	return spec, steps, nil
 }
 
 // normalize is Normalize, and returns the route's no_path chain (its own,
