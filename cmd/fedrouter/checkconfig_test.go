@@ -83,7 +83,7 @@ const longSecret = "0123456789abcdef0123456789abcdef"
 // startRefusals is the list of what `fedrouter run` refuses at start,
 // each row one error path of the start (cmd/fedrouter/main.go runDaemon,
 // router.Start, AdminServer.Start), found by reading them:
-// docs/cli.md "What run refuses" lists them.
+// docs/cli.md (check-config) lists them.
 func startRefusals() []checkCase {
 	return []checkCase{
 		// config.Load: the file's rules (one row: a bad value and the
