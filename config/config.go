@@ -37,6 +37,10 @@ type Config struct {
 	// NoPath is the corrective action of routes without their own
 	// no_path: steps such as ["hold 10m", "reject"]. Default: hold.
 	NoPath []string `yaml:"no_path"`
+	// StallAfter: a route attached and holding messages (at its source or
+	// in flight) that forwards none for this long is Stalled, and its
+	// links are re-attached once (docs/configuration.md). Default 60s.
+	StallAfter Duration `yaml:"stall_after"`
 	// Admin is the admin API listener (CLI, metrics, health).
 	Admin AdminSpec `yaml:"admin"`
 	// Metrics shapes the admin API's /metrics.
@@ -157,13 +161,13 @@ type AdminSpec struct {
 // MetricsSpec shapes /metrics.
 type MetricsSpec struct {
 	// RouteSeries: how many routes are exported with series of their own
-	// (eleven each); every route is in the per-pair and per-state
+	// (twelve each); every route is in the per-pair and per-state
 	// aggregates. Default DefaultRouteSeries; 0: none.
 	RouteSeries int `yaml:"route_series"`
 }
 
 // DefaultRouteSeries is metrics.route_series's default: 500 routes of
-// eleven series keep a scrape near half a megabyte.
+// twelve series keep a scrape near half a megabyte.
 const DefaultRouteSeries = 500
 
 // AdminTLSSpec is the admin API's server certificate (PEM files).
@@ -240,10 +244,11 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 func DefaultConfig() Config {
 	b := amqp.DefaultBackoff()
 	return Config{
-		Reconnect: ReconnectSpec{Min: Duration(b.Min), Max: Duration(b.Max), ConnectTimeout: Duration(10 * time.Second)},
-		Log:       LogSpec{Level: "info", Format: "text"},
-		Admin:     AdminSpec{Listen: DefaultAdminListen},
-		Metrics:   MetricsSpec{RouteSeries: DefaultRouteSeries},
+		Reconnect:  ReconnectSpec{Min: Duration(b.Min), Max: Duration(b.Max), ConnectTimeout: Duration(10 * time.Second)},
+		Log:        LogSpec{Level: "info", Format: "text"},
+		Admin:      AdminSpec{Listen: DefaultAdminListen},
+		Metrics:    MetricsSpec{RouteSeries: DefaultRouteSeries},
+		StallAfter: Duration(routes.DefaultStallAfter),
 		Topology: TopologySpec{Refresh: Duration(30 * time.Second), MaxAge: Duration(90 * time.Second),
 			ControlAddress: DefaultControlAddress, DestinationIdle: Duration(2 * time.Minute), MaxHops: links.DefaultMaxHops},
 	}

@@ -29,7 +29,7 @@ func TestParseGoodConfig(t *testing.T) {
 	if len(bcs[1].URLs) != 2 || bcs[0].Management.URL != "http://127.0.0.1:15701" || bcs[2].Profile != "proton" {
 		t.Fatalf("broker configs %+v", bcs)
 	}
-	if d := DefaultConfig(); time.Duration(d.Reconnect.Max) != 64*time.Second || d.Log.Level != "info" {
+	if d := DefaultConfig(); time.Duration(d.Reconnect.Max) != 64*time.Second || d.Log.Level != "info" || time.Duration(d.StallAfter) != time.Minute {
 		t.Fatalf("defaults %+v", d)
 	}
 }
@@ -51,6 +51,7 @@ func TestBadConfigsNameFileLineAndProblem(t *testing.T) {
 			[]string{`f.yaml:3: broker "a": URL "http://x": scheme`, `f.yaml:4: unknown key "foo"`}},
 		{"bad log", "router_id: r\nbrokers:\n  - {name: a, url: 'amqp://h', profile: generic}\nlog:\n  level: loud\n", []string{`f.yaml:4: log.level "loud"`}},
 		{"negative route series", "router_id: r\nbrokers:\n  - {name: a, url: 'amqp://h', profile: generic}\nmetrics:\n  route_series: -1\n", []string{`f.yaml:4: metrics.route_series -1: want 0 (no per-route series) or more`}},
+		{"short stall_after", "router_id: r\nbrokers:\n  - {name: a, url: 'amqp://h', profile: generic}\nstall_after: 10ms\n", []string{"f.yaml:4: stall_after 10ms: want 1s or more"}},
 		{"reconnect order", "router_id: r\nbrokers:\n  - {name: a, url: 'amqp://h', profile: generic}\nreconnect: {min: 10s, max: 1s}\n", []string{"f.yaml:4: reconnect: need 0 < min <= max"}},
 		{"not yaml", "router_id: [\n", []string{"f.yaml:"}},
 		{"tls pair", "router_id: r\nbrokers:\n  - name: a\n    url: amqps://h\n    profile: generic\n    tls: {cert_file: c.pem}\n", []string{`f.yaml:3: broker "a": tls: cert file and key file go together`}},

@@ -48,6 +48,9 @@ func (c *Config) validate() []string {
 		}
 	}
 	p = append(p, c.validateAdmin()...)
+	if c.StallAfter < Duration(time.Second) {
+		add("stall_after", "stall_after %s: want 1s or more", time.Duration(c.StallAfter))
+	}
 	if c.Metrics.RouteSeries < 0 {
 		add("metrics", "metrics.route_series %d: want 0 (no per-route series) or more", c.Metrics.RouteSeries)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -198,11 +199,13 @@ type arrival struct {
 // collector receives Numbered messages from a queue in the background and
 // records each with its trace and time.
 type collector struct {
-	mu   sync.Mutex
-	got  []arrival
-	seen map[int64]bool
-	stop context.CancelFunc
-	done chan error
+	m      *mesh
+	broker string
+	mu     sync.Mutex
+	got    []arrival
+	seen   map[int64]bool
+	stop   context.CancelFunc
+	done   chan error
 }
 
 func (m *mesh) collect(broker, queue string) *collector {
@@ -211,7 +214,7 @@ func (m *mesh) collect(broker, queue string) *collector {
 	s := brokertest.Session(m.t, c)
 	r := brokertest.OpenReceiver(m.t, s, famqp.LinkSpec{Address: m.queueAddr(broker, queue)}, 500)
 	ctx, cancel := context.WithCancel(m.t.Context())
-	col := &collector{seen: map[int64]bool{}, stop: cancel, done: make(chan error, 1)}
+	col := &collector{m: m, broker: broker, seen: map[int64]bool{}, stop: cancel, done: make(chan error, 1)}
 	go func() { // ends with ctx (stopped at cleanup)
 		for {
 			msg, err := r.Receive(ctx)
@@ -242,16 +245,67 @@ func (m *mesh) collect(broker, queue string) *collector {
 }
 
 // wait waits until want distinct messages arrived.
-func (c *collector) wait(t *testing.T, want int, timeout time.Duration) {
+// wait waits until want distinct messages arrived, failing when none
+// arrives for stall: a mesh that moves slowly (a loaded machine, -race)
+// passes, one that stopped moving fails and says where it stands.
+func (c *collector) wait(t *testing.T, want int, stall time.Duration) {
 	t.Helper()
-	brokertest.Eventually(t, timeout, 20*time.Millisecond, func() error {
+	last, moved := -1, time.Now()
+	for {
 		c.mu.Lock()
-		defer c.mu.Unlock()
-		if len(c.seen) < want {
-			return fmt.Errorf("%d distinct of %d arrived", len(c.seen), want)
+		n := len(c.seen)
+		c.mu.Unlock()
+		if n >= want {
+			return
 		}
-		return nil
-	})
+		if n > last {
+			last, moved = n, time.Now()
+		}
+		if time.Since(moved) > stall {
+			c.m.dump()
+			c.mu.Lock()
+			arrived := runs(c.seen)
+			c.mu.Unlock()
+			t.Fatalf("at %s: %d distinct of %d arrived, none for %s; arrived: %s", c.broker, n, want, stall, arrived)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// dump logs every router's routes and transit forwarders as they are
+// now: what a failed wait was waiting on.
+func (m *mesh) dump() {
+	for id, r := range m.routers {
+		for _, st := range r.routes.List() {
+			m.t.Logf("router %s route %s %s→%s: %s, forwarded %d, in flight %d, detail %q, last error %v",
+				id, st.ID, st.Spec.Src, st.Spec.Dest, st.State, st.Forwarded, st.InFlight, st.Detail, st.LastError)
+		}
+		for _, l := range r.Links() {
+			m.t.Logf("router %s link %+v", id, l)
+		}
+	}
+}
+
+// runs writes the numbers seen as ranges (1-5 7 9-12): a failed wait
+// says which messages are missing.
+func runs(seen map[int64]bool) string {
+	ns := make([]int64, 0, len(seen))
+	for n := range seen {
+		ns = append(ns, n)
+	}
+	slices.Sort(ns)
+	var b strings.Builder
+	for i := 0; i < len(ns); {
+		j := i
+		for j+1 < len(ns) && ns[j+1] == ns[j]+1 {
+			j++
+		}
+		if fmt.Fprintf(&b, " %d", ns[i]); j > i {
+			fmt.Fprintf(&b, "-%d", ns[j])
+		}
+		i = j + 1
+	}
+	return strings.TrimSpace(b.String())
 }
 
 func (c *collector) snapshot() []arrival {

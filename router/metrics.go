@@ -31,6 +31,8 @@ var (
 		"Messages sent to the destination whose outcome is pending.", routeLabels, nil)
 	descRouteUp = prometheus.NewDesc("fedrouter_route_up",
 		"1 while the route is Operational (forwarding), else 0.", routeLabels, nil)
+	descRouteStalled = prometheus.NewDesc("fedrouter_route_stalled",
+		"1 while the route is Stalled (attached, holding messages at its source or in flight, and forwarding none for stall_after), else 0.", routeLabels, nil)
 	descBrokerUp = prometheus.NewDesc("fedrouter_broker_up",
 		"1 while the broker connection is Operational, else 0.", []string{"broker"}, nil)
 	descBrokerAttempts = prometheus.NewDesc("fedrouter_broker_reconnect_attempts",
@@ -43,7 +45,7 @@ var (
 		"Link-state advertisements handled, by what became of them (accepted, stale, duplicate, version, malformed, too_large, unsigned, bad_signature, too_old, future, replayed, expired, originated, reflooded).",
 		[]string{"outcome"}, nil)
 	descRoutes = prometheus.NewDesc("fedrouter_routes",
-		"Routes by state (Waiting, Connecting, Operational, Failed, Closed): every route, whether it has series of its own or not.", []string{"state"}, nil)
+		"Routes by state (Waiting, Connecting, Operational, Stalled, Failed, Closed): every route, whether it has series of its own or not.", []string{"state"}, nil)
 	descPairMessages = prometheus.NewDesc("fedrouter_routes_messages_total",
 		"Messages every route from src to dest handled since the router started, by outcome (as fedrouter_route_messages_total, summed per broker pair over all routes).",
 		[]string{"dest", "src", "outcome"}, nil)
@@ -83,7 +85,7 @@ func newServiceCollector(ctx context.Context, svc Service, routeSeries int) prom
 
 func (c serviceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRoutes, descPairMessages, descPairInFlight, descSeriesOmitted,
-		descRouteMessages, descRouteInFlight, descRouteUp, descBrokerUp, descBrokerAttempts,
+		descRouteMessages, descRouteInFlight, descRouteUp, descRouteStalled, descBrokerUp, descBrokerAttempts,
 		descTopoRouters, descTopoLinks, descTopoLSAs, descControlDropped, descTransitMessages, descTransitUp, descIngressRefused} {
 		ch <- d
 	}
@@ -152,7 +154,7 @@ func (c serviceCollector) collectTopology(ch chan<- prometheus.Metric) {
 // routeSeries of them — those not Operational first, so that an alert on
 // fedrouter_route_up == 0 still names them — with series of their own.
 func (c serviceCollector) collectRoutes(ch chan<- prometheus.Metric, list []routes.Status) {
-	states := map[routes.State]int{routes.StateWaiting: 0, routes.StateConnecting: 0, routes.StateOperational: 0, routes.StateFailed: 0, routes.StateClosed: 0}
+	states := map[routes.State]int{routes.StateWaiting: 0, routes.StateConnecting: 0, routes.StateOperational: 0, routes.StateStalled: 0, routes.StateFailed: 0, routes.StateClosed: 0}
 	type pair struct{ dest, src string }
 	sums := map[pair]*[len(outcomeNames)]uint64{}
 	inFlight := map[pair]int64{}
@@ -221,6 +223,7 @@ func collectRoute(ch chan<- prometheus.Metric, st routes.Status) {
 	}
 	ch <- constMetric(descRouteInFlight, prometheus.GaugeValue, float64(st.InFlight), labels...)
 	ch <- constMetric(descRouteUp, prometheus.GaugeValue, boolValue(st.State == routes.StateOperational), labels...)
+	ch <- constMetric(descRouteStalled, prometheus.GaugeValue, boolValue(st.State == routes.StateStalled), labels...)
 }
 
 // constMetric is prometheus.NewConstMetric that reports a bad label value

@@ -215,6 +215,12 @@ func (d *dynamicMode) watchBindings(ctx context.Context, dst demandReader, kick 
 		amqp.CloseSession(sess)
 		return nil
 	}
+	// A binding made between the first reconcile and this attach sent its
+	// event to no one: reconcile once now that events are heard.
+	select {
+	case kick <- struct{}{}:
+	default:
+	}
 	done := make(chan struct{})
 	go func() { // owned by followDemand, which waits for done; ends with ctx or the link
 		defer close(done)

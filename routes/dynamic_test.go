@@ -71,10 +71,14 @@ func TestIntegrationDynamicRouteFollowsBindings(t *testing.T) {
 	st := h.add(routes.Spec{Kind: routes.KindDynamic, Dest: "rabbit2", Src: "rabbit1", Exchange: ex})
 	h.waitState(st.ID, routes.StateOperational)
 	h.waitDemand(st.ID, "")
-	// The harness's nodes run rabbitmq_event_exchange: events, not polling.
-	if s, _ := h.m.Get(st.ID); !strings.HasPrefix(s.DemandSource, "binding events") {
-		t.Fatalf("demand source %q, want binding events", s.DemandSource)
-	}
+	// The harness's nodes run rabbitmq_event_exchange: events, not polling
+	// (said once the event link is attached, after the route is Operational).
+	brokertest.Eventually(t, 20*time.Second, 20*time.Millisecond, func() error {
+		if s, _ := h.m.Get(st.ID); !strings.HasPrefix(s.DemandSource, "binding events") {
+			return fmt.Errorf("demand source %q, want binding events", s.DemandSource)
+		}
+		return nil
+	})
 
 	h.publish("rabbit1", ex, "eu.orders", 1) // no binding, no traffic
 	if err := m.Bind(ctx, ex, q, "eu.*"); err != nil {

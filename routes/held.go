@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/fedrouter/fedrouter/routes/pathpolicy"
+	"sync/atomic"
 	"time"
+
+	"github.com/fedrouter/fedrouter/routes/pathpolicy"
 )
 
 // A router cluster (package cluster) runs each route on the one member
@@ -50,7 +52,7 @@ func (m *Manager) Halt(ctx context.Context, id string, how HaltMode) (Status, bo
 	if !ok {
 		return Status{}, false
 	}
-	if how.Drain && r.status().State == StateOperational { // a route not forwarding has nothing in flight
+	if st := r.status().State; how.Drain && (st == StateOperational || st == StateStalled) { // a route not attached has nothing in flight
 		r.haltOnce.Do(func() { close(r.halt) })
 		select {
 		case <-r.done:
@@ -73,17 +75,30 @@ func (r *route) watchPathOrHalt(ctx context.Context, path pathpolicy.Path, lap <
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	defer func() { cancel(); <-done }()
+	var kicked atomic.Bool
 	go func() { // ends with wctx, cancelled and waited for on return
 		defer close(done)
-		select {
-		case <-r.halt:
-			cancel()
-		case <-lap:
-			cancel()
-		case <-wctx.Done():
+		for {
+			select {
+			case <-r.reattach:
+				if r.reattachRun.Load() != r.runs.Load() {
+					continue // meant for an earlier run
+				}
+				kicked.Store(true)
+				cancel()
+			case <-r.halt:
+				cancel()
+			case <-lap:
+				cancel()
+			case <-wctx.Done():
+			}
+			return
 		}
 	}()
 	err := r.watchPath(wctx, path)
+	if kicked.Load() {
+		return errReattach
+	}
 	select {
 	case <-r.halt:
 		return errHalted

@@ -92,6 +92,10 @@ type Options struct {
 	// Gates, when set, holds back routes into a global destination with
 	// limits (gate.go).
 	Gates Gates
+	// StallAfter: an attached route holding messages that forwards none
+	// for this long is Stalled (stall.go). Default DefaultStallAfter;
+	// negative: never.
+	StallAfter time.Duration
 }
 
 // Manager runs the routes: one goroutine per route, owned here and
@@ -170,6 +174,9 @@ func NewManager(ctx context.Context, opts Options) *Manager {
 	if opts.TransitOutcomeTimeout <= 0 {
 		opts.TransitOutcomeTimeout = DefaultOutcomeTimeout
 	}
+	if opts.StallAfter == 0 {
+		opts.StallAfter = DefaultStallAfter
+	}
 	m := &Manager{opts: opts, log: opts.Log, group: group.New(ctx), routes: map[string]*route{}, syncing: map[string]Spec{}, started: time.Now(),
 		setupSlots: make(chan struct{}, opts.SetupParallel)}
 	m.env = newModeEnv(m)
@@ -178,6 +185,9 @@ func NewManager(ctx context.Context, opts Options) *Manager {
 	}
 	if opts.Table != nil {
 		m.group.Go(m.runTransit)
+	}
+	if opts.StallAfter > 0 {
+		m.group.Go(m.watchStalls)
 	}
 	return m
 }

@@ -135,7 +135,7 @@ func (b *routeBase) sourceAt(ctx context.Context, sub amqp.Subscription) (amqp.L
 	srcNode, _, _ := b.nodes()
 	spec, err := b.src.Profile.Source(ctx, srcNode, sub)
 	if err != nil {
-		return spec, fmt.Errorf("source %s on %s: %w", srcNode, b.spec.Src, err)
+		return spec, missing(fmt.Errorf("source %s on %s: %w", srcNode, b.spec.Src, err), srcNode, b.spec.Src)
 	}
 	return spec, nil
 }
@@ -173,7 +173,7 @@ func (b *routeBase) directSink(setup context.Context) (wiring, error) {
 	// RabbitMQ accepts and drops sends to a missing node: look first. A
 	// refused attach would also end the shared session.
 	if err := b.dst.Profile.CheckTarget(setup, dstNode); err != nil {
-		return wiring{}, fmt.Errorf("destination %s on %s: %w", dstNode, b.spec.Dest, err)
+		return wiring{}, missing(fmt.Errorf("destination %s on %s: %w", dstNode, b.spec.Dest, err), dstNode, b.spec.Dest)
 	}
 	dstSpec, err := b.dst.Profile.Target(dstNode)
 	if err != nil {
@@ -188,7 +188,7 @@ func (b *routeBase) directSink(setup context.Context) (wiring, error) {
 		if amqp.Refusal(err) {
 			b.ownSession.Store(true)
 		}
-		return wiring{}, fmt.Errorf("attach sender to %s on %s: %w", dstSpec.Address, b.spec.Dest, err)
+		return wiring{}, missing(fmt.Errorf("attach sender to %s on %s: %w", dstSpec.Address, b.spec.Dest, err), dstNode, b.spec.Dest)
 	}
 	return wiring{sink: links.SenderSink{S: snd}, close: snd.Close}, nil
 }

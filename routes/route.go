@@ -39,6 +39,16 @@ type route struct {
 	halt     chan struct{}
 	haltOnce sync.Once
 	moves    moveCounts // a global destination's flow (move.go)
+
+	// runs counts the runs that attached; rcv is the current run's
+	// receiver (nil between runs): what the stall watcher reads
+	// (stallwatch.go).
+	runs atomic.Uint64
+	rcv  atomic.Pointer[amqp.Receiver]
+	// reattach, signalled by the stall watcher, ends the run numbered
+	// reattachRun as a path change does, and the route attaches again.
+	reattach    chan struct{}
+	reattachRun atomic.Uint64
 }
 
 // stableRun: a run that forwarded for this long resets the backoff.
@@ -56,7 +66,7 @@ func newRoute(m *Manager, spec Spec, steps []pathpolicy.Step, origin Origin, pic
 	log := m.log.With().Str("route", id).Str("src", spec.Src).Str("dest", spec.Dest).Logger()
 	b := &routeBase{env: m.env, id: id, spec: spec, origin: origin, src: src, dst: dst, log: log,
 		runState: runState{log: log, name: spec.String(), state: StateWaiting, since: time.Now()}}
-	r := &route{m: m, routeBase: b, done: make(chan struct{}), halt: make(chan struct{}),
+	r := &route{m: m, routeBase: b, done: make(chan struct{}), halt: make(chan struct{}), reattach: make(chan struct{}, 1),
 		policy: pathpolicy.Policy{Src: spec.Src, Dest: spec.Dest, Mode: pathpolicy.Direct, Steps: steps, Table: m.opts.Table != nil,
 			Started: m.started, Grace: m.opts.TableGrace, DeadLetterQueue: spec.DeadLetterQueue}}
 	_, attached := m.opts.Brokers[spec.Dest]
@@ -138,31 +148,56 @@ func (r *route) run(ctx context.Context) {
 			r.setState(StateWaiting, err, 0)
 			continue
 		}
-		state, delay := StateWaiting, r.m.opts.Backoff.Delay(attempt)
-		attempt++
-		detail, undecodable := links.Undecodable(err)
-		stuck := r.c.Sent.Load() > sent && r.c.Settled() == settled
-		switch {
-		case undecodable || stuck:
-			suspect++
-			if suspect >= r.m.opts.PoisonRuns {
-				state, delay = StateFailed, r.m.opts.FailedRetry
-				err = poisonError(err, detail, undecodable, suspect, delay)
-				suspect = r.m.opts.PoisonRuns - 1 // one more failure after the retry: Failed again
-			}
-		default:
-			suspect = 0
-			if setupFailure(err) {
-				state = StateFailed
-			}
+		if errors.Is(err, errReattach) {
+			continue // the stall watcher asked: attach again at once
 		}
-		r.setState(state, err, delay)
+		f := r.failed(err, r.m.opts.Backoff.Delay(attempt), suspect, r.c.Sent.Load() > sent && r.c.Settled() == settled)
+		attempt, suspect = attempt+1, f.suspect
+		r.setStateWhy(f.state, f.err, f.delay, f.why)
 		select {
-		case <-time.After(delay):
+		case <-time.After(f.delay):
 		case <-ctx.Done():
 			return
 		}
 	}
+}
+
+// failure is what a run's end makes of the route: its state, the error
+// shown, when it tries again and why it waits (route list's detail), and
+// the runs in a row that died on the message at the head of the source.
+type failure struct {
+	state   State
+	err     error
+	delay   time.Duration
+	why     string
+	suspect int
+}
+
+// failed judges a run that ended with err, after suspect runs in a row
+// that died on the head message; stuck: it sent and settled nothing.
+func (r *route) failed(err error, delay time.Duration, suspect int, stuck bool) failure {
+	f := failure{state: StateWaiting, err: err, delay: delay, suspect: suspect}
+	detail, undecodable := links.Undecodable(err)
+	var miss *missingError
+	switch {
+	case errors.As(err, &miss):
+		// Not a failure of the route's: it starts by itself once the
+		// object appears, looked for again every few seconds.
+		f.suspect, f.delay, f.why = 0, min(delay, missingRetry), miss.waiting()
+	case undecodable || stuck:
+		f.suspect++
+		if f.suspect >= r.m.opts.PoisonRuns {
+			f.state, f.delay = StateFailed, r.m.opts.FailedRetry
+			f.err = poisonError(err, detail, undecodable, f.suspect, f.delay)
+			f.suspect = r.m.opts.PoisonRuns - 1 // one more failure after the retry: Failed again
+		}
+	default:
+		f.suspect = 0
+		if setupFailure(err) {
+			f.state = StateFailed
+		}
+	}
+	return f
 }
 
 // poisonError says what blocks a route whose runs keep dying on the same
@@ -264,9 +299,16 @@ func (r *route) runLinks(ctx context.Context, path pathpolicy.Path, drain <-chan
 	}
 	rcv, err := amqp.NewReceiver(setup, srcSess, srcSpec, amqp.ReceiverConfig{Window: max(1, credit/2), MaxUnsettled: credit})
 	if err != nil {
-		return fmt.Errorf("attach receiver to %s on %s: %w", srcSpec.Address, r.spec.Src, err)
+		err = fmt.Errorf("attach receiver to %s on %s: %w", srcSpec.Address, r.spec.Src, err)
+		if srcNode, _, _ := r.nodes(); r.spec.Kind == KindQueue {
+			err = missing(err, srcNode, r.spec.Src) // an exchange route's own subscription queue is made, not waited for
+		}
+		return err
 	}
 	release() // attached: the next route's turn
+	r.runs.Add(1)
+	r.rcv.Store(rcv)
+	defer r.rcv.Store(nil)
 	r.setState(StateOperational, nil, 0)
 	if detail := r.mode.detail(path); detail != "" {
 		r.setDetail(detail)

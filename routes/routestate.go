@@ -22,6 +22,7 @@ type runState struct {
 	lastErrAt time.Time
 	retryAt   time.Time
 	detail    string // why the route is in its state (what it waits for, its path)
+	runDetail string // an Operational route's detail (its path), while it is Stalled
 	loggedErr string // the error last logged at warn/error; "" once Operational
 }
 
@@ -32,6 +33,30 @@ func (s *runState) setDetail(detail string) {
 		s.detail = detail
 	}
 	s.mu.Unlock()
+}
+
+// setStalled turns an attached route Stalled (on), with why, or
+// Operational again; a route in another state (it is not attached) is
+// left as it is. The watcher logs the change (stallwatch.go).
+func (s *runState) setStalled(on bool, why string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case on && (s.state == StateOperational || s.state == StateStalled):
+		if s.state != StateStalled {
+			s.state, s.since, s.runDetail = StateStalled, time.Now(), s.detail
+		}
+		s.detail = why
+	case !on && s.state == StateStalled:
+		s.state, s.since, s.detail = StateOperational, time.Now(), s.runDetail
+	}
+}
+
+// attached says whether the route's links are attached, and its state.
+func (s *runState) attached() (bool, State) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state == StateOperational || s.state == StateStalled, s.state
 }
 
 // setWaiting sets the route Waiting, for reason.
@@ -87,6 +112,20 @@ func (s *runState) setState(st State, err error, retry time.Duration) {
 		ev = ev.AnErr("error", err).Dur("retry_in", retry)
 	}
 	ev.Str("state", string(st)).Msg("route " + s.name)
+}
+
+// setStateWhy is setState, with why (if not "") as what the route
+// waits for in st.
+func (s *runState) setStateWhy(st State, err error, retry time.Duration, why string) {
+	s.setState(st, err, retry)
+	if why == "" {
+		return
+	}
+	s.mu.Lock()
+	if s.state == st {
+		s.detail = why
+	}
+	s.mu.Unlock()
 }
 
 // fill copies the state into st.

@@ -3,7 +3,6 @@ package routes_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -59,13 +58,13 @@ func TestIntegrationSharedSessionRefusedRoute(t *testing.T) {
 	bad := routes.Spec{Kind: routes.KindQueue, Src: "rabbit1", Dest: "rabbit2", Exchange: missing, Queue: badSrc}
 	// Messages in flight while the shared session ends.
 	h.sendThrough(good, 0, 3000, func() { bad = h.add(bad).Spec })
-	after := h.nextFailure(bad.ID(), time.Time{})
-	after = h.nextFailure(bad.ID(), after) // a retry, on a session of its own
+	after := h.nextFailure(bad.ID(), missing, time.Time{})
+	after = h.nextFailure(bad.ID(), missing, after) // a retry, on a session of its own
 	before := map[string]time.Time{}
 	for _, r := range good {
 		before[r.id] = h.waitState(r.id, routes.StateOperational).LastErrorAt
 	}
-	h.nextFailure(bad.ID(), after) // another one while the others run
+	h.nextFailure(bad.ID(), missing, after) // another one while the others run
 	h.sendThrough(good, 3000, 3000, nil)
 	for _, r := range good {
 		if st := h.waitState(r.id, routes.StateOperational); !st.LastErrorAt.Equal(before[r.id]) {
@@ -98,15 +97,17 @@ func (h *harness) sendThrough(rs []sharedRoute, from, n int, during func()) {
 	}
 }
 
-// nextFailure waits until route id has failed to attach its sender after
-// since, and returns when.
-func (h *harness) nextFailure(id string, since time.Time) time.Time {
+// nextFailure waits until route id has failed to attach its sender to
+// the exchange missing at rabbit2 after since — waiting for it, in plain
+// words — and returns when.
+func (h *harness) nextFailure(id, missing string, since time.Time) time.Time {
 	h.t.Helper()
 	var at time.Time
 	brokertest.Eventually(h.t, 60*time.Second, 20*time.Millisecond, func() error {
 		st, _ := h.m.Get(id)
-		if st.State != routes.StateFailed || !strings.Contains(st.LastError, "attach sender") || !st.LastErrorAt.After(since) {
-			return fmt.Errorf("route %s: %s, %q at %s", id, st.State, st.LastError, st.LastErrorAt)
+		if st.State != routes.StateWaiting || st.LastError != "exchange "+missing+" does not exist at broker rabbit2" ||
+			st.Detail != "waiting for exchange "+missing+" at broker rabbit2" || !st.LastErrorAt.After(since) {
+			return fmt.Errorf("route %s: %s (%s), %q at %s", id, st.State, st.Detail, st.LastError, st.LastErrorAt)
 		}
 		at = st.LastErrorAt
 		return nil

@@ -22,8 +22,11 @@ const (
 	StateWaiting     State = "Waiting"     // a broker is unreachable or the route waits to retry
 	StateConnecting  State = "Connecting"  // attaching its links
 	StateOperational State = "Operational" // forwarding
-	StateFailed      State = "Failed"      // cannot run (poison message, missing exchange, ...); retried slowly
-	StateClosed      State = "Closed"      // deleted or the router is stopping
+	// StateStalled: attached, holding messages (at its source or in
+	// flight) and forwarding none for stall_after (stall.go).
+	StateStalled State = "Stalled"
+	StateFailed  State = "Failed" // cannot run (poison message, missing exchange, ...); retried slowly
+	StateClosed  State = "Closed" // deleted or the router is stopping
 )
 
 // Counters are a route's message counts since the router started.

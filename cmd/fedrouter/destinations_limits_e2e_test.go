@@ -16,6 +16,7 @@ import (
 
 	"github.com/fedrouter/fedrouter/amqp/brokertest"
 	"github.com/fedrouter/fedrouter/globaldest"
+	"github.com/fedrouter/fedrouter/routes"
 )
 
 // The limits' tests publish and count over AMQP 0-9-1 (publisher confirms,
@@ -402,9 +403,18 @@ func (d *destRig) fillAndDrain(q, unit string, limit int64, perBroker, size int)
 	}
 
 	// Consumers at every broker drain them all.
+	d.drainAll(q, accepted)
+	return probe, accepted
+}
+
+// drainAll consumes q at every broker until every confirmed message
+// arrived, fails the test for each one lost, and returns the duplicates
+// (a flow cut mid-move leaves copies of what it moved and had not settled).
+func (d *destRig) drainAll(q string, accepted []int64) int {
+	d.t.Helper()
 	seen, err := d.drain091(q, len(accepted), 2*time.Minute)
 	if err != nil {
-		t.Fatal(err)
+		d.t.Fatal(err)
 	}
 	lost, dups := 0, 0
 	for _, s := range accepted {
@@ -416,11 +426,10 @@ func (d *destRig) fillAndDrain(q, unit string, limit int64, perBroker, size int)
 		dups += n - 1
 	}
 	if lost > 0 {
-		t.Errorf("%d confirmed messages lost (%d distinct received of %d)", lost, len(seen), len(accepted))
+		d.t.Errorf("%d confirmed messages lost (%d distinct received of %d)", lost, len(seen), len(accepted))
 	}
-	t.Logf("drained: %d distinct received, %d lost, %d duplicates", len(seen), lost, dups)
-
-	return probe, accepted
+	d.t.Logf("drained: %d distinct received, %d lost, %d duplicates", len(seen), lost, dups)
+	return dups
 }
 
 // A limit of 10,000 messages over rabbit1..4, producers at all four
@@ -469,11 +478,15 @@ func TestGlobalDestinationsLimitsAddUp(t *testing.T) {
 	}
 	// Every message confirmed is there once no flow holds any unacknowledged
 	// (a passive declare counts the ready ones; the router may see a
-	// consumer the statistics still count, and run a flow meanwhile).
+	// consumer the statistics still count, and run a flow meanwhile). A
+	// flow that moved messages into an instance at its share is cut by
+	// the broker (RabbitMQ 3.10 closes the connection): what it had moved
+	// and not settled stays at both ends, at most a credit window of
+	// copies — counted when drained below, never a loss.
 	var total int
 	brokertest.Eventually(t, time.Minute, 250*time.Millisecond, func() error {
 		var err error
-		if _, total, err = probe.depths(); err != nil || total != len(r.accepted) {
+		if _, total, err = probe.depths(); err != nil || total < len(r.accepted) {
 			return fmt.Errorf("total %d, accepted %d (%v)", total, len(r.accepted), err)
 		}
 		return nil
@@ -492,6 +505,9 @@ func TestGlobalDestinationsLimitsAddUp(t *testing.T) {
 	}
 	out, _ := d.p.cli("destination", "list")
 	t.Logf("after:\n%s", out)
+	if dups := d.drainAll(q, r.accepted); dups > routes.DefaultCredit {
+		t.Errorf("%d duplicates, more than a credit window (%d)", dups, routes.DefaultCredit)
+	}
 }
 
 // The same with max_bytes: 1,000,000 bytes over rabbit1..4, producers at

@@ -25,6 +25,11 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
+// Durations in log lines read as a person writes them ("1.2s", "250ms"):
+// zerolog's default is a float of milliseconds under a name that does not
+// say so. Set once, before any logger exists.
+func init() { zerolog.DurationFieldFormat = zerolog.DurationFormatString }
+
 func main() {
 	os.Exit(runMain(context.Background(), os.Args, os.Stdout, os.Stderr))
 }

@@ -71,7 +71,7 @@ export function stateClass(state) {
   switch (state) {
     case "Operational": case "up": case "present": case "global": case "alive": case "live":
       return "ok";
-    case "Connecting": case "Waiting": case "creating": case "local": case "suspect": case "broker-down":
+    case "Connecting": case "Waiting": case "Stalled": case "creating": case "local": case "suspect": case "broker-down":
       return "warn";
     case "Failed": case "down": case "absent": case "failed": case "deleting":
       return "bad";

@@ -45,7 +45,7 @@ type Service struct {
 type Options struct {
 	RouterID string
 	Known    []string      // brokers routes may name
-	Added    routes.Status // State and Counters given to routes added at runtime
+	Added    routes.Status // State, Since, Detail and Counters given to routes added at runtime
 	// TopologyOff is what Topology answers until SetTopology.
 	TopologyOff error
 	// NotClustered and NoDestinations are what Cluster and
@@ -89,7 +89,7 @@ func (f *Service) AddRoute(_ context.Context, spec routes.Spec) (routes.Status, 
 	if _, dup := f.routes[spec.ID()]; dup {
 		return routes.Status{}, routes.ErrDuplicate
 	}
-	st := routes.Status{ID: spec.ID(), Spec: spec, Origin: routes.OriginRuntime, State: f.added.State, Counters: f.added.Counters}
+	st := routes.Status{ID: spec.ID(), Spec: spec, Origin: routes.OriginRuntime, State: f.added.State, Since: f.added.Since, Detail: f.added.Detail, Counters: f.added.Counters}
 	f.routes[st.ID] = st
 	return st, nil
 }

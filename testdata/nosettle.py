@@ -1,0 +1,56 @@
+#!/usr/bin/python3
+"""An AMQP 1.0 peer that takes messages and never settles them: a
+destination that accepts the attach, grants credit, and then decides
+nothing — what makes a route stall for fedrouter's tests. On SIGUSR1 it
+accepts every message it holds, and every one after.
+
+usage: nosettle.py HOST:PORT
+It prints "listening" once it listens, then "accepting" after SIGUSR1.
+"""
+import signal
+import sys
+
+from proton.handlers import MessagingHandler
+from proton.reactor import Container
+
+
+class NoSettle(MessagingHandler):
+    def __init__(self, addr):
+        super().__init__(prefetch=100, auto_accept=False, auto_settle=False)
+        self.addr = addr
+        self.held = []
+        self.accepting = False
+        self.wanted = False
+
+    def on_start(self, event):
+        self.container = event.container
+        event.container.listen(self.addr)
+        print("listening", flush=True)
+        event.container.schedule(0.1, self)
+
+    def on_timer_task(self, event):
+        # The signal only sets a flag: the reactor acts on it here.
+        if self.wanted and not self.accepting:
+            self.accepting = True
+            for d in self.held:
+                self.accept(d)
+            self.held = []
+            print("accepting", flush=True)
+        self.container.schedule(0.1, self)
+
+    def on_message(self, event):
+        if self.accepting:
+            self.accept(event.delivery)
+        else:
+            self.held.append(event.delivery)
+
+
+handler = NoSettle(sys.argv[1])
+
+
+def wanted(*_):
+    handler.wanted = True
+
+
+signal.signal(signal.SIGUSR1, wanted)
+Container(handler).run()
