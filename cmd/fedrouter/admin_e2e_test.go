@@ -36,9 +36,10 @@ func adminConfig(t *testing.T, dir, admin string) string {
 // have refused) is killed: status -1.
 func exitOf(t *testing.T, args ...string) (string, int) {
 	t.Helper()
+	bin := binary(t) // built first: the build is not the run's to time
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, binary(t), args...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok {
 		return string(out), ee.ExitCode()
 	} else if err != nil {
