@@ -162,16 +162,27 @@ const PageSize = 1000
 // route added or deleted meanwhile may or may not be listed; the others
 // are listed once each.
 func (c *Client) Routes(ctx context.Context) ([]routes.Status, error) {
-	all := []routes.Status{} // none is [], as the router answers it
+	all, _, err := c.RoutesPartial(ctx)
+	return all, err
+}
+
+// RoutesPartial is Routes, and why the list is not the whole one when a
+// page said so (api.RoutePage.Partial: a cluster member whose store
+// cannot be read lists its own routes only).
+func (c *Client) RoutesPartial(ctx context.Context) (all []routes.Status, partial string, err error) {
+	all = []routes.Status{} // none is [], as the router answers it
 	after := ""
 	for {
 		p, err := c.RoutesPage(ctx, after, PageSize)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		all = append(all, p.Routes...)
+		if p.Partial != "" {
+			partial = p.Partial
+		}
 		if p.Next == "" {
-			return all, nil
+			return all, partial, nil
 		}
 		after = p.Next
 	}

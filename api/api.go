@@ -21,6 +21,9 @@ import (
 type RoutePage struct {
 	Routes []routes.Status `json:"routes"`
 	Next   string          `json:"next,omitempty"`
+	// Partial, when set, says why the list is not the whole one: a
+	// cluster member whose store cannot be read lists its own routes only.
+	Partial string `json:"partial,omitempty"`
 }
 
 // Deleted is the body of a successful delete or flush.

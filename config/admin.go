@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/netip"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/fedrouter/fedrouter/internal/ownfile"
@@ -144,9 +144,9 @@ func (c *Config) validateAdmin() []string {
 	if c.AdminOff() {
 		return nil
 	}
-	_, _, listenErr := net.SplitHostPort(a.Listen)
+	listenErr := checkListen(a.Listen)
 	if listenErr != nil {
-		add("admin.listen %q: want host:port (or off)", a.Listen)
+		add("admin.listen %q: %v", a.Listen, listenErr)
 	}
 	if a.Token != "" && a.TokenFile != "" {
 		add("admin: give token or token_file, not both")
@@ -156,11 +156,10 @@ func (c *Config) validateAdmin() []string {
 			add("admin.token: %v", err)
 		}
 	}
-	// check-config may run where the files are not readable (the router
-	// reads them at start, with the same rules): only what it can read is
-	// judged here.
+	// The CLI reading this file may not see the router's files, and
+	// check-config may not be allowed to read them: judged (files.go).
 	if a.TokenFile != "" {
-		if _, err := ReadTokenFile(a.TokenFile); err != nil && !unreadable(err) {
+		if _, err := ReadTokenFile(a.TokenFile); c.judged("admin.token_file", err) {
 			add("admin.token_file: %v", err)
 		}
 	}
@@ -173,7 +172,7 @@ func (c *Config) validateAdmin() []string {
 	case (t.CertFile == "") != (t.KeyFile == ""):
 		add("admin.tls: cert_file and key_file go together")
 	case t.CertFile != "":
-		if _, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile); err != nil && !unreadable(err) {
+		if _, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile); c.judged("admin.tls", err) {
 			add("admin.tls: %v", err)
 		}
 	}
@@ -188,8 +187,17 @@ func (c *Config) validateAdmin() []string {
 	return p
 }
 
-// unreadable: the file is missing or not ours to read, which check-config
-// leaves to the start.
-func unreadable(err error) bool {
-	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission)
+// checkListen is the rule of admin.listen's host:port: a port the CLI
+// can find from this file, 1..65535 (port 0 would pick one at random,
+// where no client reads it).
+func checkListen(listen string) error {
+	_, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return errors.New("want host:port (or off)")
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("port %q: want a port number 1..65535 (port 0 picks one at random, which the CLI cannot find)", port)
+	}
+	return nil
 }

@@ -68,6 +68,8 @@ type Config struct {
 	file   string            // path the config came from, for messages
 	lines  map[string]int    // "brokers[i]" → line, for validation messages
 	noPath []pathpolicy.Step // NoPath, parsed by validate
+	mode   Mode              // how the files named are judged (LoadFor)
+	notes  []string          // what ModeCheck could not judge (files.go)
 }
 
 // BrokerSpec is one broker as written in the file.
@@ -222,7 +224,9 @@ type LogSpec struct {
 // Duration is a time.Duration written as "2s", "1m30s".
 type Duration time.Duration
 
-// UnmarshalYAML parses a Go duration string.
+// UnmarshalYAML parses a Go duration string. Its refusal is a
+// *yaml.TypeError: the decoder goes on with the other keys, so a bad value
+// does not hide the file's other problems.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	var s string
 	if err := n.Decode(&s); err != nil {
@@ -230,7 +234,7 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("line %d: %q is not a duration (e.g. 2s, 1m)", n.Line, s)
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q is not a duration (e.g. 2s, 1m)", n.Line, s)}}
 	}
 	*d = Duration(v)
 	return nil

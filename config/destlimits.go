@@ -28,10 +28,11 @@ type Count struct {
 	Set bool
 }
 
-// UnmarshalYAML keeps the scalar as written.
+// UnmarshalYAML keeps the scalar as written. Its refusal is a
+// *yaml.TypeError, so decoding goes on (Duration's).
 func (c *Count) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: want a whole number, not a %s", n.Line, map[yaml.Kind]string{yaml.MappingNode: "mapping", yaml.SequenceNode: "list"}[n.Kind])
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: want a whole number, not a %s", n.Line, map[yaml.Kind]string{yaml.MappingNode: "mapping", yaml.SequenceNode: "list"}[n.Kind])}}
 	}
 	c.Raw, c.Set = n.Value, true
 	return nil

@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -154,13 +153,9 @@ func (c *Config) validateTopology() []string {
 		add("secret is %d bytes; a network secret needs at least %d, as in a secret_file (e.g. head -c 32 /dev/urandom | base64)", len(t.Secret), MinSecretLen)
 	}
 	if t.SecretFile != "" {
-		// check-config may run where the secret is not readable (the
-		// router reads it at start, with the same rule): only a file it
-		// can read is judged here.
-		if _, err := os.Stat(t.SecretFile); err == nil {
-			if _, err := readSecretFile(t.SecretFile); err != nil {
-				add("%s", strings.TrimPrefix(err.Error(), "config: topology."))
-			}
+		// Read as the router reads it at start; judged as mode says.
+		if _, err := readSecretFile(t.SecretFile); c.judged("topology.secret_file", err) {
+			add("%s", strings.TrimPrefix(err.Error(), "config: topology."))
 		}
 	}
 	if t.Refresh <= 0 {

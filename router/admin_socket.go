@@ -21,10 +21,10 @@ func listenSocket(path string) (net.Listener, error) {
 	if err := ownfile.CheckDir(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("socket %s: %w", path, err)
 	}
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode().Type() != fs.ModeSocket {
-			return nil, fmt.Errorf("socket %s: a file that is not a socket is there: remove it", path)
-		}
+	if err := checkSocketPath(path); err != nil {
+		return nil, err
+	}
+	if _, err := os.Lstat(path); err == nil {
 		if err := os.Remove(path); err != nil {
 			return nil, fmt.Errorf("socket %s: remove the one an earlier run left: %w", path, err)
 		}
@@ -40,6 +40,15 @@ func listenSocket(path string) (net.Listener, error) {
 		return nil, fmt.Errorf("socket %s: %w", path, err)
 	}
 	return &peerListener{Listener: ln}, nil
+}
+
+// checkSocketPath refuses a file at the socket's path that is not a
+// socket (one an earlier run left is replaced at start).
+func checkSocketPath(path string) error {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().Type() != fs.ModeSocket {
+		return fmt.Errorf("socket %s: a file that is not a socket is there: remove it", path)
+	}
+	return nil
 }
 
 // peerListener admits the peers peerAllowed allows and closes the others

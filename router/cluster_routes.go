@@ -20,7 +20,7 @@ import (
 const storeCallTimeout = 5 * time.Second
 
 func (c *clusterPart) add(ctx context.Context, spec routes.Spec) (routes.Status, error) {
-	n, err := c.r.routes.Normalize(spec)
+	n, err := c.r.routes.Admit(spec)
 	if err != nil {
 		return routes.Status{}, err
 	}
@@ -163,11 +163,20 @@ func (c *clusterPart) own() []routes.Status {
 // list is every route of the cluster; only this member's own when the
 // store cannot be read.
 func (c *clusterPart) list() []routes.Status {
+	list, _ := c.listPartial()
+	return list
+}
+
+// partialList says why a member lists its own routes only.
+const partialList = "the cluster store cannot be read: this member's routes only are listed"
+
+// listPartial is list, with partialList when it is this member's only.
+func (c *clusterPart) listPartial() ([]routes.Status, string) {
 	ctx, cancel := context.WithTimeout(c.r.ctx, listStoreTimeout)
 	defer cancel()
 	list, err := c.read(ctx)
 	if err == nil {
-		return list
+		return list, ""
 	}
 	// Once, then at most every 10 s with a count: a dashboard polling
 	// the list during an outage must not flood the log.
@@ -179,12 +188,19 @@ func (c *clusterPart) list() []routes.Status {
 		c.r.log.Warn().Err(err).Uint64("times", sum.Count).Str("over", sum.Over.Round(time.Second).String()).
 			Msg("route list: the cluster store cannot be read: listing this member's routes only")
 	}
-	return c.own()
+	return c.own(), partialList
 }
 
 // page pages the cluster's list.
 func (c *clusterPart) page(after string, limit int) ([]routes.Status, string, error) {
 	return routes.Page(c.list(), after, limit)
+}
+
+// pagePartial is page, with the reason when the list is partial.
+func (c *clusterPart) pagePartial(after string, limit int) ([]routes.Status, string, string, error) {
+	list, partial := c.listPartial()
+	page, next, err := routes.Page(list, after, limit)
+	return page, next, partial, err
 }
 
 // read is every route of the cluster: those this member runs with their

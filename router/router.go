@@ -377,6 +377,16 @@ func (r *Router) RoutesPage(after string, limit int) ([]routes.Status, string, e
 	return r.routeCtl.page(after, limit)
 }
 
+// RoutesPagePartial is RoutesPage, and why the list is partial when it is
+// (a cluster member whose store cannot be read: its own routes only).
+func (r *Router) RoutesPagePartial(after string, limit int) ([]routes.Status, string, string, error) {
+	if c, ok := r.routeCtl.(*clusterPart); ok {
+		return c.pagePartial(after, limit)
+	}
+	page, next, err := r.routeCtl.page(after, limit)
+	return page, next, "", err
+}
+
 // OwnRoutes lists the routes this router runs (in a cluster, Routes lists
 // the whole cluster's: per-route series would repeat on every member).
 func (r *Router) OwnRoutes() []routes.Status { return r.routeCtl.own() }

@@ -68,12 +68,18 @@ const eventLogEvery = 10 * time.Second
 // router's brokers: {"<broker>": {"<exchange>": ["<key>", ...]}}.
 const DemandExt = "demand"
 
-func newTopoDriver(cfg *config.Config, secret string, ctl *Control, local func() ([]topology.BrokerState, []topology.Link), exts map[string]func() json.RawMessage, table *table, log zerolog.Logger) (*topoDriver, error) {
+// topoConfig is the link-state node's configuration from the router's.
+func topoConfig(cfg *config.Config, secret string) topology.Config {
 	tc := topology.DefaultConfig()
 	tc.RouterID, tc.Secret = cfg.RouterID, []byte(secret)
 	tc.Instance = time.Now().UnixNano()
 	tc.Refresh, tc.MaxAge = time.Duration(cfg.Topology.Refresh), time.Duration(cfg.Topology.MaxAge)
 	tc.Rand = rand.Float64
+	return tc
+}
+
+func newTopoDriver(cfg *config.Config, secret string, ctl *Control, local func() ([]topology.BrokerState, []topology.Link), exts map[string]func() json.RawMessage, table *table, log zerolog.Logger) (*topoDriver, error) {
+	tc := topoConfig(cfg, secret)
 	node, err := topology.New(tc)
 	if err != nil {
 		return nil, err

@@ -95,18 +95,33 @@ func (s staticDemand) ExchangeDemand(_ context.Context, exchange string, _ bool)
 // read the destination's demand: the configured bindings when the
 // destination broker has any, else the broker itself.
 func (d *dynamicMode) demandProfiles() (src amqp.Demand, dst demandReader, err error) {
-	src, okSrc := d.src.Profile.(amqp.Demand)
-	dst, okDst := demandReader(staticDemand(d.dst.StaticDemand)), len(d.dst.StaticDemand) > 0
+	return demandOf(d.spec, d.src, d.dst)
+}
+
+// demandOf is demandProfiles for a dynamic route spec from broker
+// srcB to dstB: the manager asks it before it adds one, so that a route
+// that could never follow demand is refused at add, not left failing.
+func demandOf(spec Spec, srcB, dstB amqp.Broker) (src amqp.Demand, dst demandReader, err error) {
+	src, okSrc := srcB.Profile.(amqp.Demand)
+	dst, okDst := demandReader(staticDemand(dstB.StaticDemand)), len(dstB.StaticDemand) > 0
 	if !okDst {
 		// Only the demand is read at the destination: a profile that can
 		// list bindings (qpidd) need not manage subscriptions.
-		dst, okDst = d.dst.Profile.(demandReader)
+		dst, okDst = dstB.Profile.(demandReader)
 	}
 	if !okSrc || !okDst {
 		return nil, nil, fmt.Errorf("%w: %s is %s, %s is %s (declare its bindings in the configuration if it cannot be asked)", errNoDemandSupport,
-			d.spec.Src, d.src.Profile.Name(), d.spec.Dest, d.dst.Profile.Name())
+			spec.Src, profileName(srcB), spec.Dest, profileName(dstB))
 	}
 	return src, dst, nil
+}
+
+// profileName is b's profile's name, "no profile" when it has none.
+func profileName(b amqp.Broker) string {
+	if b.Profile == nil {
+		return "no profile"
+	}
+	return b.Profile.Name()
 }
 
 // subscribeDynamic declares the route's subscription, brings its bindings

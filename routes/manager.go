@@ -246,7 +246,7 @@ func (m *Manager) Add(ctx context.Context, spec Spec) (Status, error) {
 	if err := ctx.Err(); err != nil {
 		return Status{}, fmt.Errorf("routes: add: %w", err)
 	}
-	spec, steps, err := m.normalize(spec)
+	spec, steps, err := m.admit(spec)
 	if err != nil {
 		return Status{}, err
 	}
@@ -394,6 +394,27 @@ func (m *Manager) nextConn(b amqp.Broker, name string) *amqp.Conn {
 func (m *Manager) Normalize(spec Spec) (Spec, error) {
 	spec, _, err := m.normalize(spec)
 	return spec, err
+}
+
+// Admit is Normalize for a route added at runtime: besides, it refuses
+// what the route could never do once running — a dynamic route between
+// brokers whose profiles cannot follow demand — rather than add a route
+// that fails for ever. (Routes of the file and of the state file start as
+// they always did, and fail so.)
+func (m *Manager) Admit(spec Spec) (Spec, error) {
+	spec, _, err := m.admit(spec)
+	return spec, err
+}
+
+func (m *Manager) admit(spec Spec) (Spec, []pathpolicy.Step, error) {
+	spec, steps, err := m.normalize(spec)
+	if err != nil || spec.Kind != KindDynamic {
+		return spec, steps, err
+	}
+	if _, _, err := demandOf(spec, m.opts.Brokers[spec.Src], m.opts.Brokers[spec.Dest]); err != nil {
+		return spec, nil, &SpecError{Problems: []string{strings.TrimPrefix(err.Error(), "routes: ")}}
+	}
+	return spec, steps, nil
 }
 
 // normalize is Normalize, and returns the route's no_path chain (its own,
@@ -743,14 +764,7 @@ func (m *Manager) Resolve(s string) (string, error) {
 	if s == "" {
 		return "", nil // Validate reports the missing broker
 	}
-	addr := s
-	if i := strings.LastIndex(addr, "@"); i >= 0 {
-		addr = addr[i+1:]
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		host, port = addr, "5672"
-	}
+	host, port := Endpoint(s)
 	names := make([]string, 0, len(m.opts.Brokers))
 	for n := range m.opts.Brokers {
 		names = append(names, n)
@@ -758,7 +772,7 @@ func (m *Manager) Resolve(s string) (string, error) {
 	sort.Strings(names)
 	for _, n := range names {
 		for _, raw := range m.opts.Brokers[n].Conn.Config().URLs {
-			if sameEndpoint(raw, host, port) {
+			if SameEndpoint(raw, host, port) {
 				return n, nil
 			}
 		}
@@ -766,7 +780,23 @@ func (m *Manager) Resolve(s string) (string, error) {
 	return "", fmt.Errorf("%w %q: not a configured broker name or host:port (configured: %s)", ErrUnknownBroker, amqp.Redact(s), strings.Join(names, ", "))
 }
 
-func sameEndpoint(raw, host, port string) bool {
+// Endpoint is the host and port a broker address names, as the CLI
+// and qpid-route take it: [user/pass@]host[:port], port 5672 when absent.
+func Endpoint(s string) (host, port string) {
+	addr := s
+	if i := strings.LastIndex(addr, "@"); i >= 0 {
+		addr = addr[i+1:]
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr, "5672"
+	}
+	return host, port
+}
+
+// SameEndpoint says whether the broker URL raw reaches host:port
+// (localhost and ::1 are 127.0.0.1).
+func SameEndpoint(raw, host, port string) bool {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return false

@@ -151,3 +151,42 @@ func writeSynced(f *os.File, data []byte) error {
 	}
 	return nil
 }
+
+// DropSaved removes the routes with ids from the durable runtime routes
+// at path (the state file and its journal) of a router that is not
+// running: the caller holds the state lock. The routes left become the
+// new state file and the journal is removed (its lines are in the file
+// now; replayed over it, a crash between the two brings a dropped route
+// back, and dropping it again is harmless). An id not saved is an error
+// naming it, and nothing is changed. It returns the routes dropped.
+func DropSaved(path string, ids []string) ([]Spec, error) {
+	saved, _, err := LoadJournaled(path)
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	var kept, dropped []Spec
+	for _, s := range saved {
+		if want[s.ID()] {
+			dropped = append(dropped, s)
+			delete(want, s.ID())
+			continue
+		}
+		kept = append(kept, s)
+	}
+	for _, id := range ids {
+		if want[id] {
+			return nil, fmt.Errorf("%w: no saved route has id %q (the state file %s; check-config names the routes to drop)", ErrNotFound, id, path)
+		}
+	}
+	if err := SaveState(path, kept); err != nil {
+		return nil, err
+	}
+	if err := os.Remove(path + JournalSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return dropped, fmt.Errorf("routes: remove the state journal: %w", err)
+	}
+	return dropped, nil
+}

@@ -30,7 +30,7 @@ type routerProc struct {
 }
 
 // adminLine is the router's start line in JSON logs; it carries the admin
-// address, which is an ephemeral port (admin.listen 127.0.0.1:0).
+// address, a free port chosen by the suite (freeListen).
 var adminLine = regexp.MustCompile(`"admin":"([^"]+)".*"message":"fedrouter started"`)
 
 // procSpec is how the suite starts a router process.

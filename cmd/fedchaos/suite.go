@@ -199,9 +199,26 @@ func (s *suite) writeConfigs() error {
 	return nil
 }
 
+// freeListen is a free loopback address for a router's admin API: a
+// configuration names its port (fedrouter refuses port 0). Another
+// process could take it before the router listens; the router then fails
+// to start and says so.
+func freeListen() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := l.Addr().String()
+	return addr, l.Close()
+}
+
 // writeConfig writes m's configuration, with tail (its state file or its
 // cluster section), and has fedrouter check it.
 func (s *suite) writeConfig(m *member, tail string) error {
+	admin, err := freeListen()
+	if err != nil {
+		return err
+	}
 	yaml := fmt.Sprintf(`# written by fedchaos for run %[1]s
 router_id: %[10]s
 brokers:
@@ -209,11 +226,11 @@ brokers:
   - {name: dst, url: "amqp://%[4]s", profile: rabbitmq, username: guest, password: guest, management: {url: %[5]q}}
 reconnect: {min: 100ms, max: 2s, connect_timeout: 5s}
 log: {level: info, format: json}
-admin: {listen: "127.0.0.1:0"}
+admin: {listen: %[11]q}
 %[6]sroutes:
   - {kind: queue, src: src, dest: dst, exchange: %[7]q, queue: %[8]q, credit: %[9]d, durable: true}
 `, s.run, s.srcProxy.Addr(), s.src.MgmtURL, s.dstProxy.Addr(), s.dst.MgmtURL,
-		tail, s.dstExchange, s.srcQueue, s.opt.Credit, m.id)
+		tail, s.dstExchange, s.srcQueue, s.opt.Credit, m.id, admin)
 	if err := os.WriteFile(m.config, []byte(yaml), 0o600); err != nil {
 		return err
 	}

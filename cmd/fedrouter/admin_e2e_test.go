@@ -23,6 +23,7 @@ func adminConfig(t *testing.T, dir, admin string) string {
 	t.Helper()
 	yaml := "router_id: adm\nbrokers:\n  - {name: gone, url: 'amqp://127.0.0.1:1', profile: generic}\n" +
 		"reconnect: {min: 1s, max: 2s}\nlog: {level: info, format: json}\nstate_file: state/routes.json\n" + admin + "\n"
+	yaml = withAdminPort(t, yaml)
 	path := filepath.Join(dir, "router.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
@@ -35,9 +36,10 @@ func adminConfig(t *testing.T, dir, admin string) string {
 // have refused) is killed: status -1.
 func exitOf(t *testing.T, args ...string) (string, int) {
 	t.Helper()
+	bin := binary(t) // built first: the build is not the run's to time
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, binary(t), args...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok {
 		return string(out), ee.ExitCode()
 	} else if err != nil {
@@ -56,8 +58,8 @@ func TestRunRefusesUnsafeAdmin(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ name, admin, want string }{
-		{"every interface, no token", "admin: {listen: '0.0.0.0:0'}",
-			`admin.listen "0.0.0.0:0" is reachable from other hosts: set admin.token_file (or token)`},
+		{"every interface, no token", "admin: {listen: '0.0.0.0:9595'}",
+			`admin.listen "0.0.0.0:9595" is reachable from other hosts: set admin.token_file (or token)`},
 		{"one-character token", "admin: {token: x}", "admin.token: weak admin token: 1 bytes, want at least 16"},
 		{"empty token file", "admin: {token_file: '" + empty + "'}", "admin.token_file: " + empty + ": weak admin token: 0 bytes"},
 	} {

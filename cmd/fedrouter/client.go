@@ -25,14 +25,14 @@ const (
 // its certificate; the other flags replace what it gives.
 func clientFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "config", EnvVars: []string{"FEDROUTER_CONFIG"}, Usage: "the router's configuration `FILE`: its admin URL, token and certificate are taken from it"},
+		configFlag(),
 		&cli.StringFlag{Name: "router", EnvVars: []string{"FEDROUTER_ROUTER"}, Usage: "admin API `URL` of the running router (default: from --config, else " + defaultRouterURL + "); several, comma-separated (a cluster's members), are tried in turn when one cannot be reached"},
 		&cli.StringFlag{Name: "token", EnvVars: []string{"FEDROUTER_TOKEN"}, Usage: "admin API bearer `TOKEN`"},
 		&cli.StringFlag{Name: "token-file", EnvVars: []string{"FEDROUTER_TOKEN_FILE"}, Usage: "read the admin API token from `FILE`"},
 		&cli.StringFlag{Name: "ca-file", EnvVars: []string{"FEDROUTER_CA_FILE"}, Usage: "PEM `FILE` of the certificates an https router's is checked against (default: with --config, the router's own)"},
-		&cli.DurationFlag{Name: "timeout", Value: defaultTimeout, Usage: "give up on the router after `D`"},
+		&cli.DurationFlag{Name: "timeout", Aliases: []string{"t"}, Value: defaultTimeout, Usage: "give up on the router after `D` (qpid-route's -t)"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "show each request and the result"},
-		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing but errors (no duplicate warning, no counts)"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing but errors (no listing, no duplicate warning, no counts): the exit status says the rest"},
 	}
 }
 
@@ -114,10 +114,11 @@ func withScheme(s string) string {
 // router did not answer. Other failures keep the client's full text.
 func cliError(c *cli.Context, api *adminclient.Client, err error) error {
 	var ae *adminclient.Error
-	if !errors.As(err, &ae) {
-		return err
+	var shown *shownError
+	if errors.As(err, &shown) || !errors.As(err, &ae) {
+		return err // worded already by the command, or not the router's
 	}
-	text := ae.Message
+	text := plainText(ae.Message)
 	switch {
 	case ae.Timeout():
 		text = fmt.Sprintf("router at %s did not answer within %s (--timeout)", api.BaseURL(), c.Duration("timeout"))

@@ -28,6 +28,7 @@ admin: {listen: "127.0.0.1:0"}
 log: {level: info, format: json}
 cluster: {name: bad-input, store: %q, heartbeat: 200ms, lease: 1s}
 `, bs[0].URL, bs[0].MgmtURL, store)
+	yaml = withAdminPort(t, yaml)
 	path := filepath.Join(t.TempDir(), "member.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
@@ -109,6 +110,10 @@ func TestClusterStoreUnreachableAtStart(t *testing.T) {
 	}
 	if out, code := p.cli("queue", "add", "r1", "r1", "amq.fanout", "q"); code == 0 {
 		t.Fatalf("a route change with the store down succeeded:\n%s", out)
+	}
+	// The list is this member's only: route list says so, status 1.
+	if out, code := p.cli("route", "list"); code != 1 || !strings.Contains(out, "fedrouter: route list: the cluster store cannot be read: this member's routes only are listed") {
+		t.Fatalf("route list with the store down: exit %d:\n%s", code, out)
 	}
 	if strings.Contains(p.out.String(), "N0pe-Secret") {
 		t.Fatalf("the store password is in the log:\n%s", p.out.String())

@@ -34,6 +34,7 @@ reconnect: {min: 100ms, max: 500ms}
 admin: {listen: "127.0.0.1:0", token: %q}
 log: {level: info, format: json}
 %s`, id, a.Name, a.URL, a.MgmtURL, b.Name, bURL, b.MgmtURL, a.Name, b.Name, e2eSecret, control, consoleToken, extra)
+	yaml = withAdminPort(t, yaml)
 	path := filepath.Join(t.TempDir(), id+".yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)

@@ -51,7 +51,7 @@ func newDestRigNamed(t *testing.T, prefix, entry string) *destRig {
 	}
 	fmt.Fprintf(&yaml, "reconnect: {min: 100ms, max: 1s}\nadmin: {listen: \"127.0.0.1:0\"}\nlog: {level: info, format: json}\ndestinations:\n  - {name: %q, %s}\n", d.prefix+".*", entry)
 	path := filepath.Join(t.TempDir(), "gd.yaml")
-	if err := os.WriteFile(path, []byte(yaml.String()), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(withAdminPort(t, yaml.String())), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	d.p = startRouter(t, path)

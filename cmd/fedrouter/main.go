@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -30,35 +31,62 @@ var version = "dev"
 func init() { zerolog.DurationFieldFormat = zerolog.DurationFormatString }
 
 func main() {
-	if err := newApp().Run(os.Args); err != nil {
-		fmt.Fprintln(os.Stderr, "fedrouter:", err)
-		var ce *config.Error
-		if errors.As(err, &ce) {
-			os.Exit(2)
-		}
-		os.Exit(1)
+	os.Exit(runMain(context.Background(), os.Args, os.Stdout, os.Stderr))
+}
+
+// runMain runs the command line args and returns the exit status
+// (docs/cli.md): 0 done, 1 refused or failed, 2 usage or a bad
+// configuration. Errors are one line on stderr (a configuration's
+// problems one each).
+func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	app := newApp()
+	app.Writer, app.ErrWriter = stdout, stderr
+	app.ExitErrHandler = func(*cli.Context, error) {} // the status is decided here
+	err := app.RunContext(ctx, args)
+	if err == nil {
+		return 0
 	}
+	// Nothing is left to tell if stderr itself fails: the status says it.
+	var ec cli.ExitCoder
+	var ce *config.Error
+	switch {
+	case errors.As(err, &ec):
+		_, _ = fmt.Fprintln(stderr, err)
+		return ec.ExitCode()
+	case errors.As(err, &ce):
+		_, _ = fmt.Fprintln(stderr, "fedrouter:", err)
+		return 2
+	}
+	_, _ = fmt.Fprintln(stderr, "fedrouter:", plainText(err.Error()))
+	return 1
 }
 
 func newApp() *cli.App {
-	return &cli.App{
+	// --version only: -v is every command's --verbose.
+	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version"}
+	cli.VersionPrinter = func(c *cli.Context) { _ = printVersion(c) } // as `fedrouter version`
+	app := &cli.App{
 		Name:    "fedrouter",
 		Usage:   "AMQP 1.0 federation router",
 		Version: version,
+		// Given here: with a help command of its own, urfave/cli adds no
+		// --help to the app.
+		Flags: []cli.Flag{cli.HelpFlag},
 		Commands: append([]*cli.Command{
 			{
 				Name:  "run",
 				Usage: "run the router daemon",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "configuration `FILE` (YAML)", Required: true},
+					configFlag(),
 					&cli.DurationFlag{Name: "status-every", Usage: "print the broker connection table this often (0: never)"},
 				},
 				Action: runDaemon,
 			},
 			{
 				Name:      "check-config",
-				Usage:     "validate a configuration file without running",
-				ArgsUsage: "FILE",
+				Usage:     "refuse what run would refuse of a configuration, without starting",
+				ArgsUsage: "[FILE]",
+				Flags:     []cli.Flag{configFlag()},
 				Action:    checkConfig,
 			},
 			{
@@ -66,24 +94,74 @@ func newApp() *cli.App {
 				Usage:  "list the broker profiles",
 				Action: listProfiles,
 			},
+			stateCommand(),
+			{
+				Name:      "help",
+				Aliases:   []string{"h"},
+				Usage:     "show the help of a command, at any depth: fedrouter help route list",
+				ArgsUsage: "[command...]",
+				Action:    showHelp,
+			},
+			{
+				Name:   "version",
+				Usage:  "print fedrouter's version",
+				Action: printVersion,
+			},
 		}, apiCommands()...),
 	}
+	strictUsage(app)
+	return app
 }
 
+// checkConfig judges a configuration as run would (router.LoadConfig):
+// every problem at once, exit status 2; else "ok", with what this user
+// could not read noted.
 func checkConfig(c *cli.Context) error {
-	if c.NArg() != 1 {
-		return cli.Exit("check-config: give exactly one FILE", 2)
+	path := c.String("config")
+	switch {
+	case c.NArg() > 1:
+		return usageExit("usage: fedrouter check-config [--config] FILE (got %d arguments)", c.NArg())
+	case c.NArg() == 1:
+		path = c.Args().First() // the file as its argument, as before --config
+	case path == "":
+		return usageExit("usage: fedrouter check-config [--config] FILE (or $FEDROUTER_CONFIG): no configuration given")
 	}
-	cfg, err := config.Load(c.Args().First())
+	cfg, notes, err := router.LoadConfig(path, config.ModeCheck)
 	if err != nil {
 		return err
 	}
 	p := newPrinter(c.App.Writer)
-	p.printf("%s: ok (router %s, %d brokers)\n", c.Args().First(), cfg.RouterID, len(cfg.Brokers))
+	p.printf("%s: ok (router %s, %d brokers)\n", path, cfg.RouterID, len(cfg.Brokers))
+	for _, n := range notes {
+		p.printf("  %s\n", n)
+	}
+	return p.done()
+}
+
+// showHelp shows the help of the command its arguments name, however
+// deep (urfave/cli's own help command shows the first one's only): it is
+// the command's --help.
+func showHelp(c *cli.Context) error {
+	app := newApp()
+	app.Writer, app.ErrWriter, app.ExitErrHandler = c.App.Writer, c.App.ErrWriter, c.App.ExitErrHandler
+	return app.RunContext(c.Context, append(append([]string{c.App.Name}, c.Args().Slice()...), "--help"))
+}
+
+// printVersion prints the version set at build time and the Go that
+// built it.
+func printVersion(c *cli.Context) error {
+	if err := noArgs(c, "version"); err != nil {
+		return err
+	}
+	p := newPrinter(c.App.Writer)
+	p.printf("fedrouter %s (%s %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	return p.done()
 }
 
 func listProfiles(c *cli.Context) error {
+	if err := noArgs(c, "profiles"); err != nil {
+		return err
+	}
 	p := newPrinter(c.App.Writer)
 	p.table()
 	p.println("Profile\tTested\tGlobal destinations\tDestination limits")
@@ -111,8 +189,22 @@ func newLogger(spec config.LogSpec, w io.Writer) zerolog.Logger {
 	return zerolog.New(w).Level(level).With().Timestamp().Logger()
 }
 
+// configFlag is how every command is given the router's configuration:
+// --config FILE, -c FILE, or $FEDROUTER_CONFIG.
+func configFlag() cli.Flag {
+	return &cli.StringFlag{Name: "config", Aliases: []string{"c"}, EnvVars: []string{"FEDROUTER_CONFIG"}, Usage: "the router's configuration `FILE` (YAML)"}
+}
+
 func runDaemon(c *cli.Context) error {
-	cfg, err := config.Load(c.String("config"))
+	if err := noArgs(c, "run"); err != nil {
+		return err
+	}
+	if c.String("config") == "" {
+		return usageExit("usage: fedrouter run --config FILE (or $FEDROUTER_CONFIG): no configuration given")
+	}
+	// Everything check-config refuses, before anything is read or
+	// written: the same function, the same words.
+	cfg, _, err := router.LoadConfig(c.String("config"), config.ModeRun)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,6 +63,24 @@ func TestCheckConfigReportsFileAndLine(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "ok (router paris-1, 3 brokers)") {
 		t.Fatalf("good config: %v\n%s", err, out)
 	}
+}
+
+// withAdminPort gives the admin API of a test configuration a free
+// loopback port in place of its 127.0.0.1:0: a configuration names the
+// port the CLI finds, and check-config and run refuse port 0. Another
+// process could take the port first; the router then fails to start and
+// says so.
+func withAdminPort(t *testing.T, yaml string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.NewReplacer(`"127.0.0.1:0"`, `"`+addr+`"`, `'127.0.0.1:0'`, `'`+addr+`'`).Replace(yaml)
 }
 
 // syncBuffer is a bytes.Buffer safe for a process writer and a reader.

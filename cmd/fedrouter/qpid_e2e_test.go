@@ -38,7 +38,7 @@ func writeConfig(t *testing.T, dir, id, extra string, bs ...brokertest.Broker) s
 	y.WriteString("reconnect: {min: 100ms, max: 1s}\nadmin: {listen: \"127.0.0.1:0\"}\nlog: {level: info, format: json}\n")
 	y.WriteString(extra)
 	path := filepath.Join(dir, id+".yaml")
-	if err := os.WriteFile(path, []byte(y.String()), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(withAdminPort(t, y.String())), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path

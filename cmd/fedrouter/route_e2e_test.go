@@ -174,6 +174,7 @@ reconnect: {min: 100ms, max: 1s}
 admin: {listen: "127.0.0.1:0"}
 log: {level: info, format: json}
 `, id, bs[0].URL, bs[0].MgmtURL, bs[1].URL, bs[1].MgmtURL)
+	yaml = withAdminPort(t, yaml)
 	if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/fedrouter/fedrouter/adminclient"
+	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/api"
 	"github.com/fedrouter/fedrouter/routes"
 )
@@ -36,7 +38,7 @@ func apiCommands() []*cli.Command {
 				delCommand(routes.KindExchange),
 				apiCommand("route", "list", "list the routes (all kinds), optionally only those to one destination broker", "[<dest>]", 0, 1, true, listRoutes),
 				apiCommand("route", "flush", "delete every runtime route (to one destination broker, if given); configured routes stay", "[<dest>]", 0, 1, false, flushRoutes),
-				apiCommand("route", "map", "show the routes between brokers, as qpid-route's route map does", "", 0, 0, true, mapRoutes),
+				apiCommand("route", "map", "show the routes between brokers (only those to or from one broker, if given), as qpid-route's route map does", "[<broker>]", 0, 1, true, mapRoutes),
 			},
 		},
 		{
@@ -70,7 +72,7 @@ func apiCommands() []*cli.Command {
 // apiCommand builds a leaf command with the client flags (and --json for
 // listings) whose action gets a ready client and checked arguments.
 func apiCommand(parent, name, usage, argsUsage string, minArgs, maxArgs int, listing bool, run func(*cli.Context, *adminclient.Client) error) *cli.Command {
-	path := parent + " " + name // urfave/cli v2 does not give a subcommand its full name
+	path := strings.TrimSpace(parent + " " + name) // urfave/cli v2 does not give a subcommand its full name
 	flags := clientFlags()
 	if listing {
 		flags = append(flags, &cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table"})
@@ -80,14 +82,17 @@ func apiCommand(parent, name, usage, argsUsage string, minArgs, maxArgs int, lis
 		Usage:     usage,
 		ArgsUsage: argsUsage,
 		Flags:     flags,
-		OnUsageError: func(c *cli.Context, err error, _ bool) error {
-			// One line and exit status 2, as for a wrong argument count,
-			// instead of the whole help text.
-			return cli.Exit(fmt.Sprintf("fedrouter %s: %v (see --help)", path, err), 2)
-		},
 		Action: func(c *cli.Context) error {
 			if err := checkArgs(c, path, minArgs, maxArgs); err != nil {
 				return err
+			}
+			if c.Bool("quiet") {
+				if c.Bool("verbose") {
+					return usageExit("fedrouter %s: -q and -v together: give one", path)
+				}
+				// Nothing but errors, whatever the command prints: its
+				// status says the rest (a listing with -q is a probe).
+				c.App.Writer = io.Discard
 			}
 			client, err := newAPIClient(c)
 			if err != nil {
@@ -173,6 +178,7 @@ func addCommand(kind routes.Kind) *cli.Command {
 		&cli.StringFlag{Name: "on-reject", Value: string(routes.RejectAtSource), Usage: "`POLICY` for a message the destination refuses: reject | dead-letter"},
 		&cli.StringFlag{Name: "dead-letter-queue", Usage: "`QUEUE` on the source broker for --on-reject dead-letter"},
 		&cli.DurationFlag{Name: "outcome-timeout", Value: routes.DefaultOutcomeTimeout, Usage: "wait at most `D` for the destination's outcome"},
+		&cli.StringSliceFlag{Name: "no-path", Usage: "corrective `STEPS` while the destination cannot be reached, comma-separated: \"hold 10m,dead-letter\" (default: the router's no_path)"},
 	)
 	switch kind {
 	case routes.KindExchange:
@@ -185,8 +191,12 @@ func addCommand(kind routes.Kind) *cli.Command {
 
 func delCommand(kind routes.Kind) *cli.Command {
 	del := func(c *cli.Context, client *adminclient.Client) error { return deleteRoute(c, client, kind) }
-	return apiCommand(parentOf(kind), "del", "delete a route", "<dest> <src> <exchange>"+lastArg(kind), nArgs(kind), nArgs(kind), false, del)
+	cmd := apiCommand(parentOf(kind), "del", "delete a route, named as it was added or by its id (route list)", "<dest> <src> <exchange>"+lastArg(kind)+" | <id>", 1, nArgs(kind), false, del)
+	return cmd
 }
+
+// routeID is a route's id as route list shows it: 12 hexadecimal digits.
+var routeID = regexp.MustCompile(`^[0-9a-f]{12}$`)
 
 // specFromArgs is the route the four arguments name.
 func specFromArgs(c *cli.Context, kind routes.Kind) routes.Spec {
@@ -201,7 +211,26 @@ func specFromArgs(c *cli.Context, kind routes.Kind) routes.Spec {
 	return spec
 }
 
+// refuseReplaced refuses the option values the route would silently
+// replace by its defaults (a zero credit, cost or outcome timeout means
+// "the default" in a route spec): given on the command line, they are
+// mistakes, not requests for the default.
+func refuseReplaced(c *cli.Context, path string) error {
+	switch {
+	case c.IsSet("credit") && c.Int("credit") < 1:
+		return usageExit("fedrouter %s: --credit %d: want 1..%d (messages in flight)", path, c.Int("credit"), routes.MaxCredit)
+	case c.IsSet("cost") && c.Int("cost") < 1:
+		return usageExit("fedrouter %s: --cost %d: want 1 or more", path, c.Int("cost"))
+	case c.IsSet("outcome-timeout") && c.Duration("outcome-timeout") <= 0:
+		return usageExit("fedrouter %s: --outcome-timeout %s: want a positive duration (e.g. 30s)", path, c.Duration("outcome-timeout"))
+	}
+	return nil
+}
+
 func addRoute(c *cli.Context, client *adminclient.Client, kind routes.Kind) error {
+	if err := refuseReplaced(c, parentOf(kind)+" add"); err != nil {
+		return err
+	}
 	spec := specFromArgs(c, kind)
 	spec.Durable = c.Bool("durable")
 	spec.Ack = c.Int("ack")
@@ -211,6 +240,9 @@ func addRoute(c *cli.Context, client *adminclient.Client, kind routes.Kind) erro
 	spec.OnReject = routes.RejectPolicy(c.String("on-reject"))
 	spec.DeadLetterQueue = c.String("dead-letter-queue")
 	spec.OutcomeTimeout = c.Duration("outcome-timeout")
+	for _, step := range c.StringSlice("no-path") {
+		spec.NoPath = append(spec.NoPath, strings.TrimSpace(step))
+	}
 	switch spec.Kind {
 	case routes.KindExchange:
 		spec.DestExchange = c.String("dest-exchange")
@@ -239,15 +271,49 @@ func addRoute(c *cli.Context, client *adminclient.Client, kind routes.Kind) erro
 	return p.done()
 }
 
+// deleteRoute deletes the route the arguments name: as it was added, or
+// by its id alone. A route that is not there is named as the user typed
+// it, never by an id they did not give.
 func deleteRoute(c *cli.Context, client *adminclient.Client, kind routes.Kind) error {
-	spec := specFromArgs(c, kind)
-	if err := client.DeleteRoute(c.Context, spec); err != nil {
+	path := parentOf(kind) + " del"
+	if c.NArg() == 1 {
+		id := c.Args().First()
+		if !routeID.MatchString(id) {
+			return usageExit("usage: fedrouter %s [options] %s (%q is not a route id: 12 hexadecimal digits, as route list shows)", path, c.Command.ArgsUsage, id)
+		}
+		err := client.DeleteRouteID(c.Context, id)
+		if notFound(err) {
+			return &shownError{text: fmt.Sprintf("no such route: id %s (route list shows the routes and their ids)", id), err: err}
+		}
+		if err == nil && c.Bool("verbose") {
+			return printDone(c, "deleted route %s\n", id)
+		}
 		return err
 	}
-	p := newPrinter(c.App.Writer)
-	if c.Bool("verbose") {
-		p.printf("deleted route %s: %s\n", spec.ID(), spec)
+	if c.NArg() != nArgs(kind) {
+		return checkArgs(c, path, nArgs(kind), nArgs(kind))
 	}
+	spec := specFromArgs(c, kind)
+	err := client.DeleteRoute(c.Context, spec)
+	if notFound(err) {
+		return &shownError{text: "no such route: " + spec.String() + " (route list shows the routes)", err: err}
+	}
+	if err == nil && c.Bool("verbose") {
+		return printDone(c, "deleted route %s: %s\n", spec.ID(), spec)
+	}
+	return err
+}
+
+// notFound says whether the router answered that the route is not there.
+func notFound(err error) bool {
+	var ae *adminclient.Error
+	return errors.As(err, &ae) && ae.Code == api.CodeNotFound
+}
+
+// printDone prints one line on the command's output.
+func printDone(c *cli.Context, format string, args ...any) error {
+	p := newPrinter(c.App.Writer)
+	p.printf(format, args...)
 	return p.done()
 }
 
@@ -263,33 +329,88 @@ func flushRoutes(c *cli.Context, client *adminclient.Client) error {
 	return p.done()
 }
 
-// fetchRoutes gets the routes, only those to dest if it is not "".
-func fetchRoutes(c *cli.Context, client *adminclient.Client, dest string) ([]routes.Status, error) {
-	sts, err := client.Routes(c.Context)
-	if err != nil {
-		return nil, err
+// fetchRoutes gets the routes; with broker (as the user typed it: a
+// name or [user/pass@]host[:port]) only those keep(spec, name) keeps.
+// partial is the router's word that the list is not the whole one.
+func fetchRoutes(c *cli.Context, client *adminclient.Client, broker string, keep func(routes.Spec, string) bool) (sts []routes.Status, partial string, err error) {
+	sts, partial, err = client.RoutesPartial(c.Context)
+	if err != nil || broker == "" {
+		return sts, partial, err
 	}
-	if dest == "" {
-		return sts, nil
+	name, err := resolveBroker(c, client, broker, sts)
+	if err != nil {
+		return nil, "", err
 	}
 	kept := sts[:0]
 	for _, st := range sts {
-		if st.Spec.Dest == dest {
+		if keep(st.Spec, name) {
 			kept = append(kept, st)
 		}
 	}
-	return kept, nil
+	return kept, partial, nil
 }
 
+// partialError is a listing's status when the router said its list is
+// partial: what could be listed was printed, and the command fails,
+// saying why, so that no one (nor a script) reads it as the whole.
+func partialError(partial string, printed error) error {
+	if printed != nil || partial == "" {
+		return printed
+	}
+	return &shownError{text: "route list: " + partial, err: errPartial}
+}
+
+// errPartial: the router listed some of its routes only.
+var errPartial = errors.New("partial route list")
+
+// resolveBroker is the broker s names, as the router resolves a route's:
+// one of its brokers by name or by host:port, or a broker its routes
+// lead to (a remote destination). Anything else is refused, naming
+// what was typed: an empty listing would say "no routes" instead.
+func resolveBroker(c *cli.Context, client *adminclient.Client, s string, sts []routes.Status) (string, error) {
+	bs, err := client.Brokers(c.Context)
+	if err != nil {
+		return "", err
+	}
+	names := make([]string, 0, len(bs))
+	for _, b := range bs {
+		if b.Broker == s {
+			return s, nil
+		}
+		names = append(names, b.Broker)
+	}
+	for _, st := range sts {
+		if st.Spec.Dest == s {
+			return s, nil
+		}
+	}
+	host, port := routes.Endpoint(s)
+	for _, b := range bs {
+		if routes.SameEndpoint(b.URL, host, port) {
+			return b.Broker, nil
+		}
+	}
+	sort.Strings(names)
+	return "", &shownError{text: fmt.Sprintf("unknown broker %q: not a broker name or host:port of this router, nor a destination of its routes (brokers: %s)",
+		amqp.Redact(s), strings.Join(names, ", ")), err: errUnknownBroker}
+}
+
+// errUnknownBroker: a broker argument names none of the router's.
+var errUnknownBroker = errors.New("unknown broker")
+
+func toDest(s routes.Spec, name string) bool { return s.Dest == name }
+
+func toOrFrom(s routes.Spec, name string) bool { return s.Dest == name || s.Src == name }
+
 func listRoutes(c *cli.Context, client *adminclient.Client) error {
-	sts, err := fetchRoutes(c, client, c.Args().First())
+	sts, partial, err := fetchRoutes(c, client, c.Args().First(), toDest)
 	if err != nil {
 		return err
 	}
 	if c.Bool("json") {
-		return printJSON(c.App.Writer, sts)
+		return partialError(partial, printJSON(c.App.Writer, sts))
 	}
-	return printRoutes(c.App.Writer, sts)
+	return partialError(partial, printRoutes(c.App.Writer, sts))
 }
 
 // printRoutes prints qpid-route's route list columns plus the state and
@@ -297,7 +418,7 @@ func listRoutes(c *cli.Context, client *adminclient.Client) error {
 func printRoutes(out io.Writer, sts []routes.Status) error {
 	p := newPrinter(out)
 	p.table()
-	p.println("ID\tDest\tSrc\tExchange\tQueue/Key\tDurable\tState\tForwarded\tIn flight\tDetail\tLast Error")
+	p.println("ID\tDest\tSrc\tExchange\tQueue/Key\tDurable\tOrigin\tState\tForwarded\tIn flight\tDetail\tLast Error")
 	for _, st := range sts {
 		s := st.Spec
 		ex, last := s.Exchange, s.Queue
@@ -310,10 +431,26 @@ func printRoutes(out io.Writer, sts []routes.Status) error {
 		case routes.KindDynamic:
 			last = "(dynamic)"
 		}
-		p.printf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n",
-			st.ID, s.Dest, s.Src, ex, last, yesNo(s.Durable), st.State, st.Forwarded, st.InFlight, orDash(routeDetail(st)), orDash(st.LastError))
+		p.printf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n",
+			st.ID, s.Dest, s.Src, ex, last, yesNo(s.Durable), orDash(string(st.Origin)), st.State, st.Forwarded, st.InFlight, orDash(routeDetail(st)), lastErrorCell(st))
 	}
 	return p.done()
+}
+
+// lastErrorCell is a route's last error as route list shows it: marked
+// as past, with its time, once the route is Operational again — an
+// operator must not read a healed route as failing.
+func lastErrorCell(st routes.Status) string {
+	if st.LastError == "" {
+		return "-"
+	}
+	if st.State != routes.StateOperational {
+		return st.LastError
+	}
+	if st.LastErrorAt.IsZero() {
+		return "past: " + st.LastError
+	}
+	return "past (" + st.LastErrorAt.Local().Format(time.Stamp) + "): " + st.LastError
 }
 
 // routeDetail is what a route is doing beyond its state: its path when it
@@ -323,6 +460,9 @@ func routeDetail(st routes.Status) string {
 	parts := []string{}
 	if st.Detail != "" {
 		parts = append(parts, st.Detail)
+	}
+	if len(st.Spec.NoPath) > 0 {
+		parts = append(parts, "no path: "+strings.Join(st.Spec.NoPath, ", "))
 	}
 	if st.Rerouted > 0 {
 		parts = append(parts, fmt.Sprintf("%d rerouted", st.Rerouted))
@@ -352,13 +492,13 @@ type mapLine struct {
 }
 
 func mapRoutes(c *cli.Context, client *adminclient.Client) error {
-	sts, err := fetchRoutes(c, client, "")
+	sts, partial, err := fetchRoutes(c, client, c.Args().First(), toOrFrom)
 	if err != nil {
 		return err
 	}
 	lines := routeMap(sts)
 	if c.Bool("json") {
-		return printJSON(c.App.Writer, lines)
+		return partialError(partial, printJSON(c.App.Writer, lines))
 	}
 	p := newPrinter(c.App.Writer)
 	printDynamicMap(p, lines)
@@ -376,7 +516,7 @@ func mapRoutes(c *cli.Context, client *adminclient.Client) error {
 	if err := printMapNextHops(c, client, p); err != nil {
 		return err
 	}
-	return p.done()
+	return partialError(partial, p.done())
 }
 
 // routeMap renders the routes as qpid-route's map does, merging each pair

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"reflect"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/urfave/cli/v2"
 	"go.uber.org/goleak"
 
 	"github.com/fedrouter/fedrouter/amqp"
@@ -84,20 +82,7 @@ func startRouterAPI(t *testing.T) *cliHarness {
 // print it, and the exit status main would give.
 func runCLI(args ...string) (stdout, stderr string, code int) {
 	var out, errOut bytes.Buffer
-	app := newApp()
-	app.Writer, app.ErrWriter = &out, &errOut
-	app.ExitErrHandler = func(*cli.Context, error) {} // keep os.Exit out of the test
-	err := app.Run(append([]string{"fedrouter"}, args...))
-	var ec cli.ExitCoder
-	switch {
-	case err == nil:
-	case errors.As(err, &ec):
-		fmt.Fprintln(&errOut, err) // what cli.HandleExitCoder prints
-		code = ec.ExitCode()
-	default:
-		fmt.Fprintln(&errOut, "fedrouter:", err) // what main prints
-		code = 1
-	}
+	code = runMain(context.Background(), append([]string{"fedrouter"}, args...), &out, &errOut)
 	return out.String(), errOut.String(), code
 }
 
@@ -136,7 +121,7 @@ func TestCLIAddDuplicateDelete(t *testing.T) {
 	}
 	h.run(0, "queue", "del", "b", "a", "amq.direct", "orders")
 	_, errOut = h.run(1, "queue", "del", "b", "a", "amq.direct", "orders")
-	if !strings.HasPrefix(errOut, "fedrouter: routes: no such route with id ") || strings.Count(errOut, "\n") != 1 {
+	if errOut != "fedrouter: no such route: b(ex=amq.direct) <= a(queue=orders) (route list shows the routes)\n" {
 		t.Fatalf("deleting a missing route: stderr %q", errOut)
 	}
 }
@@ -144,11 +129,11 @@ func TestCLIAddDuplicateDelete(t *testing.T) {
 func TestCLIServerErrorsAreOneLine(t *testing.T) {
 	h := startRouterAPI(t)
 	_, errOut := h.run(1, "route", "add", "b", "zz", "amq.topic", "#")
-	if errOut != "fedrouter: routes: unknown broker \"zz\" (configured: a, b, c)\n" {
+	if errOut != "fedrouter: unknown broker \"zz\" (configured: a, b, c)\n" {
 		t.Fatalf("unknown broker: %q", errOut)
 	}
 	_, errOut = h.run(1, "queue", "add", "--on-reject", "drop", "b", "a", "ex", "q")
-	if errOut != "fedrouter: routes: invalid route: on_reject \"drop\": want reject or dead-letter\n" {
+	if errOut != "fedrouter: invalid route: on_reject \"drop\": want reject or dead-letter\n" {
 		t.Fatalf("invalid route: %q", errOut)
 	}
 }
@@ -159,8 +144,8 @@ func TestCLIListAndFlush(t *testing.T) {
 	h.run(0, "route", "add", "c", "a", "amq.topic", "#")
 	out, _ := h.run(0, "route", "list")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	header := regexp.MustCompile(`^ID\s+Dest\s+Src\s+Exchange\s+Queue/Key\s+Durable\s+State\s+Forwarded\s+In flight\s+Detail\s+Last Error$`)
-	row := regexp.MustCompile(`^[0-9a-f]{12}\s+b\s+a\s+amq\.direct\s+orders\s+yes\s+Operational\s+42\s+3\s+-\s+-$`)
+	header := regexp.MustCompile(`^ID\s+Dest\s+Src\s+Exchange\s+Queue/Key\s+Durable\s+Origin\s+State\s+Forwarded\s+In flight\s+Detail\s+Last Error$`)
+	row := regexp.MustCompile(`^[0-9a-f]{12}\s+b\s+a\s+amq\.direct\s+orders\s+yes\s+runtime\s+Operational\s+42\s+3\s+-\s+-$`)
 	if len(lines) != 3 || !header.MatchString(lines[0]) || !row.MatchString(lines[1]) {
 		t.Fatalf("route list:\n%s", out)
 	}
@@ -177,6 +162,13 @@ func TestCLIListAndFlush(t *testing.T) {
 	}
 	if out, _ = h.run(0, "route", "list", "--json"); strings.TrimSpace(out) != "[]" {
 		t.Fatalf("empty list --json: %q", out)
+	}
+	// The Origin column tells a route of the configuration file, which
+	// del and flush leave alone, from one added at runtime.
+	h.svc.AddConfig(routes.Spec{Kind: routes.KindQueue, Dest: "c", Src: "b", Exchange: "amq.direct", Queue: "fixed"}, routes.Counters{})
+	out, _ = h.run(0, "route", "list", "c")
+	if !regexp.MustCompile(`(?m)^[0-9a-f]{12}\s+c\s+b\s+amq\.direct\s+fixed\s+no\s+config\s+Operational\s`).MatchString(out) {
+		t.Fatalf("route list c:\n%s", out)
 	}
 }
 
@@ -239,13 +231,14 @@ func TestCLIUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"queue", "add", "b", "a"}, "usage: fedrouter queue add [options] <dest> <src> <exchange> <queue> (got 2 arguments)\n"},
-		{[]string{"route", "del", "b", "a", "x"}, "usage: fedrouter route del [options] <dest> <src> <exchange> <key> (got 3 arguments)\n"},
+		{[]string{"route", "del", "b", "a", "x"}, "usage: fedrouter route del [options] <dest> <src> <exchange> <key> | <id> (got 3 arguments)\n"},
+		{[]string{"route", "del", "orders"}, "usage: fedrouter route del [options] <dest> <src> <exchange> <key> | <id> (\"orders\" is not a route id: 12 hexadecimal digits, as route list shows)\n"},
 		{[]string{"route", "add", "b", "a", "x", "k", "-d"}, "usage: fedrouter route add [options] <dest> <src> <exchange> <key> (got 5 arguments); options go before the arguments, found \"-d\" after them\n"},
 		{[]string{"route", "list", "b", "c"}, "usage: fedrouter route list [options] [<dest>] (got 2 arguments)\n"},
-		{[]string{"route", "map", "x"}, "usage: fedrouter route map [options] (got 1 argument)\n"},
+		{[]string{"route", "map", "x", "y"}, "usage: fedrouter route map [options] [<broker>] (got 2 arguments)\n"},
 		{[]string{"link", "list", "x"}, "usage: fedrouter link list [options] (got 1 argument)\n"},
-		{[]string{"route", "add", "--credit", "many", "b", "a", "x", "k"}, "fedrouter route add: invalid value \"many\" for flag -credit: parse error (see --help)\n"},
-		{[]string{"queue", "add", "--dest-exchange", "x", "b", "a", "x", "q"}, "fedrouter queue add: flag provided but not defined: -dest-exchange (see --help)\n"},
+		{[]string{"route", "add", "--credit", "many", "b", "a", "x", "k"}, "fedrouter route add: invalid value \"many\" for --credit (see fedrouter route add --help)\n"},
+		{[]string{"queue", "add", "--dest-exchange", "x", "b", "a", "x", "q"}, "fedrouter queue add: unknown option --dest-exchange (see fedrouter queue add --help)\n"},
 		{[]string{"broker", "list", "--router", "ftp://h"}, "fedrouter: --router \"ftp://h\": want the admin API's URL, like http://127.0.0.1:9595\n"},
 	} {
 		out, errOut, code := runCLI(c.args...)

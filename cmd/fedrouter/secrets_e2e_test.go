@@ -86,6 +86,7 @@ routes:
   - {kind: queue, src: good, dest: wrongpw, exchange: amq.fanout, queue: %[9]s}
   - {kind: queue, src: gone, dest: good, exchange: amq.fanout, queue: q}
 `, bs[0].URL, bs[0].MgmtURL, user, pwWrong, bs[1].Addr(), pwMgmt, pwURL, brokertest.UniqueName(t, "leakctl"), brokertest.UniqueName(t, "leakq"))
+	yaml = withAdminPort(t, yaml)
 	if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,7 @@ reconnect: {min: 100ms, max: 1s}
 admin: {listen: "127.0.0.1:0"}
 log: {level: info, format: json}
 `, id, a.Name, a.URL, a.MgmtURL, b.Name, b.URL, b.MgmtURL, b.Name, a.Name, q, e2eSecret, control)
+	yaml = withAdminPort(t, yaml)
 	path := filepath.Join(t.TempDir(), id+".yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)

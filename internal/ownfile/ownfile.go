@@ -121,6 +121,18 @@ func PrepareDir(dir string) error {
 	return CheckDir(dir)
 }
 
+// OwnedByOther reports whether path exists and is owned by a user other
+// than this process's: a file the router's own user may read where this
+// one may not judge it (check-config run by another user).
+func OwnedByOther(path string) bool {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	uid, ok := owner(fi)
+	return ok && uid != os.Getuid()
+}
+
 // kind names a file type for an error.
 func kind(m fs.FileMode) string {
 	switch {

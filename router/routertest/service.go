@@ -38,6 +38,7 @@ type Service struct {
 	topo    *topology.Snapshot
 	err     error       // when set, every mutation fails with it
 	last    routes.Spec // what AddRoute got last
+	partial string      // why the route list is partial (SetPartial)
 }
 
 // Options configure a Service.
@@ -159,6 +160,18 @@ func (f *Service) Routes() []routes.Status {
 func (f *Service) RoutesPage(after string, limit int) ([]routes.Status, string, error) {
 	return routes.Page(f.Routes(), after, limit)
 }
+
+// RoutesPagePartial is RoutesPage with the reason SetPartial gave.
+func (f *Service) RoutesPagePartial(after string, limit int) ([]routes.Status, string, string, error) {
+	page, next, err := f.RoutesPage(after, limit)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return page, next, f.partial, err
+}
+
+// SetPartial makes the route list partial, for the reason given ("":
+// whole), as a cluster member's is while its store cannot be read.
+func (f *Service) SetPartial(reason string) { f.mu.Lock(); f.partial = reason; f.mu.Unlock() }
 
 // OwnRoutes is Routes: the fake is a single router.
 func (f *Service) OwnRoutes() []routes.Status { return f.Routes() }

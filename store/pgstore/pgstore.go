@@ -48,10 +48,9 @@ func Open(ctx context.Context, url, cluster string, o Options) (*Store, error) {
 	if o.ConnectTimeout <= 0 {
 		o.ConnectTimeout = 5 * time.Second
 	}
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := parseURL(url)
 	if err != nil {
-		// pgx's parse errors may quote the URL: say what is wrong without it.
-		return nil, fmt.Errorf("%w: the store URL is not a PostgreSQL URL or key=value string (postgres://user:password@host:port/database)", store.ErrConfig)
+		return nil, err
 	}
 	cfg.MaxConns = o.MaxConns
 	cfg.ConnConfig.ConnectTimeout = o.ConnectTimeout
@@ -66,6 +65,23 @@ func Open(ctx context.Context, url, cluster string, o Options) (*Store, error) {
 		return nil, s.wrap("opening the store", err)
 	}
 	return s, nil
+}
+
+// CheckURL says whether Open can use url, without connecting: the
+// router's start refuses a URL that does not parse, and check-config
+// with it.
+func CheckURL(url string) error {
+	_, err := parseURL(url)
+	return err
+}
+
+func parseURL(url string) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgx's parse errors may quote the URL: say what is wrong without it.
+		return nil, fmt.Errorf("%w: the store URL is not a PostgreSQL URL or key=value string (postgres://user:password@host:port/database)", store.ErrConfig)
+	}
+	return cfg, nil
 }
 
 // Close closes the pool.
