@@ -37,7 +37,7 @@ admin: {listen: "127.0.0.1:0"}
 log: {level: info, format: json}
 `, e2eSecret, control, entry)
 	path := filepath.Join(t.TempDir(), id+".yaml")
-	if err := os.WriteFile(path, []byte(y.String()), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(withAdminPort(t, y.String())), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	p := startRouter(t, path)
