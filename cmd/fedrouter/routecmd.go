@@ -70,7 +70,7 @@ func apiCommands() []*cli.Command {
 // apiCommand builds a leaf command with the client flags (and --json for
 // listings) whose action gets a ready client and checked arguments.
 func apiCommand(parent, name, usage, argsUsage string, minArgs, maxArgs int, listing bool, run func(*cli.Context, *adminclient.Client) error) *cli.Command {
-	path := parent + " " + name // urfave/cli v2 does not give a subcommand its full name
+	path := strings.TrimSpace(parent + " " + name) // urfave/cli v2 does not give a subcommand its full name
 	flags := clientFlags()
 	if listing {
 		flags = append(flags, &cli.BoolFlag{Name: "json", Usage: "print JSON instead of a table"})
