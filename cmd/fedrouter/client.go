@@ -114,7 +114,8 @@ func withScheme(s string) string {
 // router did not answer. Other failures keep the client's full text.
 func cliError(c *cli.Context, api *adminclient.Client, err error) error {
 	var ae *adminclient.Error
-	if !errors.As(err, &ae) {
+	var shown *shownError
+	if !errors.As(err, &ae) || errors.As(err, &shown) { // a command's own words stand
 		return err
 	}
 	text := ae.Message
