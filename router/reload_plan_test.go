@@ -34,7 +34,7 @@ func baseInput() reloadInput {
 			"a": {dial: "dA", mgmt: "mA", at: "f:3"},
 			"b": {dial: "dB", mgmt: "mB", at: "f:6"},
 		},
-		fixed: []config.Setting{{Key: "admin.listen", At: "f:2", Sum: "L"}, {Key: "router_id", At: "f:1", Sum: "R"}},
+		fixed:    []config.Setting{{Key: "admin.listen", At: "f:2", Sum: "L"}, {Key: "router_id", At: "f:1", Sum: "R"}},
 		tokenSum: "T", level: "info",
 	}
 }
