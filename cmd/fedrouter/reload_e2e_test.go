@@ -128,7 +128,13 @@ func produce(ctx context.Context, s *goamqp.Session, addr string, from, to int, 
 	if err != nil {
 		return err
 	}
-	defer func() { _ = snd.Close(context.WithoutCancel(ctx)) }()
+	defer func() {
+		// RabbitMQ answers a detach lazily: go-amqp's Close would wait
+		// forever; the session's end reclaims the link.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		_ = snd.Close(cctx)
+		cancel()
+	}()
 	for i := from; i < to; i++ {
 		if err := snd.Send(ctx, brokertest.Numbered(i), nil); err != nil {
 			return fmt.Errorf("send %d: %w", i, err)
