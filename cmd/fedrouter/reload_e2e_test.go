@@ -32,6 +32,7 @@ type reloadRig struct {
 	config    string
 	p         *routerProc
 	tokenFile string // the admin token in force (write sets it: the test reloads each file it writes)
+	clients   map[string]*adminclient.Client
 	// name → source queue, destination exchange and the queue bound to it
 	q, ex, dq map[string]string
 }
@@ -89,7 +90,15 @@ func (g *reloadRig) byQueue() map[string]routes.Status {
 	out := map[string]routes.Status{}
 	// Through the API, not the CLI: the CLI reads the file, which the test
 	// makes bad on purpose.
-	sts, err := g.p.apiWith(g.tokenFile).Routes(g.t.Context())
+	if g.clients == nil {
+		g.clients = map[string]*adminclient.Client{}
+	}
+	c := g.clients[g.tokenFile]
+	if c == nil { // one client a token: each holds its keep-alive connection
+		c = g.p.apiWith(g.tokenFile)
+		g.clients[g.tokenFile] = c
+	}
+	sts, err := c.Routes(g.t.Context())
 	if err != nil {
 		g.t.Fatal(err)
 	}
