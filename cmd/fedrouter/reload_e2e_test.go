@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,6 +34,7 @@ type reloadRig struct {
 	p         *routerProc
 	tokenFile string // the admin token in force (write sets it: the test reloads each file it writes)
 	clients   map[string]*adminclient.Client
+	r2URL     string // r2's URL when not the registry's
 	// name → source queue, destination exchange and the queue bound to it
 	q, ex, dq map[string]string
 }
@@ -69,7 +71,7 @@ reconnect: {min: 100ms, max: 1s}
 admin: {listen: "127.0.0.1:0", token_file: %q}
 log: {level: %s, format: json}
 routes:
-%s%s`, g.bs[0].URL, g.bs[0].MgmtURL, g.bs[1].URL, g.bs[1].MgmtURL, tokenFile, level, rs.String(), extra)
+%s%s`, g.bs[0].URL, g.bs[0].MgmtURL, cmp.Or(g.r2URL, g.bs[1].URL), g.bs[1].MgmtURL, tokenFile, level, rs.String(), extra)
 	if err := os.WriteFile(g.config, []byte(yaml), 0o600); err != nil {
 		g.t.Fatal(err)
 	}
@@ -90,15 +92,7 @@ func (g *reloadRig) byQueue() map[string]routes.Status {
 	out := map[string]routes.Status{}
 	// Through the API, not the CLI: the CLI reads the file, which the test
 	// makes bad on purpose.
-	if g.clients == nil {
-		g.clients = map[string]*adminclient.Client{}
-	}
-	c := g.clients[g.tokenFile]
-	if c == nil { // one client a token: each holds its keep-alive connection
-		c = g.p.apiWith(g.tokenFile)
-		g.clients[g.tokenFile] = c
-	}
-	sts, err := c.Routes(g.t.Context())
+	sts, err := g.client().Routes(g.t.Context())
 	if err != nil {
 		g.t.Fatal(err)
 	}
@@ -358,6 +352,61 @@ func TestReloadRefusesBadConfigAndTakesNewToken(t *testing.T) {
 	if rs := g.waitRoutes("keep"); !rs["keep"].Since.Equal(before["keep"].Since) {
 		t.Fatalf("the route moved after a reload that did not change it: %+v", rs["keep"])
 	}
+
+	// r2's URL changed (another name of the same broker): r2 re-dialled,
+	// r1 not; the route re-attaches to it and forwards on.
+	brokersBefore := g.brokers()
+	if !strings.Contains(g.bs[1].URL, "127.0.0.1") {
+		t.Skipf("r2's URL %s has no 127.0.0.1 to rename", g.bs[1].URL)
+	}
+	g.r2URL = strings.Replace(g.bs[1].URL, "127.0.0.1", "localhost", 1)
+	g.write(map[string]int{"keep": 200}, tok2, "debug", "")
+	res, err := g.client().Reload(t.Context())
+	if err != nil || strings.Join(res.BrokersRedialed, ",") != "r2" || len(res.Settings) != 0 {
+		t.Fatalf("reload after r2's URL changed: %+v, %v", res, err)
+	}
+	brokertest.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
+		now := g.brokers()
+		if now["r2"].State != "Operational" || now["r2"].Generation <= brokersBefore["r2"].Generation || !strings.Contains(now["r2"].URL, "localhost") {
+			return fmt.Errorf("r2 %+v (before %+v)", now["r2"], brokersBefore["r2"])
+		}
+		if now["r1"].Generation != brokersBefore["r1"].Generation || !now["r1"].Since.Equal(brokersBefore["r1"].Since) {
+			return fmt.Errorf("r1 was re-dialled: %+v (before %+v)", now["r1"], brokersBefore["r1"])
+		}
+		return nil
+	})
+	g.waitRoutes("keep")
+	g.sendN("keep", 100, 200)
+	got := brokertest.Collect(t, brokertest.Dial(t, g.bs[1].Config(), amqp.ConnOptions{}), "/amq/queue/"+g.dq["keep"], 100, 60*time.Second)
+	brokertest.CheckNoLossFrom(t, got, 100, 200)
+}
+
+// client is an admin API client with the token in force: one a token,
+// each holding its keep-alive connection (the API caps connections).
+func (g *reloadRig) client() *adminclient.Client {
+	if g.clients == nil {
+		g.clients = map[string]*adminclient.Client{}
+	}
+	c := g.clients[g.tokenFile]
+	if c == nil {
+		c = g.p.apiWith(g.tokenFile)
+		g.clients[g.tokenFile] = c
+	}
+	return c
+}
+
+// brokers is the router's broker connections by name.
+func (g *reloadRig) brokers() map[string]api.BrokerStatus {
+	g.t.Helper()
+	bs, err := g.client().Brokers(g.t.Context())
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	out := map[string]api.BrokerStatus{}
+	for _, b := range bs {
+		out[b.Broker] = b
+	}
+	return out
 }
 
 // cliLocal runs a fedrouter command as the operator on the router's host
