@@ -1,6 +1,7 @@
 package router
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -109,5 +110,17 @@ func TestPlanReloadDeterministic(t *testing.T) {
 	}
 	if strings.Join(first.redial, ",") != "c,d,e,f" {
 		t.Fatalf("redial %v", first.redial)
+	}
+}
+
+// One reload at a time: while one holds the slot, another is refused at
+// once with ErrReloadBusy, reading nothing.
+func TestReloadBusyRefused(t *testing.T) {
+	r := &Router{reload: newReloader()}
+	r.reload.slot <- struct{}{} // a reload in progress
+	_, err := r.Reload(t.Context())
+	var re *ReloadError
+	if !errors.As(err, &re) || !errors.Is(err, ErrReloadBusy) {
+		t.Fatalf("second reload: %v", err)
 	}
 }
