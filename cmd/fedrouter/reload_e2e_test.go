@@ -263,41 +263,7 @@ func TestReloadRefusesBadConfigAndTakesNewToken(t *testing.T) {
 	g.p = startRouter(t, g.config)
 	before := g.waitRoutes("keep")
 
-	good, err := os.ReadFile(g.config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The CLI reads the file too (for the router's address and token):
-	// a file it cannot load it refuses itself with the same file:line,
-	// and the router is not asked; the endpoint refuses it all the same.
-	bad := []struct{ name, yaml, want string }{
-		{"syntax", string(good) + "  - {kind: queue, src: r1\n", g.config + ":9: did not find expected"},
-		{"unknown broker", string(good) + "  - {kind: queue, src: nosuch, dest: r2, queue: q, exchange: x}\n", g.config + ":10: "},
-		{"fixed setting", strings.Replace(string(good), "router_id: h-reload", "router_id: h-reload-2", 1), g.config + ":1: router_id cannot change"},
-	}
-	for _, b := range bad {
-		if err := os.WriteFile(g.config, []byte(b.yaml), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		out, code := g.p.cli("reload")
-		if code == 0 || !strings.Contains(out, b.want) {
-			t.Fatalf("%s: reload: exit %d, want %q in:\n%s", b.name, code, b.want, out)
-		}
-		_, aerr := g.p.apiWith(tok1).Reload(t.Context())
-		var ae *adminclient.Error
-		if !errors.As(aerr, &ae) || ae.Status/100 != 4 || !strings.Contains(strings.Join(ae.Problems, "\n"), b.want) {
-			t.Fatalf("%s: endpoint: %v (problems %q)", b.name, aerr, problemsOf(aerr))
-		}
-		for _, p := range ae.Problems {
-			if !strings.Contains(out, p) {
-				t.Fatalf("%s: the CLI does not say %q:\n%s", b.name, p, out)
-			}
-		}
-		t.Logf("%s: refused: %s", b.name, strings.Join(ae.Problems, "; "))
-		if rs := g.waitRoutes("keep"); !rs["keep"].Since.Equal(before["keep"].Since) {
-			t.Fatalf("%s: the route moved after a refused reload: %+v", b.name, rs["keep"])
-		}
-	}
+	good := g.refuseBadFiles(tok1, before["keep"])
 	// SIGHUP with a bad file: logged, the router runs on.
 	if err := g.p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
@@ -353,8 +319,59 @@ func TestReloadRefusesBadConfigAndTakesNewToken(t *testing.T) {
 		t.Fatalf("the route moved after a reload that did not change it: %+v", rs["keep"])
 	}
 
-	// r2's URL changed (another name of the same broker): r2 re-dialled,
-	// r1 not; the route re-attaches to it and forwards on.
+	g.redialOneBroker(tok2)
+}
+
+// refuseBadFiles writes bad files one after the other and checks each
+// is refused with file:line by the CLI and the endpoint alike, the route
+// (keep, as it was) untouched. It returns the good file, and leaves the
+// last bad one in place.
+func (g *reloadRig) refuseBadFiles(tok1 string, keep routes.Status) []byte {
+	t := g.t
+	t.Helper()
+	good, err := os.ReadFile(g.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The CLI reads the file too (for the router's address and token):
+	// a file it cannot load it refuses itself with the same file:line,
+	// and the router is not asked; the endpoint refuses it all the same.
+	bad := []struct{ name, yaml, want string }{
+		{"syntax", string(good) + "  - {kind: queue, src: r1\n", g.config + ":9: did not find expected"},
+		{"unknown broker", string(good) + "  - {kind: queue, src: nosuch, dest: r2, queue: q, exchange: x}\n", g.config + ":10: "},
+		{"fixed setting", strings.Replace(string(good), "router_id: h-reload", "router_id: h-reload-2", 1), g.config + ":1: router_id cannot change"},
+	}
+	for _, b := range bad {
+		if err := os.WriteFile(g.config, []byte(b.yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, code := g.p.cli("reload")
+		if code == 0 || !strings.Contains(out, b.want) {
+			t.Fatalf("%s: reload: exit %d, want %q in:\n%s", b.name, code, b.want, out)
+		}
+		_, aerr := g.p.apiWith(tok1).Reload(t.Context())
+		var ae *adminclient.Error
+		if !errors.As(aerr, &ae) || ae.Status/100 != 4 || !strings.Contains(strings.Join(ae.Problems, "\n"), b.want) {
+			t.Fatalf("%s: endpoint: %v (problems %q)", b.name, aerr, problemsOf(aerr))
+		}
+		for _, p := range ae.Problems {
+			if !strings.Contains(out, p) {
+				t.Fatalf("%s: the CLI does not say %q:\n%s", b.name, p, out)
+			}
+		}
+		t.Logf("%s: refused: %s", b.name, strings.Join(ae.Problems, "; "))
+		if rs := g.waitRoutes("keep"); !rs["keep"].Since.Equal(keep.Since) {
+			t.Fatalf("%s: the route moved after a refused reload: %+v", b.name, rs["keep"])
+		}
+	}
+	return good
+}
+
+// redialOneBroker changes r2's URL (another name of the same broker):
+// r2 is re-dialled, r1 not; the route re-attaches to it and forwards on.
+func (g *reloadRig) redialOneBroker(tok2 string) {
+	t := g.t
+	t.Helper()
 	brokersBefore := g.brokers()
 	if !strings.Contains(g.bs[1].URL, "127.0.0.1") {
 		t.Skipf("r2's URL %s has no 127.0.0.1 to rename", g.bs[1].URL)
