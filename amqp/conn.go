@@ -106,12 +106,14 @@ const DefaultIdleTimeout = 10 * time.Second
 // flusher (coalesce.go), started with the connection and joined when it
 // closes. go-amqp's own goroutines end when the connection is closed.
 type Conn struct {
-	cfg     BrokerConfig
-	opts    ConnOptions
-	targets []dialTarget
+	cfg  BrokerConfig // as dialled first: its Name never changes; Config has the settings in force
+	opts ConnOptions
 
 	g    *group.Group // run's; Close stops it
 	kick chan uint64  // generation reported broken by a user
+	// redial: the settings changed (Reconfigure): drop the connection, or
+	// end a wait, and dial with the new ones at once.
+	redial chan struct{}
 
 	pool sessionPool // NewSharedSender's sessions; its lock and mu are never held together
 
@@ -119,6 +121,8 @@ type Conn struct {
 	status  Status
 	changed chan struct{} // closed and replaced on every state change
 	conn    *goamqp.Conn  // non-nil only while Operational (nil with fakes)
+	live    BrokerConfig  // the settings in force (Reconfigure replaces them); guarded by mu
+	targets []dialTarget  // live's URLs, ready to dial; guarded by mu
 }
 
 // Dial validates cfg and starts connecting in the background; it
@@ -167,10 +171,12 @@ func Dial(ctx context.Context, cfg BrokerConfig, opts ConnOptions) (*Conn, error
 	}
 	c := &Conn{
 		cfg:     cfg,
+		live:    cfg,
 		opts:    opts,
 		targets: targets,
 		g:       group.New(ctx),
 		kick:    make(chan uint64, 1),
+		redial:  make(chan struct{}, 1),
 		changed: make(chan struct{}),
 		status:  Status{Broker: cfg.Name, State: Waiting, Since: opts.Clock.Now()},
 	}
@@ -181,8 +187,13 @@ func Dial(ctx context.Context, cfg BrokerConfig, opts ConnOptions) (*Conn, error
 // Name returns the broker's configured name.
 func (c *Conn) Name() string { return c.cfg.Name }
 
-// Config returns the broker's configuration.
-func (c *Conn) Config() BrokerConfig { return c.cfg }
+// Config returns the broker's configuration in force (Reconfigure may
+// have replaced the first one).
+func (c *Conn) Config() BrokerConfig {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.live
+}
 
 // Status returns the current state and a channel closed at the next change.
 func (c *Conn) Status() (Status, <-chan struct{}) {
@@ -299,8 +310,15 @@ func (c *Conn) run(ctx context.Context) {
 		if err != nil {
 			if Classify(err) == ScopeAuth {
 				c.fail(&Error{Op: "connect", Broker: c.cfg.Name, Scope: ScopeAuth, Err: fmt.Errorf("%w: %v", ErrAuth, err)}, Failed)
-				<-ctx.Done() // no retry after an authentication failure
-				return
+				// No retry after an authentication failure, unless the
+				// settings change (new credentials).
+				select {
+				case <-c.redial:
+					attempt = 0
+					continue
+				case <-ctx.Done():
+					return
+				}
 			}
 			delay := c.opts.Backoff.Delay(attempt)
 			attempt++
@@ -313,6 +331,9 @@ func (c *Conn) run(ctx context.Context) {
 			})
 			select {
 			case <-c.opts.Clock.After(delay):
+				continue
+			case <-c.redial:
+				attempt, next = 0, 0
 				continue
 			case <-ctx.Done():
 				return
@@ -331,6 +352,10 @@ func (c *Conn) run(ctx context.Context) {
 			s.LastErrorAt = c.opts.Clock.Now()
 			s.RetryIn = 0
 		})
+		if errors.Is(lost, errReconfigured) {
+			attempt, next = 0, 0 // the new settings, from their first URL
+			continue
+		}
 		if stable {
 			// A cut link to a healthy broker: re-dial at once.
 			attempt = 0
@@ -342,6 +367,8 @@ func (c *Conn) run(ctx context.Context) {
 		c.setState(func(s *Status) { s.RetryIn = delay; s.Attempt = attempt })
 		select {
 		case <-c.opts.Clock.After(delay):
+		case <-c.redial:
+			attempt, next = 0, 0
 		case <-ctx.Done():
 			return
 		}
@@ -351,9 +378,15 @@ func (c *Conn) run(ctx context.Context) {
 // dialAny tries every URL once, starting at first; ctx's end aborts it.
 func (c *Conn) dialAny(ctx context.Context, first int) (transport, int, error) {
 	var errs []error
-	for i := range c.targets {
-		idx := (first + i) % len(c.targets)
-		t := c.targets[idx]
+	c.mu.Lock()
+	targets := c.targets // replaced whole by Reconfigure, never changed
+	c.mu.Unlock()
+	if first >= len(targets) {
+		first = 0
+	}
+	for i := range targets {
+		idx := (first + i) % len(targets)
+		t := targets[idx]
 		c.setState(func(s *Status) { s.State = Connecting; s.URL = t.redacted; s.RetryIn = 0 })
 		dctx, cancel := context.WithTimeout(ctx, c.opts.ConnectTimeout)
 		tr, err := c.opts.dial(dctx, t)
@@ -408,6 +441,9 @@ func (c *Conn) hold(ctx context.Context, t transport) error {
 			}
 			_ = t.Close() // dropping it anyway: the loss is what we report
 			return &Error{Op: "connection dropped", Broker: c.cfg.Name, Scope: ScopeConn, Err: errors.New("a link reported a connection-level error")}
+		case <-c.redial:
+			_ = t.Close() // replaced by one with the new settings
+			return &Error{Op: "connection dropped", Broker: c.cfg.Name, Scope: ScopeConn, Err: errReconfigured}
 		case <-ctx.Done():
 			_ = t.Close() // closing: a close error changes nothing
 			return nil

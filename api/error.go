@@ -47,6 +47,17 @@ const (
 	// CodeDestinationRoute (409): the route is a global destination's
 	// flow, run by the router itself.
 	CodeDestinationRoute Code = "destination-route"
+	// CodeInvalidConfig (400): a reload found the configuration file
+	// invalid (Problems lists each, as file:line); the running
+	// configuration goes on unchanged.
+	CodeInvalidConfig Code = "invalid-config"
+	// CodeReloadRefused (409): the configuration file changes settings
+	// that cannot change while the router runs (Problems names each key,
+	// as file:line); nothing changed.
+	CodeReloadRefused Code = "reload-refused"
+	// CodeReloadBusy (409): another reload is in progress; nothing
+	// changed: try again when it has answered.
+	CodeReloadBusy Code = "reload-busy"
 	// CodeTooLarge (413): the request body is over the bound.
 	CodeTooLarge Code = "too-large"
 	// CodeMediaType (415): a write without Content-Type: application/json.

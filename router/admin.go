@@ -309,6 +309,7 @@ func (a *AdminServer) routes(reg *prometheus.Registry) http.Handler {
 	mux.HandleFunc("GET /api/v1/topology", a.topology)
 	mux.HandleFunc("GET /api/v1/cluster", a.clusterStatus)
 	mux.HandleFunc("GET /api/v1/destinations", a.destinations)
+	mux.HandleFunc("POST /api/v1/reload", a.reloadConfig)
 	mux.Handle("GET "+console.Prefix, console.Handler())
 	mux.Handle("GET /{$}", http.RedirectHandler(console.Prefix, http.StatusFound))
 	mux.HandleFunc("GET /healthz", healthz)

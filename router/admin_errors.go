@@ -20,6 +20,18 @@ func writeServiceError(w http.ResponseWriter, err error) {
 		writeJSON(w, http.StatusBadRequest, api.ErrorBody{Error: err.Error(), Code: api.CodeValidation, Problems: se.Problems})
 		return
 	}
+	var re *ReloadError
+	if errors.As(err, &re) {
+		status, code := http.StatusConflict, api.CodeReloadRefused
+		switch {
+		case errors.Is(err, ErrReloadInvalid):
+			status, code = http.StatusBadRequest, api.CodeInvalidConfig
+		case errors.Is(err, ErrReloadBusy):
+			status, code = http.StatusConflict, api.CodeReloadBusy
+		}
+		writeJSON(w, status, api.ErrorBody{Error: re.Kind.Error(), Code: code, Problems: re.Problems})
+		return
+	}
 	if errors.Is(err, routes.ErrDuplicate) {
 		// qpid-route's exact words: the CLI shows them as a warning.
 		writeCode(w, http.StatusConflict, api.CodeDuplicate, routes.ErrDuplicate.Error())

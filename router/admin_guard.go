@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -41,8 +42,8 @@ import (
 //
 // screen (1-3) is pure; admit adds the throttle, whose state is its own.
 type guard struct {
-	names    map[string]bool // accepted Host names, lower case, no trailing dot
-	tokenSum [32]byte        // SHA-256 of the token: compared sums hide its length
+	names    map[string]bool          // accepted Host names, lower case, no trailing dot
+	tokenSum atomic.Pointer[[32]byte] // SHA-256 of the token: compared sums hide its length; a reload replaces it
 	throttle *throttle
 	logs     *ratelog.Limiter // the wrong-token warnings' rate
 	log      zerolog.Logger
@@ -57,8 +58,9 @@ type refusal struct {
 }
 
 func newGuard(token, listen string, names []string, log zerolog.Logger) *guard {
-	g := &guard{names: map[string]bool{"localhost": true}, tokenSum: sha256.Sum256([]byte(token)),
+	g := &guard{names: map[string]bool{"localhost": true},
 		throttle: newThrottle(), logs: ratelog.New(wrongTokenLogEvery), log: log, now: time.Now}
+	g.setToken(token)
 	if h, _, err := net.SplitHostPort(listen); err == nil && h != "" {
 		g.names[canonicalHost(h)] = true // an IP address passes anyway
 	}
@@ -98,6 +100,13 @@ func (g *guard) wrapLocal(next http.Handler) http.Handler {
 	})
 }
 
+// setToken makes token the one the gate lets in, from the next request
+// on (a reload's new token: the old one is refused from then).
+func (g *guard) setToken(token string) {
+	sum := sha256.Sum256([]byte(token))
+	g.tokenSum.Store(&sum)
+}
+
 // admit runs every check; nil lets the request through.
 func (g *guard) admit(r *http.Request, now time.Time) *refusal {
 	if ref := g.screen(r); ref != nil {
@@ -121,7 +130,7 @@ func (g *guard) admit(r *http.Request, now time.Time) *refusal {
 			msg: `missing admin token: send the header "Authorization: Bearer TOKEN" (the router's admin token: docs/admin-api.md)`}
 	}
 	sum := sha256.Sum256([]byte(got))
-	if subtle.ConstantTimeCompare(sum[:], g.tokenSum[:]) == 1 {
+	if subtle.ConstantTimeCompare(sum[:], g.tokenSum.Load()[:]) == 1 {
 		return nil
 	}
 	blocked := g.throttle.fail(client, now)

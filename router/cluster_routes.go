@@ -255,3 +255,10 @@ func (c *clusterPart) read(ctx context.Context) ([]routes.Status, error) {
 	})
 	return out, nil
 }
+
+// reloadConfigured: a member's configured routes are in the cluster's
+// store, put there at its start; a reload that changes them is refused
+// before it gets here (planReload), so this only says why.
+func (c *clusterPart) reloadConfigured(context.Context, []configRoute, []configRoute, []configRoute) error {
+	return errors.New("router: reload: a cluster member's configured routes change at its next start")
+}

@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"errors"
 
 	"github.com/fedrouter/fedrouter/routes"
 )
@@ -27,6 +28,10 @@ type routeControl interface {
 	page(after string, limit int) ([]routes.Status, string, error)
 	// own is the routes this process runs.
 	own() []routes.Status
+	// reloadConfigured applies a reload's configured routes: stops
+	// remove's, stops and starts again replace's (with their new
+	// settings), starts add's. Runtime routes are not touched.
+	reloadConfigured(ctx context.Context, remove, replace, add []configRoute) error
 }
 
 // localRoutes is a single router's route control: its manager, whose
@@ -48,6 +53,29 @@ func (l localRoutes) page(after string, limit int) ([]routes.Status, string, err
 	return l.m.ListPage(after, limit) // only the page's statuses computed
 }
 func (l localRoutes) own() []routes.Status { return l.m.List() }
+
+// reloadConfigured: an exchange route replaced keeps its subscription
+// (the new one, same id, goes on from it); one removed drops it, as a
+// deleted route does. Every step is tried; the errors are joined.
+func (l localRoutes) reloadConfigured(ctx context.Context, remove, replace, add []configRoute) error {
+	var errs []error
+	for _, r := range remove {
+		errs = append(errs, l.m.StopConfigured(ctx, r.id, false))
+	}
+	for _, r := range replace {
+		if err := l.m.StopConfigured(ctx, r.id, true); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		_, err := l.m.Start(r.spec, routes.OriginConfig)
+		errs = append(errs, err)
+	}
+	for _, r := range add {
+		_, err := l.m.Start(r.spec, routes.OriginConfig)
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
 
 var (
 	_ routeControl = localRoutes{}

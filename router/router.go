@@ -47,6 +47,9 @@ type Router struct {
 	// routeCtl changes and lists the routes: the manager's (localRoutes)
 	// or, in a cluster, the cluster's (cluster). Set by Start.
 	routeCtl routeControl
+	// reload is the configuration in force and the one-at-a-time slot of
+	// Reload (reload.go).
+	reload reloader
 }
 
 // ErrTopologyOff: the router floods no link state (no topology secret).
@@ -55,7 +58,7 @@ var ErrTopologyOff = errors.New("router: link-state flooding is off (no topology
 // New builds a router from a validated configuration. It does not connect.
 func New(cfg *config.Config, log zerolog.Logger) *Router {
 	return &Router{cfg: cfg, log: log.With().Str("router", cfg.RouterID).Logger(), pools: map[string][]*amqp.Conn{}, profiles: map[string]amqp.Profile{},
-		table: newTable()}
+		table: newTable(), reload: newReloader()}
 }
 
 // Start dials every broker in the background and starts the configured
@@ -127,6 +130,7 @@ func (r *Router) Start(ctx context.Context) error {
 		}
 		r.gdests.start(r.ctx, remote)
 	}
+	r.startReload()
 	return nil
 }
 

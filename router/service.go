@@ -53,6 +53,11 @@ type Service interface {
 	// Cluster is the cluster as this member sees it; ErrNotClustered for
 	// a single router.
 	Cluster(ctx context.Context) (api.ClusterStatus, error)
+	// Reload reads the configuration file again and applies it, saying
+	// what changed (reload.go); *ReloadError when it is refused whole
+	// (invalid, a setting that cannot change live, another reload in
+	// progress): nothing changed then.
+	Reload(ctx context.Context) (api.Reload, error)
 	// GlobalDestinations returns the global destinations as last
 	// decided; ErrNoDestinations when the router has none configured.
 	GlobalDestinations(ctx context.Context) (api.Destinations, error)

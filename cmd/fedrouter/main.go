@@ -107,7 +107,7 @@ func newApp() *cli.App {
 				Usage:  "print fedrouter's version",
 				Action: printVersion,
 			},
-		}, apiCommands()...),
+		}, append(apiCommands(), reloadCommand())...),
 	}
 	strictUsage(app)
 	return app
@@ -176,17 +176,41 @@ func listProfiles(c *cli.Context) error {
 	return p.done()
 }
 
+// newLogger builds the daemon's logger. Its level is zerolog's global
+// one, so that a reload can change it for every logger derived from this
+// one (liveSettings.SetLogLevel); the logger's own lets everything through.
 func newLogger(spec config.LogSpec, w io.Writer) zerolog.Logger {
 	level, err := zerolog.ParseLevel(spec.Level)
 	if err != nil {
 		level = zerolog.InfoLevel
 	}
+	zerolog.SetGlobalLevel(level)
 	if spec.Format == "text" {
 		f, isFile := w.(*os.File)
 		color := isFile && isatty.IsTerminal(f.Fd())
 		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339, NoColor: !color}
 	}
-	return zerolog.New(w).Level(level).With().Timestamp().Logger()
+	return zerolog.New(w).Level(zerolog.TraceLevel).With().Timestamp().Logger()
+}
+
+// liveSettings is what a reload changes outside the router: the admin
+// API's token (nil with the API off) and the log level.
+type liveSettings struct{ admin *router.AdminServer }
+
+func (l liveSettings) SetAdminToken(token string) error {
+	if l.admin == nil {
+		return nil
+	}
+	return l.admin.SetAdminToken(token)
+}
+
+func (l liveSettings) SetLogLevel(level string) error {
+	lv, err := zerolog.ParseLevel(level)
+	if err != nil {
+		return fmt.Errorf("log.level %q: %w", level, err)
+	}
+	zerolog.SetGlobalLevel(lv)
+	return nil
 }
 
 // configFlag is how every command is given the router's configuration:
@@ -221,8 +245,15 @@ func runDaemon(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	r.EnableReload(liveSettings{admin: admin})
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// SIGHUP reloads the configuration file (before it was caught it
+	// killed the router without a word). Caught from here on: a HUP
+	// during the start is queued and reloads once the router runs.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	// The app's root context, not the signal one: a signal makes this
 	// loop call r.Stop, which shuts the router down in order.
 	if err := r.Start(c.Context); err != nil {
@@ -247,6 +278,12 @@ func runDaemon(c *cli.Context) error {
 		case <-tick:
 			if err := printStatus(c.App.Writer, r.Status()); err != nil {
 				log.Warn().Err(err).Msg("status table") // the router carries on
+			}
+		case <-hup:
+			// The router logs the summary, or the refusal with its
+			// problems; the running configuration goes on either way.
+			if _, err := r.Reload(ctx); errors.Is(err, router.ErrReloadBusy) {
+				log.Warn().Msg("SIGHUP: a reload is in progress already (through the admin API): this one is not made")
 			}
 		case <-ctx.Done():
 			log.Info().Msg("stopping")

@@ -39,6 +39,9 @@ type Service struct {
 	err     error       // when set, every mutation fails with it
 	last    routes.Spec // what AddRoute got last
 	partial string      // why the route list is partial (SetPartial)
+	// reload and reloadErr are what Reload answers (SetReload).
+	reload    api.Reload
+	reloadErr error
 }
 
 // Options configure a Service.
@@ -184,6 +187,20 @@ func (f *Service) Cluster(context.Context) (api.ClusterStatus, error) {
 // GlobalDestinations answers Options.NoDestinations.
 func (f *Service) GlobalDestinations(context.Context) (api.Destinations, error) {
 	return api.Destinations{}, f.destsOff
+}
+
+// Reload answers what SetReload set (an empty reload at first).
+func (f *Service) Reload(context.Context) (api.Reload, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.reload, f.reloadErr
+}
+
+// SetReload sets what Reload answers.
+func (f *Service) SetReload(res api.Reload, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reload, f.reloadErr = res, err
 }
 
 // Links returns the links set.
