@@ -119,6 +119,8 @@ type Conn struct {
 	status  Status
 	changed chan struct{} // closed and replaced on every state change
 	conn    *goamqp.Conn  // non-nil only while Operational (nil with fakes)
+
+	engine engineConn // routes on the engine data path (engineconn.go)
 }
 
 // Dial validates cfg and starts connecting in the background; it
@@ -261,6 +263,7 @@ func (c *Conn) ReportBroken(gen uint64, err error) {
 // always returns nil (it is an io.Closer).
 func (c *Conn) Close() error {
 	c.g.Stop()
+	c.closeEngine()
 	return nil
 }
 

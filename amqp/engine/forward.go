@@ -47,9 +47,11 @@ type Forwarder struct {
 	sec      wire.Sections // the message being sent, scanned
 
 	forwarded, settled, released, refused, parks uint64
+	accepted, rejected                           uint64 // the destination's outcomes, of settled
 
 	progress chan struct{} // poked (never blocking) when the source is settled
 	nParked  atomic.Int64  // len(parked), read by limit without f.mu
+	stopping atomic.Bool   // Stop: take no more, settle what is in flight
 }
 
 type inflight struct {
@@ -102,9 +104,14 @@ func Forward(ctx context.Context, src *Session, ro ReceiverOptions, dst *Session
 	return f, rcv, snd, nil
 }
 
-// ForwardStats are a forwarder's counts.
+// ForwardStats are a forwarder's counts: Forwarded sent to the
+// destination, Settled of those with the destination's outcome (Accepted
+// and Rejected by it, the rest released at the source), Released at the
+// source without being sent, Refused (rejected at the source: they do
+// not decode).
 type ForwardStats struct {
 	Forwarded, Settled, Released, Refused uint64
+	Accepted, Rejected                    uint64
 	Parks                                 uint64 // messages that waited (copied) for destination credit
 	InFlight, Parked                      int
 }
@@ -114,6 +121,7 @@ func (f *Forwarder) Stats() ForwardStats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return ForwardStats{Forwarded: f.forwarded, Settled: f.settled, Released: f.released, Refused: f.refused, Parks: f.parks,
+		Accepted: f.accepted, Rejected: f.rejected,
 		InFlight: len(f.inflight) - f.head, Parked: len(f.parked)}
 }
 
@@ -138,7 +146,7 @@ func (f *Forwarder) onMessage(d *Delivery) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.src = d.Receiver
-	if f.err != nil {
+	if f.err != nil || f.stopping.Load() {
 		f.release(d.Receiver, d.ID, d.Settled)
 		return
 	}
@@ -248,6 +256,12 @@ func (f *Forwarder) onSettled(first, last uint32, st *DeliveryState) {
 		f.head++
 		n++
 		f.settled++
+		switch e.state.Kind {
+		case wire.StateAccepted:
+			f.accepted++
+		case wire.StateRejected:
+			f.rejected++
+		}
 		if !e.srcSettled {
 			src.Settle(e.src, sourceOutcome(&e.state))
 		}
@@ -260,6 +274,21 @@ func (f *Forwarder) onSettled(first, last uint32, st *DeliveryState) {
 		case f.progress <- struct{}{}:
 		default:
 		}
+	}
+}
+
+// Stop makes the forwarder take no more from the source: its credit is
+// taken back (a flow granting none), deliveries still arriving are
+// released at the source (not sent: no duplicate comes of them), and
+// those in flight are settled as the destination's outcomes come. A
+// route whose path changed drains this way before it closes the links.
+func (f *Forwarder) Stop() {
+	f.stopping.Store(true)
+	f.mu.Lock()
+	src := f.src
+	f.mu.Unlock()
+	if src != nil {
+		src.revoke()
 	}
 }
 
@@ -284,6 +313,9 @@ func sourceOutcome(st *DeliveryState) *DeliveryState {
 // take now, less what is parked for it, at least 1 so a grant is never
 // withheld for good by a stale count. It takes no lock.
 func (f *Forwarder) creditLimit() uint32 {
+	if f.stopping.Load() {
+		return 0
+	}
 	return max(1, f.dst.Available()-min(f.dst.Available(), uint32(f.nParked.Load())))
 }
 

@@ -115,6 +115,8 @@ type ReceiverOptions struct {
 	ExpiryPolicy string
 	// Filter is the source's filter set, encoded (a wire map).
 	Filter []byte
+	// Capabilities of the source terminus (e.g. "queue", "topic").
+	Capabilities []string
 	// limit, when set, caps the credit granted (Forward: the
 	// destination's credit); it must not take a lock.
 	limit func() uint32
@@ -134,6 +136,8 @@ type SenderOptions struct {
 	// Durable and ExpiryPolicy of the target terminus.
 	Durable      uint32
 	ExpiryPolicy string
+	// Capabilities of the target terminus (e.g. "queue", "topic").
+	Capabilities []string
 	// OnSettled is called on the reader goroutine with the peer's
 	// outcome for the deliveries first..last of this session (it may
 	// span ids of other senders on the same session: ignore those).

@@ -82,7 +82,7 @@ func (s *Session) NewReceiver(ctx context.Context, opts ReceiverOptions) (*Recei
 	r.timer.Stop()
 	a := wire.Attach{
 		Name: opts.Name, Role: wire.RoleReceiver, SndSettleMode: wire.SndMixed, RcvSettleMode: wire.RcvFirst,
-		Source: &wire.Source{Address: opts.Address, Durable: opts.Durable, ExpiryPolicy: opts.ExpiryPolicy, Filter: opts.Filter},
+		Source: &wire.Source{Address: opts.Address, Durable: opts.Durable, ExpiryPolicy: opts.ExpiryPolicy, Filter: opts.Filter, Capabilities: opts.Capabilities},
 		Target: &wire.Target{}, MaxMessageSize: opts.MaxMessageSize,
 	}
 	if opts.Mode == SettlePresettled {
@@ -133,6 +133,15 @@ func (r *Receiver) Regrant() {
 	if r.needGrantLocked() {
 		s.c.w.unlock(r.grantLocked(s.c.w.lock(), true))
 	}
+	s.mu.Unlock()
+}
+
+// revoke sends the peer a flow with the credit the target allows now,
+// even when it is less than the peer has (0 for a stopped forwarder).
+func (r *Receiver) revoke() {
+	s := r.s
+	s.mu.Lock()
+	s.c.w.unlock(r.grantLocked(s.c.w.lock(), true))
 	s.mu.Unlock()
 }
 
