@@ -68,7 +68,7 @@ func (r *route) runEngine(ctx context.Context, drain <-chan struct{}, credit, li
 	defer endSessions(l.Src, l.Dst)
 	fw, err := links.AttachEngine(setup, l, credit, r.spec.Ack)
 	if err != nil {
-		return fmt.Errorf("attach %s on %s > %s on %s (engine): %w", l.Source.Address, r.spec.Src, l.Target.Address, r.spec.Dest, err)
+		return fmt.Errorf("route %s > %s on the engine: %w", r.spec.Src, r.spec.Dest, err)
 	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.Background(), engineClose) // the run's ctx may be over: close anyway

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -75,7 +76,7 @@ func Forward(ctx context.Context, src *Session, ro ReceiverOptions, dst *Session
 	so.OnSettled, so.OnCredit, so.Mode = f.onSettled, f.onCredit, SettleUnsettled
 	snd, err := dst.NewSender(ctx, so)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, fmt.Errorf("engine: attach sender to %s: %w", so.Address, err)
 	}
 	f.dst = snd
 	if ro.Credit == 0 {
@@ -95,7 +96,7 @@ func Forward(ctx context.Context, src *Session, ro ReceiverOptions, dst *Session
 	rcv, err := src.NewReceiver(ctx, ro)
 	if err != nil {
 		_ = snd.Close(ctx)
-		return nil, nil, nil, err
+		return nil, nil, nil, fmt.Errorf("engine: attach receiver to %s: %w", ro.Address, err)
 	}
 	f.mu.Lock()
 	f.src = rcv
