@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fedrouter/fedrouter/amqp/engine"
+	"github.com/fedrouter/fedrouter/amqp/wire"
 )
 
 // The engine data path (docs/engine.md, "Routes on the engine"): a run
@@ -17,10 +18,12 @@ import (
 // (a link, session or connection gone, a drain, a limit), and the
 // route's counters.
 //
-// Not carried yet (a route needing them runs on go-amqp, routes/ decides):
-// Config.DeadLetter, Prepare, Fence, OutcomeTimeout and MaxAbandoned.
-// A destination that never answers holds the source's credit instead of
-// timing out: nothing is lost, the route stalls.
+// Config.OutcomeTimeout and MaxAbandoned act as on go-amqp, checked
+// every engineTick: a message without the destination's outcome in time
+// is rejected at the source (NoOutcome and Rejected count it), and the
+// run ends with ErrTooManyAbandoned after MaxAbandoned of them. Not
+// carried yet (a route needing them runs on go-amqp, routes/ decides):
+// Config.DeadLetter, Prepare and Fence.
 
 // EngineLinks are one run's sessions on the engine and its two termini.
 type EngineLinks struct {
@@ -97,6 +100,10 @@ func (e *EngineForwarder) Run(ctx context.Context, cfg Config, c *Counters) erro
 	}()
 	drain := cfg.Drain
 	draining := false
+	if cfg.MaxAbandoned <= 0 {
+		cfg.MaxAbandoned = 1000
+	}
+	expired := noOutcome(cfg.OutcomeTimeout)
 	for {
 		select {
 		case <-ctx.Done():
@@ -115,7 +122,13 @@ func (e *EngineForwarder) Run(ctx context.Context, cfg Config, c *Counters) erro
 		case <-e.f.Progress():
 		case <-tick.C:
 		}
+		if cfg.OutcomeTimeout > 0 {
+			e.f.Expire(time.Now().Add(-cfg.OutcomeTimeout), expired)
+		}
 		st := e.count(c)
+		if int(st.Expired) >= cfg.MaxAbandoned {
+			return ErrTooManyAbandoned
+		}
 		if err := e.f.Err(); err != nil {
 			return fmt.Errorf("links: send: %w", err)
 		}
@@ -135,11 +148,12 @@ func (e *EngineForwarder) count(c *Counters) engine.ForwardStats {
 	p := e.last
 	c.Sent.Add(st.Forwarded - p.Forwarded)
 	c.Forwarded.Add(st.Accepted - p.Accepted)
-	c.Rejected.Add(st.Rejected - p.Rejected + st.Refused - p.Refused)
+	c.Rejected.Add(st.Rejected - p.Rejected + st.Refused - p.Refused + st.Expired - p.Expired)
+	c.NoOutcome.Add(st.Expired - p.Expired)
 	// Released at the source: outcomes other than accepted or rejected,
 	// and deliveries that were never sent (the forwarder stopping, or
 	// beyond what it may park).
-	redelivered := func(s engine.ForwardStats) uint64 { return s.Settled - s.Accepted - s.Rejected + s.Released }
+	redelivered := func(s engine.ForwardStats) uint64 { return s.Settled - s.Accepted - s.Rejected - s.Expired + s.Released }
 	c.Redelivered.Add(redelivered(st) - redelivered(p))
 	c.InFlight.Store(int64(st.InFlight + st.Parked))
 	e.last = st
@@ -151,4 +165,12 @@ func (e *EngineForwarder) count(c *Counters) engine.ForwardStats {
 func (e *EngineForwarder) Close(ctx context.Context) {
 	_ = e.rcv.Close(ctx) // the sessions end next: an error here changes nothing
 	_ = e.snd.Close(ctx)
+}
+
+// noOutcome is the state a message without the destination's outcome in
+// time is settled with at the source: rejected, as links.Forward does
+// without a dead-letter queue.
+func noOutcome(timeout time.Duration) *engine.DeliveryState {
+	return &engine.DeliveryState{Kind: wire.StateRejected, Error: &wire.Error{Condition: "amqp:not-allowed",
+		Description: fmt.Sprintf("fedrouter: no outcome from the destination within %s (unroutable?)", timeout)}}
 }

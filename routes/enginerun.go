@@ -78,7 +78,7 @@ func (r *route) runEngine(ctx context.Context, drain <-chan struct{}, credit, li
 	release()
 	r.setState(StateOperational, nil, 0)
 	r.setDetail(engineDetail)
-	return fw.Run(ctx, links.Config{Window: credit, Limit: limit, Drain: drain}, &r.c)
+	return fw.Run(ctx, links.Config{Window: credit, Limit: limit, Drain: drain, OutcomeTimeout: r.spec.OutcomeTimeout}, &r.c)
 }
 
 // engineLinks resolves the run's termini and begins its two sessions.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/fedrouter/fedrouter/amqp/wire"
 )
@@ -49,6 +50,7 @@ type Forwarder struct {
 
 	forwarded, settled, released, refused, parks uint64
 	accepted, rejected                           uint64 // the destination's outcomes, of settled
+	expired                                      uint64 // settled by Expire: no outcome in time
 
 	progress chan struct{} // poked (never blocking) when the source is settled
 	nParked  atomic.Int64  // len(parked), read by limit without f.mu
@@ -59,6 +61,8 @@ type inflight struct {
 	dst, src   uint32
 	srcSettled bool // the source sent it settled: nothing to settle there
 	done       bool
+	expired    bool  // Expire gave it its state, not the destination
+	sent       int64 // when it was sent, Unix nanoseconds (Expire)
 	state      wire.DeliveryState
 }
 
@@ -113,6 +117,7 @@ func Forward(ctx context.Context, src *Session, ro ReceiverOptions, dst *Session
 type ForwardStats struct {
 	Forwarded, Settled, Released, Refused uint64
 	Accepted, Rejected                    uint64
+	Expired                               uint64 // settled at the source with Expire's state
 	Parks                                 uint64 // messages that waited (copied) for destination credit
 	InFlight, Parked                      int
 }
@@ -122,7 +127,7 @@ func (f *Forwarder) Stats() ForwardStats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return ForwardStats{Forwarded: f.forwarded, Settled: f.settled, Released: f.released, Refused: f.refused, Parks: f.parks,
-		Accepted: f.accepted, Rejected: f.rejected,
+		Accepted: f.accepted, Rejected: f.rejected, Expired: f.expired,
 		InFlight: len(f.inflight) - f.head, Parked: len(f.parked)}
 }
 
@@ -205,7 +210,7 @@ func (f *Forwarder) push(dstID, srcID uint32, srcSettled bool) {
 		n := copy(f.inflight, f.inflight[f.head:])
 		f.inflight, f.head = f.inflight[:n], 0
 	}
-	f.inflight = append(f.inflight, inflight{dst: dstID, src: srcID, srcSettled: srcSettled})
+	f.inflight = append(f.inflight, inflight{dst: dstID, src: srcID, srcSettled: srcSettled, sent: time.Now().UnixNano()})
 	f.forwarded++
 }
 
@@ -250,6 +255,12 @@ func (f *Forwarder) onSettled(first, last uint32, st *DeliveryState) {
 			e.done, e.state = true, *st
 		}
 	}
+	f.settleHeadLocked()
+}
+
+// settleHeadLocked settles at the source every delivery at the head of
+// the send order that has its state; f.mu is held.
+func (f *Forwarder) settleHeadLocked() {
 	src := f.src
 	n := 0
 	for f.head < len(f.inflight) && f.inflight[f.head].done {
@@ -257,10 +268,12 @@ func (f *Forwarder) onSettled(first, last uint32, st *DeliveryState) {
 		f.head++
 		n++
 		f.settled++
-		switch e.state.Kind {
-		case wire.StateAccepted:
+		switch {
+		case e.expired:
+			f.expired++
+		case e.state.Kind == wire.StateAccepted:
 			f.accepted++
-		case wire.StateRejected:
+		case e.state.Kind == wire.StateRejected:
 			f.rejected++
 		}
 		if !e.srcSettled {
@@ -276,6 +289,29 @@ func (f *Forwarder) onSettled(first, last uint32, st *DeliveryState) {
 		default:
 		}
 	}
+}
+
+// Expire gives st (accepted, rejected or released at the source) to
+// every delivery sent before before that still waits for the
+// destination's outcome, and settles the source for them: a destination
+// that does not answer in time does not hold the source's credit for
+// good. A later outcome from the destination for one of them is
+// ignored. It returns how many it expired.
+func (f *Forwarder) Expire(before time.Time, st *DeliveryState) int {
+	limit := before.UnixNano()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for i := f.head; i < len(f.inflight) && f.inflight[i].sent < limit; i++ {
+		if e := &f.inflight[i]; !e.done {
+			e.done, e.expired, e.state = true, true, *st
+			n++
+		}
+	}
+	if n > 0 {
+		f.settleHeadLocked()
+	}
+	return n
 }
 
 // Stop makes the forwarder take no more from the source: its credit is
