@@ -153,7 +153,9 @@ func (e *EngineForwarder) count(c *Counters) engine.ForwardStats {
 	// Released at the source: outcomes other than accepted or rejected,
 	// and deliveries that were never sent (the forwarder stopping, or
 	// beyond what it may park).
-	redelivered := func(s engine.ForwardStats) uint64 { return s.Settled - s.Accepted - s.Rejected - s.Expired + s.Released }
+	redelivered := func(s engine.ForwardStats) uint64 {
+		return s.Settled - s.Accepted - s.Rejected - s.Expired + s.Released
+	}
 	c.Redelivered.Add(redelivered(st) - redelivered(p))
 	c.InFlight.Store(int64(st.InFlight + st.Parked))
 	e.last = st
