@@ -327,3 +327,33 @@ func poisonFailsOnlyItsRoute(t *testing.T, script, words string) {
 	brokertest.CheckNoLossFrom(t, got, 1000, 2000)
 	h.waitState(badRoute.ID, routes.StateOperational)
 }
+
+// On the engine data path a message whose annotations do not decode (a
+// binary annotation key) is no poison: the forwarder rejects it at the
+// source with amqp:decode-error (counted as rejected; the route's
+// on_reject policy, reject) and the messages around it cross, the route
+// Operational throughout.
+func TestIntegrationUndecodableOnEngine(t *testing.T) {
+	h := newHarnessOn(t, routes.DataPathEngine, "rabbit1", "rabbit2")
+	src, ex, dq := brokertest.UniqueName(t, "src"), brokertest.UniqueName(t, "ex"), brokertest.UniqueName(t, "dq")
+	cfg := h.brokers["rabbit1"].Config()
+	brokertest.DeclareQueue(t, cfg, src)
+	h.exchangeWithQueue("rabbit2", ex, "fanout", dq, "")
+	s := h.session("rabbit1")
+	brokertest.SendAll(t, s, "/amq/queue/"+src, 10, 5, brokertest.Numbered)
+	b1 := h.brokers["rabbit1"]
+	b1.URL = strings.Replace(b1.URL, "amqp://", "amqp://"+cfg.Username+":"+cfg.Password+"@", 1) // badkey.py takes the credentials from the URL
+	pyproton(t, "badkey.py", b1, "/amq/queue/"+src)
+	brokertest.SendAll(t, s, "/amq/queue/"+src, 10, 5, func(i int) *goamqp.Message { return brokertest.Numbered(5 + i) })
+	st := h.add(routes.Spec{Kind: routes.KindQueue, Dest: "rabbit2", Src: "rabbit1", Exchange: ex, Queue: src})
+	h.waitDataPath(st.ID, routes.DataPathEngine)
+	got := brokertest.Collect(t, h.conns["rabbit2"], "/amq/queue/"+dq, 10, 30*time.Second)
+	brokertest.CheckInOrderOnce(t, got, 10)
+	brokertest.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
+		g, _ := h.m.Get(st.ID)
+		if g.Forwarded != 10 || g.Rejected != 1 || g.InFlight != 0 || g.State != routes.StateOperational {
+			return fmt.Errorf("route %s: %+v (%s)", g.State, g.Counters, g.LastError)
+		}
+		return nil
+	})
+}
