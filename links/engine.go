@@ -23,7 +23,9 @@ import (
 // is rejected at the source (NoOutcome and Rejected count it), and the
 // run ends with ErrTooManyAbandoned after MaxAbandoned of them. Not
 // carried yet (a route needing them runs on go-amqp, routes/ decides):
-// Config.DeadLetter, Prepare and Fence.
+// Config.DeadLetter and Prepare. Config.Fence is asked by the engine's
+// forwarder before each message (engine.ForwardOptions.Fence); a no ends
+// the run with ErrFenced, as on go-amqp.
 
 // EngineLinks are one run's sessions on the engine and its two termini.
 type EngineLinks struct {
@@ -43,37 +45,15 @@ type EngineForwarder struct {
 	last engine.ForwardStats
 }
 
-// ErrEngineUnsupported: Config asks for what the engine path does not
-// carry yet (see the top of this file).
-var ErrEngineUnsupported = errors.New("links: not carried on the engine data path yet")
-
-// EngineSupports says whether cfg can run on the engine path.
-func EngineSupports(cfg Config) error {
-	var missing []string
-	if cfg.DeadLetter != nil {
-		missing = append(missing, "dead-letter")
-	}
-	if cfg.Prepare != nil {
-		missing = append(missing, "a per-message hook")
-	}
-	if cfg.Fence != nil {
-		missing = append(missing, "a cluster lease fence")
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("%w: %v", ErrEngineUnsupported, missing)
-	}
-	return nil
-}
-
 // AttachEngine attaches the destination sender and the source receiver
-// of l. window is the source's credit (Config.Window); ack the --ack
-// batch: 0 settles the source once per range the destination
-// acknowledged, N a disposition after at most N settled deliveries or
-// the engine's AckDelay.
-func AttachEngine(ctx context.Context, l EngineLinks, window, ack int) (*EngineForwarder, error) {
+// of l. cfg.Window is the source's credit, cfg.Fence asked before each
+// message; ack is the --ack batch: 0 settles the source once per range
+// the destination acknowledged, N a disposition after at most N settled
+// deliveries or the engine's AckDelay.
+func AttachEngine(ctx context.Context, l EngineLinks, cfg Config, ack int) (*EngineForwarder, error) {
 	ro := l.Source
-	ro.Credit = uint32(max(1, window))
-	f, rcv, snd, err := engine.Forward(ctx, l.Src, ro, l.Dst, l.Target, engine.ForwardOptions{AckN: ack})
+	ro.Credit = uint32(max(1, cfg.Window))
+	f, rcv, snd, err := engine.Forward(ctx, l.Src, ro, l.Dst, l.Target, engine.ForwardOptions{AckN: ack, Fence: cfg.Fence})
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +109,9 @@ func (e *EngineForwarder) Run(ctx context.Context, cfg Config, c *Counters) erro
 		if int(st.Expired) >= cfg.MaxAbandoned {
 			return ErrTooManyAbandoned
 		}
-		if err := e.f.Err(); err != nil {
+		if err := e.f.Err(); errors.Is(err, engine.ErrFenced) {
+			return ErrFenced
+		} else if err != nil {
 			return fmt.Errorf("links: send: %w", err)
 		}
 		if draining && st.InFlight == 0 && st.Parked == 0 {

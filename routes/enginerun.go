@@ -30,8 +30,7 @@ func CheckDataPath(p string) error {
 // onEngine says whether this run goes on the engine: the router asks for
 // it, and the route needs nothing the engine path does not carry yet — a
 // queue route straight to one of this router's brokers (not through
-// transit, not a global destination's flow), rejecting at the source,
-// outside a cluster (whose lease fence is asked per message).
+// transit, not a global destination's flow), rejecting at the source.
 func (r *route) onEngine(path pathpolicy.Path) bool {
 	if r.m.opts.DataPath != DataPathEngine || path == pathpolicy.Transit {
 		return false
@@ -40,7 +39,7 @@ func (r *route) onEngine(path pathpolicy.Path) bool {
 		return false
 	}
 	s := r.spec
-	return s.Kind == KindQueue && s.DestQueue == "" && s.MaxMoves == 0 && s.OnReject != DeadLetter && r.fence == nil
+	return s.Kind == KindQueue && s.DestQueue == "" && s.MaxMoves == 0 && s.OnReject != DeadLetter
 }
 
 // engineDetail is an Operational engine run's detail in route list.
@@ -66,7 +65,8 @@ func (r *route) runEngine(ctx context.Context, drain <-chan struct{}, credit, li
 		return err
 	}
 	defer endSessions(l.Src, l.Dst)
-	fw, err := links.AttachEngine(setup, l, credit, r.spec.Ack)
+	cfg := links.Config{Window: credit, Limit: limit, Drain: drain, OutcomeTimeout: r.spec.OutcomeTimeout, Fence: r.fence}
+	fw, err := links.AttachEngine(setup, l, cfg, r.spec.Ack)
 	if err != nil {
 		return fmt.Errorf("route %s > %s on the engine: %w", r.spec.Src, r.spec.Dest, err)
 	}
@@ -78,7 +78,7 @@ func (r *route) runEngine(ctx context.Context, drain <-chan struct{}, credit, li
 	release()
 	r.setState(StateOperational, nil, 0)
 	r.setDetail(engineDetail)
-	return fw.Run(ctx, links.Config{Window: credit, Limit: limit, Drain: drain, OutcomeTimeout: r.spec.OutcomeTimeout}, &r.c)
+	return fw.Run(ctx, cfg, &r.c)
 }
 
 // engineLinks resolves the run's termini and begins its two sessions.

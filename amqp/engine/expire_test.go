@@ -2,8 +2,10 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,6 +74,45 @@ func TestConformanceForwardExpire(t *testing.T) {
 		}
 		if q.Messages != 0 {
 			return fmt.Errorf("%d messages at the source", q.Messages)
+		}
+		return nil
+	})
+}
+
+// A fence that says no after ten questions (it is asked before each
+// message, and before parked ones go on): what was sent before crosses,
+// the forwarder stops with ErrFenced and sends nothing more (a router
+// cluster member past its lease).
+func TestConformanceForwardFence(t *testing.T) {
+	const n, allowed = 20, 10
+	bs := brokertest.Require(t, "rabbit1", "rabbit2")
+	src, dst := queue(t, bs[0]), queue(t, bs[1])
+	fill(t, bs[0], src, n, 64)
+	var asked atomic.Int64
+	f := startForward(t, bs[0], bs[1], src, dst, n, engine.ForwardOptions{Fence: func() bool { return asked.Add(1) <= allowed }})
+	brokertest.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if !errors.Is(f.Err(), engine.ErrFenced) {
+			return fmt.Errorf("forwarder error %v", f.Err())
+		}
+		return nil
+	})
+	st := f.Stats()
+	if st.Forwarded == 0 || st.Forwarded > allowed {
+		t.Fatalf("fenced after %d questions: %+v", allowed, st)
+	}
+	waitSettled(t, f, st.Forwarded, 30*time.Second)
+	if st := f.Stats(); st.Accepted != st.Forwarded || st.Forwarded > allowed {
+		t.Fatalf("after the fence: %+v", st)
+	}
+	m, err := famqp.NewRabbitManagement(bs[1].Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	brokertest.Eventually(t, 15*time.Second, 100*time.Millisecond, func() error { // management's figures lag
+		q, err := m.Queue(context.Background(), strings.TrimPrefix(dst, "/amq/queue/"))
+		if err != nil || q.Messages != int(st.Forwarded) {
+			return fmt.Errorf("destination queue: %+v, %v; want the %d forwarded", q, err, st.Forwarded)
 		}
 		return nil
 	})

@@ -22,7 +22,17 @@ type ForwardOptions struct {
 	// (one disposition per range it acknowledged); N > 0 leaves it to
 	// the source receiver's ack policy (AckN, AckDelay).
 	AckN int
+	// Fence, when set, is asked before each message is sent (on a
+	// reader goroutine, no lock held; it must not block): false stops
+	// the forwarder with ErrFenced, that message and every later one
+	// released at the source. A router cluster's lease: a member past
+	// it must not forward a single message.
+	Fence func() bool
 }
+
+// ErrFenced: ForwardOptions.Fence said no; the forwarder sends nothing
+// more.
+var ErrFenced = errors.New("engine: the forwarder's fence refused to send")
 
 // Forwarder moves every delivery of a source receiver to a destination
 // sender as bytes: the bare message is never decoded, only the sections
@@ -149,9 +159,13 @@ func (f *Forwarder) onMessage(d *Delivery) {
 	if w := &f.dst.s.c.w; d.Receiver.s.c != f.dst.s.c {
 		_ = w.waitRoom(len(d.Payload) + 64) // an error shows on the send below
 	}
+	fenced := f.fenced()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.src = d.Receiver
+	if fenced && f.err == nil {
+		f.err = ErrFenced
+	}
 	if f.err != nil || f.stopping.Load() {
 		f.release(d.Receiver, d.ID, d.Settled)
 		return
@@ -314,6 +328,9 @@ func (f *Forwarder) Expire(before time.Time, st *DeliveryState) int {
 	return n
 }
 
+// fenced asks the fence, if any, holding no lock.
+func (f *Forwarder) fenced() bool { return f.opts.Fence != nil && !f.opts.Fence() }
+
 // Stop makes the forwarder take no more from the source: its credit is
 // taken back (a flow granting none), deliveries still arriving are
 // released at the source (not sent: no duplicate comes of them), and
@@ -359,7 +376,11 @@ func (f *Forwarder) creditLimit() uint32 {
 // onCredit sends parked messages while the destination has credit
 // (destination reader goroutine), then lets the source have more.
 func (f *Forwarder) onCredit() {
+	fenced := f.fenced()
 	f.mu.Lock()
+	if fenced && f.err == nil {
+		f.err = ErrFenced
+	}
 	f.drainParked()
 	src := f.src
 	f.mu.Unlock()
@@ -373,6 +394,12 @@ func (f *Forwarder) onCredit() {
 func (f *Forwarder) drainParked() {
 	sent := 0
 	for _, p := range f.parked {
+		if f.err != nil { // fenced, or the destination failed: the source keeps it
+			f.release(f.src, p.src, p.srcSettled)
+			f.free = append(f.free, p.payload)
+			sent++
+			continue
+		}
 		id, err := f.send(p.payload)
 		if errors.Is(err, ErrNoCredit) {
 			break
