@@ -117,3 +117,42 @@ func TestConformanceForwardFence(t *testing.T) {
 		return nil
 	})
 }
+
+// Stop (a route draining on a path change): the source's credit is taken
+// back, what was sent is settled, and nothing more crosses; what was not
+// sent stays at the source.
+func TestConformanceForwardStop(t *testing.T) {
+	const n = 2000
+	bs := brokertest.Require(t, "rabbit1", "rabbit2")
+	src, dst := queue(t, bs[0]), queue(t, bs[1])
+	fill(t, bs[0], src, n, 64)
+	f := startForward(t, bs[0], bs[1], src, dst, 50, engine.ForwardOptions{})
+	waitSettled(t, f, 100, 30*time.Second)
+	f.Stop()
+	ms := map[string]*famqp.RabbitManagement{}
+	for _, b := range bs {
+		m, err := famqp.NewRabbitManagement(b.Config())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		ms[b.Name] = m
+	}
+	count := func(b brokertest.Broker, addr string) int {
+		q, err := ms[b.Name].Queue(context.Background(), strings.TrimPrefix(addr, "/amq/queue/"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q.Messages
+	}
+	brokertest.Eventually(t, 20*time.Second, 100*time.Millisecond, func() error { // management's figures lag
+		st := f.Stats()
+		if st.InFlight != 0 || st.Settled != st.Forwarded || st.Forwarded >= n {
+			return fmt.Errorf("after Stop: %+v", st)
+		}
+		if d, s := count(bs[1], dst), count(bs[0], src); d != int(st.Forwarded) || s != n-int(st.Forwarded) {
+			return fmt.Errorf("destination %d, source %d; forwarded %d of %d", d, s, st.Forwarded, n)
+		}
+		return nil
+	})
+}
