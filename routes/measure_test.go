@@ -17,7 +17,8 @@ import (
 
 // TestMeasureRouteDataPath (ROUTES_MEASURE=1; not a check, a
 // measurement): the CPU per forwarded message of one queue route on the
-// engine data path and on go-amqp, alternating in one run, medians of 3.
+// engine data path (ack 0, and ack 100: ranged settlement at the source)
+// and on go-amqp, alternating in one run, medians of 3.
 // The source queue is filled before the clock starts; the clock stops
 // when the route has forwarded everything (accepted by the destination).
 // CPU is this test process's user + system time (getrusage): the route
@@ -39,16 +40,16 @@ func TestMeasureRouteDataPath(t *testing.T) {
 		}
 		t.Run(fmt.Sprintf("%s to %s %d B x %d", c.src, c.dst, c.size, c.n), func(t *testing.T) {
 			brokertest.Require(t, c.src, c.dst)
-			figs := map[string][]figure{}
+			var eng, ack, goa []figure
 			for range 3 {
-				for _, dp := range dataPaths {
-					figs[dp] = append(figs[dp], measureRoute(t, dp, c.src, c.dst, c.size, c.n))
-				}
+				goa = append(goa, measureRoute(t, routes.DataPathGoAMQP, 0, c.src, c.dst, c.size, c.n))
+				eng = append(eng, measureRoute(t, routes.DataPathEngine, 0, c.src, c.dst, c.size, c.n))
+				ack = append(ack, measureRoute(t, routes.DataPathEngine, 100, c.src, c.dst, c.size, c.n))
 			}
-			e, g := median(figs[routes.DataPathEngine]), median(figs[routes.DataPathGoAMQP])
+			e, a, g := median(eng), median(ack), median(goa)
 			load, _ := os.ReadFile("/proc/loadavg")
-			t.Logf("%s: engine %.0f msg/s %.1f µs/msg; go-amqp %.0f msg/s %.1f µs/msg; throughput x%.2f, CPU x%.2f (load %s)",
-				t.Name(), e.rate, e.cpuUs, g.rate, g.cpuUs, e.rate/g.rate, e.cpuUs/g.cpuUs, string(load[:min(len(load), 14)]))
+			t.Logf("%s: engine %.0f msg/s %.1f µs/msg; engine ack 100 %.0f msg/s %.1f µs/msg; go-amqp %.0f msg/s %.1f µs/msg; engine/go-amqp throughput x%.2f, CPU x%.2f; ack 100: x%.2f, x%.2f (load %s)",
+				t.Name(), e.rate, e.cpuUs, a.rate, a.cpuUs, g.rate, g.cpuUs, e.rate/g.rate, e.cpuUs/g.cpuUs, a.rate/g.rate, a.cpuUs/g.cpuUs, string(load[:min(len(load), 14)]))
 		})
 	}
 }
@@ -74,8 +75,8 @@ func processCPU(t *testing.T) time.Duration {
 }
 
 // measureRoute forwards n messages of size bytes through one queue route
-// on dataPath and returns its rate and CPU per message.
-func measureRoute(t *testing.T, dataPath, src, dst string, size, n int) figure {
+// on dataPath with --ack ack and returns its rate and CPU per message.
+func measureRoute(t *testing.T, dataPath string, ack int, src, dst string, size, n int) figure {
 	h := newHarnessOn(t, dataPath, src, dst)
 	q, ex, dq := brokertest.UniqueName(t, "src"), brokertest.UniqueName(t, "ex"), brokertest.UniqueName(t, "dq")
 	brokertest.DeclareQueue(t, h.brokers[src].Config(), q)
@@ -86,7 +87,7 @@ func measureRoute(t *testing.T, dataPath, src, dst string, size, n int) figure {
 	})
 	runtime.GC()
 	cpu0, t0 := processCPU(t), time.Now()
-	st := h.add(routes.Spec{Kind: routes.KindQueue, Dest: dst, Src: src, Exchange: ex, Queue: q})
+	st := h.add(routes.Spec{Kind: routes.KindQueue, Dest: dst, Src: src, Exchange: ex, Queue: q, Ack: ack})
 	h.waitState(st.ID, routes.StateOperational)
 	setup := time.Since(t0)
 	brokertest.Eventually(t, 5*time.Minute, 20*time.Millisecond, func() error {
@@ -100,7 +101,7 @@ func measureRoute(t *testing.T, dataPath, src, dst string, size, n int) figure {
 		t.Fatal(err)
 	}
 	f := figure{rate: float64(n) / wall.Seconds(), cpuUs: float64(used.Microseconds()) / float64(n)}
-	t.Logf("%s: %.0f msg/s, %.1f µs/msg (Operational after %s)", dataPath, f.rate, f.cpuUs, setup.Round(time.Millisecond))
+	t.Logf("%s ack %d: %.0f msg/s, %.1f µs/msg (Operational after %s)", dataPath, ack, f.rate, f.cpuUs, setup.Round(time.Millisecond))
 	return f
 }
 
