@@ -18,7 +18,10 @@ import (
 // with -9 in the middle of a stream and started again: every message
 // arrives, and no more come twice than the source can have had
 // delivered and unsettled — the credit plus the N settlements a
-// disposition may wait for.
+// disposition may wait for, and on RabbitMQ half a window more: RabbitMQ
+// 3.10 takes a flow's link-credit as new credit on top of the transfers
+// still in flight (docs/go-amqp-credit.md), and the engine grants again
+// when half the window is left (docs/engine.md, "Settlement").
 func TestRouterKilledMidStreamAckN(t *testing.T) {
 	for _, pair := range [][2]string{{"rabbit1", "rabbit2"}, {"qpidd1", "qpidd2"}} {
 		for _, ack := range []int{1, 100, 1000} {
@@ -57,10 +60,14 @@ func engineAckKill9(t *testing.T, src, dst brokertest.Broker, ack int) {
 	})
 	got := brokertest.Collect(t, brokertest.Dial(t, dst.Config(), amqp.ConnOptions{}), queueAddr(dst, dq), n, 90*time.Second)
 	dups := brokertest.CheckNoLoss(t, got, n)
-	t.Logf("%s -> %s queue route on the engine, ack %d, router kill -9 with %d forwarded: sent %d, received %d, lost 0, duplicates %d (bound: ack + credit = %d)",
-		src.Name, dst.Name, ack, atKill.Forwarded, n, len(got), dups, ack+credit)
-	if dups > ack+credit {
-		t.Fatalf("%d duplicates, more than ack + credit = %d", dups, ack+credit)
+	bound := ack + credit
+	if src.Kind == "rabbitmq" {
+		bound += credit / 2
+	}
+	t.Logf("%s -> %s queue route on the engine, ack %d, router kill -9 with %d forwarded: sent %d, received %d, lost 0, duplicates %d (bound %d; ack + credit = %d)",
+		src.Name, dst.Name, ack, atKill.Forwarded, n, len(got), dups, bound, ack+credit)
+	if dups > bound {
+		t.Fatalf("%d duplicates, more than the bound %d", dups, bound)
 	}
 	waitRoute(t, p, func(st routes.Status) error {
 		if st.InFlight != 0 {
