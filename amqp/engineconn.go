@@ -166,12 +166,17 @@ func (b *BrokerConfig) engineTargets(o ConnOptions) ([]engineTarget, error) {
 // unsettled deliveries); the route runs on go-amqp instead.
 var ErrEngineUnsupported = errors.New("not supported on the engine data path yet")
 
-// EngineReceiver returns the engine receiver options for s, a source.
-func (s LinkSpec) EngineReceiver() (engine.ReceiverOptions, error) {
+// EngineReceiver returns the engine receiver options for s, a source
+// at a broker of profile p. RabbitMQ adds a flow's link-credit to the
+// transfers still in flight (docs/go-amqp-credit.md): its receivers
+// grant only once the credit is spent, so that no more than the credit
+// is ever unsettled there (what a router killed mid-stream sends twice).
+func (s LinkSpec) EngineReceiver(p Profile) (engine.ReceiverOptions, error) {
 	if len(s.Filters) > 0 || s.Unsettled {
 		return engine.ReceiverOptions{}, fmt.Errorf("source %s: filters or unsettled mode: %w", s.Address, ErrEngineUnsupported)
 	}
-	o := engine.ReceiverOptions{Name: s.LinkName, Address: s.Address, Capabilities: s.Capabilities}
+	o := engine.ReceiverOptions{Name: s.LinkName, Address: s.Address, Capabilities: s.Capabilities,
+		GrantWhenSpent: p != nil && p.Name() == "rabbitmq"}
 	if s.Durable { // as ReceiverOptions: the source keeps unsettled state, never expires
 		o.Durable, o.ExpiryPolicy = 2, "never"
 	}

@@ -97,7 +97,7 @@ func (r *route) engineLinks(setup context.Context) (links.EngineLinks, error) {
 	if err != nil {
 		return l, err
 	}
-	if l.Source, err = srcSpec.EngineReceiver(); err != nil {
+	if l.Source, err = srcSpec.EngineReceiver(r.src.Profile); err != nil {
 		return l, err
 	}
 	if l.Target, err = dstSpec.EngineSender(); err != nil {

@@ -117,6 +117,12 @@ type ReceiverOptions struct {
 	Filter []byte
 	// Capabilities of the source terminus (e.g. "queue", "topic").
 	Capabilities []string
+	// GrantWhenSpent grants credit again only once the peer has used
+	// all it had (by our count), instead of at half the window: for a
+	// peer that adds a flow's link-credit to the transfers still in
+	// flight (RabbitMQ 3.10), so that no more than Credit deliveries are
+	// ever unsettled there. Fewer, larger grants; a round trip each.
+	GrantWhenSpent bool
 	// limit, when set, caps the credit granted (Forward: the
 	// destination's credit); it must not take a lock.
 	limit func() uint32

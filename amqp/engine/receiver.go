@@ -110,6 +110,9 @@ func (r *Receiver) Close(ctx context.Context) error {
 // window or less of what we could hold.
 func (r *Receiver) needGrantLocked() bool {
 	target := r.targetLocked()
+	if r.opts.GrantWhenSpent {
+		return r.credit == 0 && target > 0
+	}
 	return target > r.credit && r.credit <= target/2
 }
 

@@ -138,13 +138,9 @@ func routerKilledMidStream(t *testing.T, dataPath string) {
 	})
 	got := brokertest.Collect(t, brokertest.Dial(t, bs[1].Config(), amqp.ConnOptions{}), "/amq/queue/"+dq, n, 60*time.Second)
 	dups := brokertest.CheckNoLoss(t, got, n)
-	bound := credit
-	if dataPath == routes.DataPathEngine {
-		bound += credit / 2 // RabbitMQ's credit on top of transfers in flight: engine_e2e_test.go
-	}
-	t.Logf("router kill -9 mid-stream (%s): %d messages, %d duplicates (credit %d, bound %d)", dataPath, n, dups, credit, bound)
-	if dups > bound {
-		t.Fatalf("%d duplicates, more than %d", dups, bound)
+	t.Logf("router kill -9 mid-stream (%s): %d messages, %d duplicates (credit %d)", dataPath, n, dups, credit)
+	if dups > credit {
+		t.Fatalf("%d duplicates, more than the in-flight window %d", dups, credit)
 	}
 
 	// The views.
