@@ -214,19 +214,11 @@ func (b *BrokerConfig) dialTargets(containerID string) ([]dialTarget, error) {
 	}
 	out := make([]dialTarget, 0, len(b.URLs))
 	for _, raw := range b.URLs {
-		u, err := parseBrokerURL(raw)
+		u, user, pass, err := urlCredentials(raw, b.Username, b.Password)
 		if err != nil {
 			return nil, err
 		}
-		user, pass := b.Username, b.Password
-		if u.User != nil {
-			user = u.User.Username()
-			if p, ok := u.User.Password(); ok {
-				pass = p
-			}
-		}
 		redacted := Redact(raw)
-		u.User = nil
 		opts := &goamqp.ConnOptions{ContainerID: containerID, HostName: u.Hostname()}
 		if u.Scheme == "amqps" {
 			opts.TLSConfig = tlsConf
@@ -242,6 +234,23 @@ func (b *BrokerConfig) dialTargets(containerID string) ([]dialTarget, error) {
 		out = append(out, dialTarget{addr: u.String(), redacted: redacted, opts: opts})
 	}
 	return out, nil
+}
+
+// urlCredentials parses raw and takes its user info out: the URL's user
+// and password when it has them, else user and pass.
+func urlCredentials(raw, user, pass string) (*url.URL, string, string, error) {
+	u, err := parseBrokerURL(raw)
+	if err != nil {
+		return nil, "", "", err
+	}
+	if u.User != nil {
+		user = u.User.Username()
+		if p, ok := u.User.Password(); ok {
+			pass = p
+		}
+	}
+	u.User = nil
+	return u, user, pass, nil
 }
 
 func (b *BrokerConfig) mechanism(user string) string {

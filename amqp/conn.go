@@ -123,6 +123,8 @@ type Conn struct {
 	conn    *goamqp.Conn  // non-nil only while Operational (nil with fakes)
 	live    BrokerConfig  // the settings in force (Reconfigure replaces them); guarded by mu
 	targets []dialTarget  // live's URLs, ready to dial; guarded by mu
+
+	engine engineConn // routes on the engine data path (engineconn.go)
 }
 
 // Dial validates cfg and starts connecting in the background; it
@@ -272,6 +274,7 @@ func (c *Conn) ReportBroken(gen uint64, err error) {
 // always returns nil (it is an io.Closer).
 func (c *Conn) Close() error {
 	c.g.Stop()
+	c.closeEngine()
 	return nil
 }
 

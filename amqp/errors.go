@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	goamqp "github.com/Azure/go-amqp"
+
+	"github.com/fedrouter/fedrouter/amqp/wire"
 )
 
 // Scope says how much of the AMQP object tree an error has killed, and so
@@ -143,6 +145,10 @@ func Condition(err error) string {
 	var linkErr *goamqp.LinkError
 	if errors.As(err, &linkErr) && linkErr.RemoteErr != nil {
 		return string(linkErr.RemoteErr.Condition)
+	}
+	var wireErr *wire.Error // the engine's errors carry the peer's as it came
+	if errors.As(err, &wireErr) {
+		return wireErr.Condition
 	}
 	return ""
 }

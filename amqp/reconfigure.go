@@ -36,6 +36,7 @@ func (c *Conn) Reconfigure(cfg BrokerConfig) error {
 	c.mu.Lock()
 	c.live, c.targets = cfg, targets
 	c.mu.Unlock()
+	c.dropEngine() // routes on the engine data path re-dial with the new settings too
 	select {
 	case c.redial <- struct{}{}:
 	default: // a re-dial is pending already: it reads the new targets

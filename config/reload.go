@@ -44,7 +44,7 @@ type Setting struct {
 // who it is (router_id, cluster, state_file), what it listens on and
 // how (admin.listen, names, tls, allow_plaintext), what it builds once at
 // start (topology, links, ingress, destinations, reconnect, metrics,
-// no_path, log.format) and each broker's name, profile, connection count
+// no_path, stall_after, data_path, log.format) and each broker's name, profile, connection count
 // and bindings. Sorted by key. The token, the log level, the routes and a
 // broker's URLs, credentials and TLS are not among them: they reload.
 func (c *Config) FixedSettings() []Setting {
@@ -66,6 +66,8 @@ func (c *Config) FixedSettings() []Setting {
 	add("reconnect", c.at("reconnect"), c.Reconnect)
 	add("metrics", c.at("metrics"), c.Metrics)
 	add("no_path", c.at("no_path"), c.NoPath)
+	add("stall_after", c.at("stall_after"), c.StallAfter)
+	add("data_path", c.at("data_path"), c.DataPath)
 	add("log.format", c.at("log"), c.Log.Format)
 	names := make([]string, 0, len(c.Brokers))
 	for i, b := range c.Brokers {

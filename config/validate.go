@@ -34,6 +34,9 @@ func (c *Config) validate() []string {
 	p = append(p, c.validateLinks(brokers)...)
 	p = append(p, c.validateIngress(brokers)...)
 	p = append(p, c.validateDestinations(brokers)...)
+	if err := routes.CheckDataPath(c.DataPath); err != nil {
+		add("data_path", "%v", err)
+	}
 	if steps, err := pathpolicy.Parse(c.NoPath); err != nil {
 		add("no_path", "%v", err)
 	} else {

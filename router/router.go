@@ -81,6 +81,7 @@ func (r *Router) Start(ctx context.Context) error {
 		RouterID: r.cfg.RouterID, Brokers: brokers, StatePath: r.cfg.StatePath(),
 		Log: r.log, Backoff: r.cfg.Backoff(), NextHop: r.nextHop, DefaultNoPath: r.cfg.DefaultNoPath(),
 		StallAfter: time.Duration(r.cfg.StallAfter),
+		DataPath:   r.cfg.DataPath,
 	}
 	if r.cfg.Flooding() { // multi-hop transit rides on the link-state table
 		opts.Table, opts.MaxHops, opts.Advertised = r.table, r.cfg.Topology.MaxHops, r.table.Edges

@@ -27,9 +27,25 @@ type harness struct {
 
 func newHarness(t *testing.T, names ...string) *harness {
 	t.Helper()
+	return newHarnessOn(t, "", names...)
+}
+
+// dataPaths are the data paths a parameterised test runs on.
+var dataPaths = []string{routes.DataPathGoAMQP, routes.DataPathEngine}
+
+// onEachDataPath runs test once per data path, as subtests.
+func onEachDataPath(t *testing.T, test func(t *testing.T, dataPath string)) {
+	for _, dp := range dataPaths {
+		t.Run(dp, func(t *testing.T) { test(t, dp) })
+	}
+}
+
+// newHarnessOn is newHarness with the routes on dataPath.
+func newHarnessOn(t *testing.T, dataPath string, names ...string) *harness {
+	t.Helper()
 	h := &harness{t: t, brokers: map[string]brokertest.Broker{}, conns: map[string]*famqp.Conn{}}
 	h.opts = routes.Options{
-		RouterID: "test", Brokers: map[string]famqp.Broker{},
+		RouterID: "test", Brokers: map[string]famqp.Broker{}, DataPath: dataPath,
 		Log:     zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel),
 		Backoff: famqp.Backoff{Min: 200 * time.Millisecond, Max: time.Second},
 	}
@@ -98,14 +114,33 @@ func (h *harness) waitState(id string, want routes.State) routes.Status {
 	return st
 }
 
+// waitDataPath waits until route id is Operational on dataPath (route
+// list's detail says so on the engine).
+func (h *harness) waitDataPath(id, dataPath string) {
+	h.t.Helper()
+	h.waitState(id, routes.StateOperational)
+	brokertest.Eventually(h.t, 10*time.Second, 20*time.Millisecond, func() error {
+		st, _ := h.m.Get(id)
+		if onEngine := strings.Contains(st.Detail, "engine"); onEngine != (dataPath == routes.DataPathEngine) {
+			return fmt.Errorf("route %s on data path %q is %s with detail %q", id, dataPath, st.State, st.Detail)
+		}
+		return nil
+	})
+}
+
 const streamN = 10000
 
 func TestIntegrationQueueRouteRabbitToRabbit(t *testing.T) {
-	h := newHarness(t, "rabbit1", "rabbit2")
+	onEachDataPath(t, queueRouteRabbitToRabbit)
+}
+
+func queueRouteRabbitToRabbit(t *testing.T, dataPath string) {
+	h := newHarnessOn(t, dataPath, "rabbit1", "rabbit2")
 	src, ex, dq := brokertest.UniqueName(t, "src"), brokertest.UniqueName(t, "ex"), brokertest.UniqueName(t, "dq")
 	brokertest.DeclareQueue(t, h.brokers["rabbit1"].Config(), src)
 	h.exchangeWithQueue("rabbit2", ex, "fanout", dq, "")
 	st := h.add(routes.Spec{Kind: routes.KindQueue, Dest: "rabbit2", Src: "rabbit1", Exchange: ex, Queue: src})
+	h.waitDataPath(st.ID, dataPath)
 	brokertest.SendAll(t, h.session("rabbit1"), "/amq/queue/"+src, 500, streamN, brokertest.Numbered)
 	got := brokertest.Collect(t, h.conns["rabbit2"], "/amq/queue/"+dq, streamN, 30*time.Second)
 	brokertest.CheckInOrderOnce(t, got, streamN)
@@ -119,11 +154,16 @@ func TestIntegrationQueueRouteRabbitToRabbit(t *testing.T) {
 }
 
 func TestIntegrationQueueRouteRabbitToProton(t *testing.T) {
-	h := newHarness(t, "rabbit1", "proton1")
+	onEachDataPath(t, queueRouteRabbitToProton)
+}
+
+func queueRouteRabbitToProton(t *testing.T, dataPath string) {
+	h := newHarnessOn(t, dataPath, "rabbit1", "proton1")
 	src, addr := brokertest.UniqueName(t, "src"), brokertest.UniqueName(t, "addr")
 	brokertest.DeclareQueue(t, h.brokers["rabbit1"].Config(), src)
 	// Host:port names the broker, as qpid-route users write it.
-	h.add(routes.Spec{Kind: routes.KindQueue, Dest: h.brokers["proton1"].Addr(), Src: "guest/guest@" + h.brokers["rabbit1"].Addr(), Exchange: addr, Queue: src})
+	st := h.add(routes.Spec{Kind: routes.KindQueue, Dest: h.brokers["proton1"].Addr(), Src: "guest/guest@" + h.brokers["rabbit1"].Addr(), Exchange: addr, Queue: src})
+	h.waitDataPath(st.ID, dataPath)
 	brokertest.SendAll(t, h.session("rabbit1"), "/amq/queue/"+src, 500, streamN, brokertest.Numbered)
 	got := brokertest.Collect(t, h.conns["proton1"], addr, streamN, 30*time.Second)
 	brokertest.CheckInOrderOnce(t, got, streamN)
@@ -286,4 +326,34 @@ func poisonFailsOnlyItsRoute(t *testing.T, script, words string) {
 	got = brokertest.Collect(t, h.conns["rabbit2"], "/amq/queue/"+dq, 1000, 30*time.Second)
 	brokertest.CheckNoLossFrom(t, got, 1000, 2000)
 	h.waitState(badRoute.ID, routes.StateOperational)
+}
+
+// On the engine data path a message whose annotations do not decode (a
+// binary annotation key) is no poison: the forwarder rejects it at the
+// source with amqp:decode-error (counted as rejected; the route's
+// on_reject policy, reject) and the messages around it cross, the route
+// Operational throughout.
+func TestIntegrationUndecodableOnEngine(t *testing.T) {
+	h := newHarnessOn(t, routes.DataPathEngine, "rabbit1", "rabbit2")
+	src, ex, dq := brokertest.UniqueName(t, "src"), brokertest.UniqueName(t, "ex"), brokertest.UniqueName(t, "dq")
+	cfg := h.brokers["rabbit1"].Config()
+	brokertest.DeclareQueue(t, cfg, src)
+	h.exchangeWithQueue("rabbit2", ex, "fanout", dq, "")
+	s := h.session("rabbit1")
+	brokertest.SendAll(t, s, "/amq/queue/"+src, 10, 5, brokertest.Numbered)
+	b1 := h.brokers["rabbit1"]
+	b1.URL = strings.Replace(b1.URL, "amqp://", "amqp://"+cfg.Username+":"+cfg.Password+"@", 1) // badkey.py takes the credentials from the URL
+	pyproton(t, "badkey.py", b1, "/amq/queue/"+src)
+	brokertest.SendAll(t, s, "/amq/queue/"+src, 10, 5, func(i int) *goamqp.Message { return brokertest.Numbered(5 + i) })
+	st := h.add(routes.Spec{Kind: routes.KindQueue, Dest: "rabbit2", Src: "rabbit1", Exchange: ex, Queue: src})
+	h.waitDataPath(st.ID, routes.DataPathEngine)
+	got := brokertest.Collect(t, h.conns["rabbit2"], "/amq/queue/"+dq, 10, 30*time.Second)
+	brokertest.CheckInOrderOnce(t, got, 10)
+	brokertest.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
+		g, _ := h.m.Get(st.ID)
+		if g.Forwarded != 10 || g.Rejected != 1 || g.InFlight != 0 || g.State != routes.StateOperational {
+			return fmt.Errorf("route %s: %+v (%s)", g.State, g.Counters, g.LastError)
+		}
+		return nil
+	})
 }

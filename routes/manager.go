@@ -31,6 +31,9 @@ type Options struct {
 	StatePath string
 	Log       zerolog.Logger
 	Backoff   amqp.Backoff // retry delays of a route; default DefaultBackoff
+	// DataPath is what routes forward on: DataPathGoAMQP ("" too) or
+	// DataPathEngine, which the routes it can carry take (onEngine).
+	DataPath string
 	// PoisonRuns: consecutive runs ended by an undecodable message before
 	// the route is set Failed. Default 3.
 	PoisonRuns int

@@ -37,7 +37,11 @@ func (h *harness) proxiedDest(t *testing.T) *brokertest.FaultProxy {
 // its source has, with the reason; when the path is back it forwards
 // again, the held messages first.
 func TestIntegrationNoPathHoldThenDeadLetter(t *testing.T) {
-	h := newHarness(t, "rabbit1", "rabbit2")
+	onEachDataPath(t, noPathHoldThenDeadLetter)
+}
+
+func noPathHoldThenDeadLetter(t *testing.T, dataPath string) {
+	h := newHarnessOn(t, dataPath, "rabbit1", "rabbit2")
 	proxy := h.proxiedDest(t)
 	src, dlq, ex, dq := brokertest.UniqueName(t, "src"), brokertest.UniqueName(t, "dlq"), brokertest.UniqueName(t, "ex"), brokertest.UniqueName(t, "dq")
 	cfg := h.brokers["rabbit1"].Config()
@@ -94,7 +98,11 @@ func TestIntegrationNoPathHoldThenDeadLetter(t *testing.T) {
 // The default, hold: nothing is lost; what was published while the path
 // was gone arrives when it is back.
 func TestIntegrationNoPathHoldKeepsEverything(t *testing.T) {
-	h := newHarness(t, "rabbit1", "rabbit2")
+	onEachDataPath(t, noPathHoldKeepsEverything)
+}
+
+func noPathHoldKeepsEverything(t *testing.T, dataPath string) {
+	h := newHarnessOn(t, dataPath, "rabbit1", "rabbit2")
 	proxy := h.proxiedDest(t)
 	src, ex, dq := brokertest.UniqueName(t, "src"), brokertest.UniqueName(t, "ex"), brokertest.UniqueName(t, "dq")
 	brokertest.DeclareQueue(t, h.brokers["rabbit1"].Config(), src)
@@ -120,7 +128,11 @@ func TestIntegrationNoPathHoldKeepsEverything(t *testing.T) {
 // no_path reject: the source broker's own dead-lettering takes the
 // messages (a RabbitMQ dead-letter exchange on the source queue).
 func TestIntegrationNoPathRejectUsesSourceDeadLettering(t *testing.T) {
-	h := newHarness(t, "rabbit1", "rabbit2")
+	onEachDataPath(t, noPathRejectUsesSourceDeadLettering)
+}
+
+func noPathRejectUsesSourceDeadLettering(t *testing.T, dataPath string) {
+	h := newHarnessOn(t, dataPath, "rabbit1", "rabbit2")
 	proxy := h.proxiedDest(t)
 	src, dlq, ex, dq := brokertest.UniqueName(t, "src"), brokertest.UniqueName(t, "dlq"), brokertest.UniqueName(t, "ex"), brokertest.UniqueName(t, "dq")
 	cfg := h.brokers["rabbit1"].Config()

@@ -255,6 +255,9 @@ func (r *route) runOnce(ctx context.Context, path pathpolicy.Path, credit, limit
 // wires it for path — and forwards until one fails. A flow calls lapped
 // (once) when it has nothing left to move.
 func (r *route) runLinks(ctx context.Context, path pathpolicy.Path, drain <-chan struct{}, lapped func(), credit, limit int) error {
+	if r.onEngine(path) {
+		return r.runEngine(ctx, drain, credit, limit)
+	}
 	release, err := r.m.setupSlot(ctx)
 	if err != nil {
 		return err

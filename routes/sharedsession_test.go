@@ -35,7 +35,11 @@ func (p lenientProfile) CheckTarget(ctx context.Context, n famqp.Node) error {
 // only: the refused route retries on a session of its own, so its later
 // failures leave the others' last errors as they were.
 func TestIntegrationSharedSessionRefusedRoute(t *testing.T) {
-	h := newHarness(t, "rabbit1", "rabbit2")
+	onEachDataPath(t, sharedSessionRefusedRoute)
+}
+
+func sharedSessionRefusedRoute(t *testing.T, dataPath string) {
+	h := newHarnessOn(t, dataPath, "rabbit1", "rabbit2")
 	h.m.Stop(context.Background())
 	missing := brokertest.UniqueName(t, "missing")
 	b2 := h.opts.Brokers["rabbit2"]

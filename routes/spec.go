@@ -92,10 +92,10 @@ type Spec struct {
 	MaxMoves  int    `json:"max_moves,omitempty" yaml:"-"`
 
 	Durable bool `json:"durable" yaml:"durable"`
-	// Ack is qpid-route's --ack: settle the source in batches of N. Kept
-	// for compatibility and shown; AMQP 1.0 through go-amqp settles each
-	// delivery with its own disposition, so fedrouter settles every message
-	// as soon as its destination outcome is known (see docs/delivery.md).
+	// Ack is qpid-route's --ack: settle the source in batches of N. On
+	// the engine data path, a disposition after at most N deliveries or
+	// a short delay; through go-amqp, which settles each delivery with
+	// its own disposition, shown only (see docs/delivery.md).
 	Ack    int  `json:"ack" yaml:"ack"`
 	Credit int  `json:"credit" yaml:"credit"` // in-flight window (messages)
 	Push   bool `json:"push" yaml:"push"`     // push (-s) vs pull: who owns the route among routers

@@ -3,8 +3,10 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/fedrouter/fedrouter/amqp/wire"
 )
@@ -20,7 +22,17 @@ type ForwardOptions struct {
 	// (one disposition per range it acknowledged); N > 0 leaves it to
 	// the source receiver's ack policy (AckN, AckDelay).
 	AckN int
+	// Fence, when set, is asked before each message is sent (on a
+	// reader goroutine, no lock held; it must not block): false stops
+	// the forwarder with ErrFenced, that message and every later one
+	// released at the source. A router cluster's lease: a member past
+	// it must not forward a single message.
+	Fence func() bool
 }
+
+// ErrFenced: ForwardOptions.Fence said no; the forwarder sends nothing
+// more.
+var ErrFenced = errors.New("engine: the forwarder's fence refused to send")
 
 // Forwarder moves every delivery of a source receiver to a destination
 // sender as bytes: the bare message is never decoded, only the sections
@@ -47,15 +59,20 @@ type Forwarder struct {
 	sec      wire.Sections // the message being sent, scanned
 
 	forwarded, settled, released, refused, parks uint64
+	accepted, rejected                           uint64 // the destination's outcomes, of settled
+	expired                                      uint64 // settled by Expire: no outcome in time
 
 	progress chan struct{} // poked (never blocking) when the source is settled
 	nParked  atomic.Int64  // len(parked), read by limit without f.mu
+	stopping atomic.Bool   // Stop: take no more, settle what is in flight
 }
 
 type inflight struct {
 	dst, src   uint32
 	srcSettled bool // the source sent it settled: nothing to settle there
 	done       bool
+	expired    bool  // Expire gave it its state, not the destination
+	sent       int64 // when it was sent, Unix nanoseconds (Expire)
 	state      wire.DeliveryState
 }
 
@@ -73,7 +90,7 @@ func Forward(ctx context.Context, src *Session, ro ReceiverOptions, dst *Session
 	so.OnSettled, so.OnCredit, so.Mode = f.onSettled, f.onCredit, SettleUnsettled
 	snd, err := dst.NewSender(ctx, so)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, fmt.Errorf("engine: attach sender to %s: %w", so.Address, err)
 	}
 	f.dst = snd
 	if ro.Credit == 0 {
@@ -93,7 +110,7 @@ func Forward(ctx context.Context, src *Session, ro ReceiverOptions, dst *Session
 	rcv, err := src.NewReceiver(ctx, ro)
 	if err != nil {
 		_ = snd.Close(ctx)
-		return nil, nil, nil, err
+		return nil, nil, nil, fmt.Errorf("engine: attach receiver to %s: %w", ro.Address, err)
 	}
 	f.mu.Lock()
 	f.src = rcv
@@ -102,9 +119,15 @@ func Forward(ctx context.Context, src *Session, ro ReceiverOptions, dst *Session
 	return f, rcv, snd, nil
 }
 
-// ForwardStats are a forwarder's counts.
+// ForwardStats are a forwarder's counts: Forwarded sent to the
+// destination, Settled of those with the destination's outcome (Accepted
+// and Rejected by it, the rest released at the source), Released at the
+// source without being sent, Refused (rejected at the source: they do
+// not decode).
 type ForwardStats struct {
 	Forwarded, Settled, Released, Refused uint64
+	Accepted, Rejected                    uint64
+	Expired                               uint64 // settled at the source with Expire's state
 	Parks                                 uint64 // messages that waited (copied) for destination credit
 	InFlight, Parked                      int
 }
@@ -114,6 +137,7 @@ func (f *Forwarder) Stats() ForwardStats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return ForwardStats{Forwarded: f.forwarded, Settled: f.settled, Released: f.released, Refused: f.refused, Parks: f.parks,
+		Accepted: f.accepted, Rejected: f.rejected, Expired: f.expired,
 		InFlight: len(f.inflight) - f.head, Parked: len(f.parked)}
 }
 
@@ -135,10 +159,14 @@ func (f *Forwarder) onMessage(d *Delivery) {
 	if w := &f.dst.s.c.w; d.Receiver.s.c != f.dst.s.c {
 		_ = w.waitRoom(len(d.Payload) + 64) // an error shows on the send below
 	}
+	fenced := f.fenced()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.src = d.Receiver
-	if f.err != nil {
+	if fenced && f.err == nil {
+		f.err = ErrFenced
+	}
+	if f.err != nil || f.stopping.Load() {
 		f.release(d.Receiver, d.ID, d.Settled)
 		return
 	}
@@ -196,7 +224,7 @@ func (f *Forwarder) push(dstID, srcID uint32, srcSettled bool) {
 		n := copy(f.inflight, f.inflight[f.head:])
 		f.inflight, f.head = f.inflight[:n], 0
 	}
-	f.inflight = append(f.inflight, inflight{dst: dstID, src: srcID, srcSettled: srcSettled})
+	f.inflight = append(f.inflight, inflight{dst: dstID, src: srcID, srcSettled: srcSettled, sent: time.Now().UnixNano()})
 	f.forwarded++
 }
 
@@ -241,6 +269,12 @@ func (f *Forwarder) onSettled(first, last uint32, st *DeliveryState) {
 			e.done, e.state = true, *st
 		}
 	}
+	f.settleHeadLocked()
+}
+
+// settleHeadLocked settles at the source every delivery at the head of
+// the send order that has its state; f.mu is held.
+func (f *Forwarder) settleHeadLocked() {
 	src := f.src
 	n := 0
 	for f.head < len(f.inflight) && f.inflight[f.head].done {
@@ -248,6 +282,14 @@ func (f *Forwarder) onSettled(first, last uint32, st *DeliveryState) {
 		f.head++
 		n++
 		f.settled++
+		switch {
+		case e.expired:
+			f.expired++
+		case e.state.Kind == wire.StateAccepted:
+			f.accepted++
+		case e.state.Kind == wire.StateRejected:
+			f.rejected++
+		}
 		if !e.srcSettled {
 			src.Settle(e.src, sourceOutcome(&e.state))
 		}
@@ -260,6 +302,47 @@ func (f *Forwarder) onSettled(first, last uint32, st *DeliveryState) {
 		case f.progress <- struct{}{}:
 		default:
 		}
+	}
+}
+
+// Expire gives st (accepted, rejected or released at the source) to
+// every delivery sent before before that still waits for the
+// destination's outcome, and settles the source for them: a destination
+// that does not answer in time does not hold the source's credit for
+// good. A later outcome from the destination for one of them is
+// ignored. It returns how many it expired.
+func (f *Forwarder) Expire(before time.Time, st *DeliveryState) int {
+	limit := before.UnixNano()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for i := f.head; i < len(f.inflight) && f.inflight[i].sent < limit; i++ {
+		if e := &f.inflight[i]; !e.done {
+			e.done, e.expired, e.state = true, true, *st
+			n++
+		}
+	}
+	if n > 0 {
+		f.settleHeadLocked()
+	}
+	return n
+}
+
+// fenced asks the fence, if any, holding no lock.
+func (f *Forwarder) fenced() bool { return f.opts.Fence != nil && !f.opts.Fence() }
+
+// Stop makes the forwarder take no more from the source: its credit is
+// taken back (a flow granting none), deliveries still arriving are
+// released at the source (not sent: no duplicate comes of them), and
+// those in flight are settled as the destination's outcomes come. A
+// route whose path changed drains this way before it closes the links.
+func (f *Forwarder) Stop() {
+	f.stopping.Store(true)
+	f.mu.Lock()
+	src := f.src
+	f.mu.Unlock()
+	if src != nil {
+		src.revoke()
 	}
 }
 
@@ -284,13 +367,20 @@ func sourceOutcome(st *DeliveryState) *DeliveryState {
 // take now, less what is parked for it, at least 1 so a grant is never
 // withheld for good by a stale count. It takes no lock.
 func (f *Forwarder) creditLimit() uint32 {
+	if f.stopping.Load() {
+		return 0
+	}
 	return max(1, f.dst.Available()-min(f.dst.Available(), uint32(f.nParked.Load())))
 }
 
 // onCredit sends parked messages while the destination has credit
 // (destination reader goroutine), then lets the source have more.
 func (f *Forwarder) onCredit() {
+	fenced := f.fenced()
 	f.mu.Lock()
+	if fenced && f.err == nil {
+		f.err = ErrFenced
+	}
 	f.drainParked()
 	src := f.src
 	f.mu.Unlock()
@@ -304,6 +394,12 @@ func (f *Forwarder) onCredit() {
 func (f *Forwarder) drainParked() {
 	sent := 0
 	for _, p := range f.parked {
+		if f.err != nil { // fenced, or the destination failed: the source keeps it
+			f.release(f.src, p.src, p.srcSettled)
+			f.free = append(f.free, p.payload)
+			sent++
+			continue
+		}
 		id, err := f.send(p.payload)
 		if errors.Is(err, ErrNoCredit) {
 			break

@@ -115,6 +115,14 @@ type ReceiverOptions struct {
 	ExpiryPolicy string
 	// Filter is the source's filter set, encoded (a wire map).
 	Filter []byte
+	// Capabilities of the source terminus (e.g. "queue", "topic").
+	Capabilities []string
+	// GrantWhenSpent grants credit again only once the peer has used
+	// all it had (by our count), instead of at half the window: for a
+	// peer that adds a flow's link-credit to the transfers still in
+	// flight (RabbitMQ 3.10), so that no more than Credit deliveries are
+	// ever unsettled there. Fewer, larger grants; a round trip each.
+	GrantWhenSpent bool
 	// limit, when set, caps the credit granted (Forward: the
 	// destination's credit); it must not take a lock.
 	limit func() uint32
@@ -134,6 +142,8 @@ type SenderOptions struct {
 	// Durable and ExpiryPolicy of the target terminus.
 	Durable      uint32
 	ExpiryPolicy string
+	// Capabilities of the target terminus (e.g. "queue", "topic").
+	Capabilities []string
 	// OnSettled is called on the reader goroutine with the peer's
 	// outcome for the deliveries first..last of this session (it may
 	// span ids of other senders on the same session: ignore those).

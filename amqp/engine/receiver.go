@@ -82,7 +82,7 @@ func (s *Session) NewReceiver(ctx context.Context, opts ReceiverOptions) (*Recei
 	r.timer.Stop()
 	a := wire.Attach{
 		Name: opts.Name, Role: wire.RoleReceiver, SndSettleMode: wire.SndMixed, RcvSettleMode: wire.RcvFirst,
-		Source: &wire.Source{Address: opts.Address, Durable: opts.Durable, ExpiryPolicy: opts.ExpiryPolicy, Filter: opts.Filter},
+		Source: &wire.Source{Address: opts.Address, Durable: opts.Durable, ExpiryPolicy: opts.ExpiryPolicy, Filter: opts.Filter, Capabilities: opts.Capabilities},
 		Target: &wire.Target{}, MaxMessageSize: opts.MaxMessageSize,
 	}
 	if opts.Mode == SettlePresettled {
@@ -110,6 +110,9 @@ func (r *Receiver) Close(ctx context.Context) error {
 // window or less of what we could hold.
 func (r *Receiver) needGrantLocked() bool {
 	target := r.targetLocked()
+	if r.opts.GrantWhenSpent {
+		return r.credit == 0 && target > 0
+	}
 	return target > r.credit && r.credit <= target/2
 }
 
@@ -133,6 +136,15 @@ func (r *Receiver) Regrant() {
 	if r.needGrantLocked() {
 		s.c.w.unlock(r.grantLocked(s.c.w.lock(), true))
 	}
+	s.mu.Unlock()
+}
+
+// revoke sends the peer a flow with the credit the target allows now,
+// even when it is less than the peer has (0 for a stopped forwarder).
+func (r *Receiver) revoke() {
+	s := r.s
+	s.mu.Lock()
+	s.c.w.unlock(r.grantLocked(s.c.w.lock(), true))
 	s.mu.Unlock()
 }
 

@@ -40,7 +40,7 @@ func (s *Session) NewSender(ctx context.Context, opts SenderOptions) (*Sender, e
 	a := wire.Attach{
 		Name: opts.Name, Role: wire.RoleSender, SndSettleMode: wire.SndMixed, RcvSettleMode: wire.RcvFirst,
 		Source: &wire.Source{},
-		Target: &wire.Target{Address: opts.Address, Durable: opts.Durable, ExpiryPolicy: opts.ExpiryPolicy},
+		Target: &wire.Target{Address: opts.Address, Durable: opts.Durable, ExpiryPolicy: opts.ExpiryPolicy, Capabilities: opts.Capabilities},
 	}
 	if opts.Mode == SettlePresettled {
 		a.SndSettleMode = wire.SndSettled

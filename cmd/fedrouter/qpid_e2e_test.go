@@ -173,6 +173,15 @@ type routeCase struct {
 // on strict qpidd brokers, run by one router: queue routes, exchange
 // routes with a wildcard and a literal key.
 func TestQpidRouteKinds(t *testing.T) {
+	for _, dataPath := range []string{routes.DataPathGoAMQP, routes.DataPathEngine} {
+		t.Run(dataPath, func(t *testing.T) { qpidRouteKinds(t, dataPath) })
+	}
+}
+
+// qpidRouteKinds runs every route kind between qpidd and RabbitMQ on
+// dataPath: the queue routes on the engine when it is asked for, the
+// exchange routes on go-amqp whatever it says (docs/engine.md).
+func qpidRouteKinds(t *testing.T, dataPath string) {
 	const n = 300
 	bs := brokertest.Require(t, "qpidd1", "qpidd2", "rabbit1")
 	q1, q2, r1 := bs[0], bs[1], bs[2]
@@ -197,13 +206,17 @@ func TestQpidRouteKinds(t *testing.T) {
 				src: src, pubAddr: exchangeAddr(src, ex), dst: dst, dstAddr: queueAddr(dst, dq)})
 		}
 	}
-	p := startRouter(t, writeConfig(t, t.TempDir(), "qkinds", "", bs...))
+	p := startRouter(t, writeConfig(t, t.TempDir(), "qkinds", "data_path: "+dataPath+"\n", bs...))
 	for _, c := range cases {
 		p.mustCLI(c.add...)
 	}
 	brokertest.Eventually(t, 60*time.Second, 100*time.Millisecond, func() error {
 		for _, st := range p.routes() {
-			if err := operational(st); err != nil {
+			ok := operational
+			if dataPath == routes.DataPathEngine && st.Spec.Kind == routes.KindQueue {
+				ok = onEngine
+			}
+			if err := ok(st); err != nil {
 				return fmt.Errorf("route %s: %w", st.Spec, err)
 			}
 		}

@@ -91,6 +91,12 @@ func (p *routerProc) routes() []routes.Status {
 // the middle of a stream and started again: the route comes back from the
 // state file and every message arrives, duplicates within the window.
 func TestRouterKilledMidStreamLosesNothing(t *testing.T) {
+	for _, dataPath := range []string{routes.DataPathGoAMQP, routes.DataPathEngine} {
+		t.Run(dataPath, func(t *testing.T) { routerKilledMidStream(t, dataPath) })
+	}
+}
+
+func routerKilledMidStream(t *testing.T, dataPath string) {
 	const n, credit = 20000, 200
 	bs := brokertest.Require(t, "rabbit1", "rabbit2")
 	src, ex, dq := brokertest.UniqueName(t, "src"), brokertest.UniqueName(t, "ex"), brokertest.UniqueName(t, "dq")
@@ -98,7 +104,7 @@ func TestRouterKilledMidStreamLosesNothing(t *testing.T) {
 	brokertest.DeclareExchangeQueue(t, bs[1].Config(), ex, "fanout", dq, "")
 
 	dir := t.TempDir()
-	config := pairConfig(t, dir, "e2e", bs)
+	config := pairConfigOn(t, dir, "e2e", bs, "data_path: "+dataPath+"\n")
 	p := startRouter(t, config)
 
 	// qpid-route's verbs: add, duplicate, refused self-route.
@@ -114,7 +120,11 @@ func TestRouterKilledMidStreamLosesNothing(t *testing.T) {
 	if out, code := p.cli("queue", "add", "r2"); code != 2 {
 		t.Fatalf("too few args: exit %d: %s", code, out)
 	}
-	waitRoute(t, p, operational)
+	onPath := operational
+	if dataPath == routes.DataPathEngine {
+		onPath = onEngine
+	}
+	waitRoute(t, p, onPath)
 
 	brokertest.SendAll(t, brokertest.Session(t, brokertest.Dial(t, bs[0].Config(), amqp.ConnOptions{})), "/amq/queue/"+src, 500, n, brokertest.Numbered)
 	p.kill9After(n / 4)
@@ -128,7 +138,7 @@ func TestRouterKilledMidStreamLosesNothing(t *testing.T) {
 	})
 	got := brokertest.Collect(t, brokertest.Dial(t, bs[1].Config(), amqp.ConnOptions{}), "/amq/queue/"+dq, n, 60*time.Second)
 	dups := brokertest.CheckNoLoss(t, got, n)
-	t.Logf("router kill -9 mid-stream: %d messages, %d duplicates (credit %d)", n, dups, credit)
+	t.Logf("router kill -9 mid-stream (%s): %d messages, %d duplicates (credit %d)", dataPath, n, dups, credit)
 	if dups > credit {
 		t.Fatalf("%d duplicates, more than the in-flight window %d", dups, credit)
 	}
@@ -165,6 +175,12 @@ func TestRouterKilledMidStreamLosesNothing(t *testing.T) {
 // generated token, and its state file beside it; it returns the path.
 func pairConfig(t *testing.T, dir, id string, bs []brokertest.Broker) string {
 	t.Helper()
+	return pairConfigOn(t, dir, id, bs, "")
+}
+
+// pairConfigOn is pairConfig with extra YAML at the end.
+func pairConfigOn(t *testing.T, dir, id string, bs []brokertest.Broker, extra string) string {
+	t.Helper()
 	config := filepath.Join(dir, "router.yaml")
 	yaml := fmt.Sprintf(`router_id: %s
 brokers:
@@ -173,7 +189,7 @@ brokers:
 reconnect: {min: 100ms, max: 1s}
 admin: {listen: "127.0.0.1:0"}
 log: {level: info, format: json}
-`, id, bs[0].URL, bs[0].MgmtURL, bs[1].URL, bs[1].MgmtURL)
+`, id, bs[0].URL, bs[0].MgmtURL, bs[1].URL, bs[1].MgmtURL) + extra
 	yaml = withAdminPort(t, yaml)
 	if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,160 @@
+package links
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fedrouter/fedrouter/amqp/engine"
+	"github.com/fedrouter/fedrouter/amqp/wire"
+)
+
+// The engine data path (docs/engine.md, "Routes on the engine"): a run
+// whose messages move as bytes on fedrouter's own AMQP engine, the source
+// settled in ranges after the destination's outcome. The forwarding
+// itself runs on the two connections' reader goroutines
+// (engine.Forwarder); what this file adds is the run around it: its end
+// (a link, session or connection gone, a drain, a limit), and the
+// route's counters.
+//
+// Config.OutcomeTimeout and MaxAbandoned act as on go-amqp, checked
+// every engineTick: a message without the destination's outcome in time
+// is rejected at the source (NoOutcome and Rejected count it), and the
+// run ends with ErrTooManyAbandoned after MaxAbandoned of them. Not
+// carried yet (a route needing them runs on go-amqp, routes/ decides):
+// Config.DeadLetter and Prepare. Config.Fence is asked by the engine's
+// forwarder before each message (engine.ForwardOptions.Fence); a no ends
+// the run with ErrFenced, as on go-amqp.
+
+// EngineLinks are one run's sessions on the engine and its two termini.
+type EngineLinks struct {
+	Src, Dst *engine.Session
+	Source   engine.ReceiverOptions
+	Target   engine.SenderOptions
+}
+
+// EngineForwarder is one run's links on the engine, attached.
+type EngineForwarder struct {
+	f   *engine.Forwarder
+	rcv *engine.Receiver
+	snd *engine.Sender
+	l   EngineLinks
+	// last is what the counters were last brought up to (Run adds the
+	// difference: a route's counters add up across its runs).
+	last engine.ForwardStats
+}
+
+// AttachEngine attaches the destination sender and the source receiver
+// of l. cfg.Window is the source's credit, cfg.Fence asked before each
+// message; ack is the --ack batch: 0 settles the source once per range
+// the destination acknowledged, N a disposition after at most N settled
+// deliveries or the engine's AckDelay.
+func AttachEngine(ctx context.Context, l EngineLinks, cfg Config, ack int) (*EngineForwarder, error) {
+	ro := l.Source
+	ro.Credit = uint32(max(1, cfg.Window))
+	f, rcv, snd, err := engine.Forward(ctx, l.Src, ro, l.Dst, l.Target, engine.ForwardOptions{AckN: ack, Fence: cfg.Fence})
+	if err != nil {
+		return nil, err
+	}
+	return &EngineForwarder{f: f, rcv: rcv, snd: snd, l: l}, nil
+}
+
+// engineTick is how often a run brings the route's counters up to date
+// and looks at the forwarder's error; the forwarding itself does not
+// wait for it.
+const engineTick = 50 * time.Millisecond
+
+// Run forwards until ctx ends, a link, session or connection of the run
+// ends (its error returned), cfg.Drain is closed (the source's credit
+// taken back, what is in flight settled, nil returned) or cfg.Limit
+// messages were settled (nil). It keeps c up to date. The caller closes
+// the links and sessions after: what is still unsettled then goes back
+// to the source broker.
+func (e *EngineForwarder) Run(ctx context.Context, cfg Config, c *Counters) error {
+	tick := time.NewTicker(engineTick)
+	defer tick.Stop()
+	defer func() {
+		e.count(c)
+		c.InFlight.Store(0) // what is unsettled goes back with the links
+	}()
+	drain := cfg.Drain
+	draining := false
+	if cfg.MaxAbandoned <= 0 {
+		cfg.MaxAbandoned = 1000
+	}
+	expired := noOutcome(cfg.OutcomeTimeout)
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-drain:
+			e.f.Stop()
+			draining, drain = true, nil
+		case <-e.rcv.Done():
+			return fmt.Errorf("links: receive: %w", e.rcv.Err())
+		case <-e.snd.Done():
+			return fmt.Errorf("links: send: %w", e.snd.Err())
+		case <-e.l.Src.Done():
+			return fmt.Errorf("links: source session: %w", e.l.Src.Err())
+		case <-e.l.Dst.Done():
+			return fmt.Errorf("links: destination session: %w", e.l.Dst.Err())
+		case <-e.f.Progress():
+		case <-tick.C:
+		}
+		if cfg.OutcomeTimeout > 0 {
+			e.f.Expire(time.Now().Add(-cfg.OutcomeTimeout), expired)
+		}
+		st := e.count(c)
+		if int(st.Expired) >= cfg.MaxAbandoned {
+			return ErrTooManyAbandoned
+		}
+		if err := e.f.Err(); errors.Is(err, engine.ErrFenced) {
+			return ErrFenced
+		} else if err != nil {
+			return fmt.Errorf("links: send: %w", err)
+		}
+		if draining && st.InFlight == 0 && st.Parked == 0 {
+			return nil
+		}
+		if cfg.Limit > 0 && int(st.Settled+st.Refused) >= cfg.Limit {
+			e.f.Stop()
+			draining = true
+		}
+	}
+}
+
+// count brings c up to the forwarder's counts and returns them.
+func (e *EngineForwarder) count(c *Counters) engine.ForwardStats {
+	st := e.f.Stats()
+	p := e.last
+	c.Sent.Add(st.Forwarded - p.Forwarded)
+	c.Forwarded.Add(st.Accepted - p.Accepted)
+	c.Rejected.Add(st.Rejected - p.Rejected + st.Refused - p.Refused + st.Expired - p.Expired)
+	c.NoOutcome.Add(st.Expired - p.Expired)
+	// Released at the source: outcomes other than accepted or rejected,
+	// and deliveries that were never sent (the forwarder stopping, or
+	// beyond what it may park).
+	redelivered := func(s engine.ForwardStats) uint64 {
+		return s.Settled - s.Accepted - s.Rejected - s.Expired + s.Released
+	}
+	c.Redelivered.Add(redelivered(st) - redelivered(p))
+	c.InFlight.Store(int64(st.InFlight + st.Parked))
+	e.last = st
+	return st
+}
+
+// Close detaches the run's links, the receiver first (bounded by ctx):
+// what is unsettled at the source is released by the broker.
+func (e *EngineForwarder) Close(ctx context.Context) {
+	_ = e.rcv.Close(ctx) // the sessions end next: an error here changes nothing
+	_ = e.snd.Close(ctx)
+}
+
+// noOutcome is the state a message without the destination's outcome in
+// time is settled with at the source: rejected, as links.Forward does
+// without a dead-letter queue.
+func noOutcome(timeout time.Duration) *engine.DeliveryState {
+	return &engine.DeliveryState{Kind: wire.StateRejected, Error: &wire.Error{Condition: "amqp:not-allowed",
+		Description: fmt.Sprintf("fedrouter: no outcome from the destination within %s (unroutable?)", timeout)}}
+}

@@ -1,0 +1,137 @@
+package routes
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp/engine"
+	"github.com/fedrouter/fedrouter/links"
+	"github.com/fedrouter/fedrouter/routes/pathpolicy"
+)
+
+// Data paths a router's routes may run on (Options.DataPath; the
+// configuration's data_path).
+const (
+	DataPathGoAMQP = "go-amqp" // the default: links.Forward over go-amqp
+	DataPathEngine = "engine"  // fedrouter's own engine (amqp/engine), where a route allows it
+)
+
+// CheckDataPath says whether p names a data path ("" is the default).
+func CheckDataPath(p string) error {
+	switch p {
+	case "", DataPathGoAMQP, DataPathEngine:
+		return nil
+	}
+	return fmt.Errorf("data_path %q: want %s or %s", p, DataPathGoAMQP, DataPathEngine)
+}
+
+// onEngine says whether this run goes on the engine: the router asks for
+// it, and the route needs nothing the engine path does not carry yet — a
+// queue route straight to one of this router's brokers (not through
+// transit, not a global destination's flow), rejecting at the source.
+func (r *route) onEngine(path pathpolicy.Path) bool {
+	if r.m.opts.DataPath != DataPathEngine || path == pathpolicy.Transit {
+		return false
+	}
+	if _, direct := r.mode.(*directMode); !direct {
+		return false
+	}
+	s := r.spec
+	return s.Kind == KindQueue && s.DestQueue == "" && s.MaxMoves == 0 && s.OnReject != DeadLetter
+}
+
+// engineDetail is an Operational engine run's detail in route list.
+const engineDetail = "forwarding on the engine data path"
+
+// engineClose bounds detaching a run's links and ending its sessions.
+const engineClose = 5 * time.Second
+
+// runEngine is runLinks on the engine: a session at each broker on its
+// engine connection (dialled on first use, again after it ended), the
+// source's queue forwarded to the destination as bytes, the source
+// settled in ranges (spec.Ack).
+func (r *route) runEngine(ctx context.Context, drain <-chan struct{}, credit, limit int) error {
+	release, err := r.m.setupSlot(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	setup, cancel := context.WithTimeout(ctx, r.m.opts.SetupTimeout)
+	defer cancel()
+	l, err := r.engineLinks(setup)
+	if err != nil {
+		return err
+	}
+	defer endSessions(l.Src, l.Dst)
+	cfg := links.Config{Window: credit, Limit: limit, Drain: drain, OutcomeTimeout: r.spec.OutcomeTimeout, Fence: r.fence}
+	fw, err := links.AttachEngine(setup, l, cfg, r.spec.Ack)
+	if err != nil {
+		return fmt.Errorf("route %s > %s on the engine: %w", r.spec.Src, r.spec.Dest, err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), engineClose) // the run's ctx may be over: close anyway
+		defer cancel()
+		fw.Close(cctx)
+	}()
+	release()
+	r.setState(StateOperational, nil, 0)
+	r.setDetail(engineDetail)
+	return fw.Run(ctx, cfg, &r.c)
+}
+
+// engineLinks resolves the run's termini and begins its two sessions.
+func (r *route) engineLinks(setup context.Context) (links.EngineLinks, error) {
+	var l links.EngineLinks
+	_, _, dstNode := r.nodes()
+	// RabbitMQ accepts and drops sends to a missing node: look first.
+	if err := r.dst.Profile.CheckTarget(setup, dstNode); err != nil {
+		return l, fmt.Errorf("destination %s on %s: %w", dstNode, r.spec.Dest, err)
+	}
+	dstSpec, err := r.dst.Profile.Target(dstNode)
+	if err != nil {
+		return l, err
+	}
+	srcSpec, err := r.mode.source(setup)
+	if err != nil {
+		return l, err
+	}
+	if l.Source, err = srcSpec.EngineReceiver(r.src.Profile); err != nil {
+		return l, err
+	}
+	if l.Target, err = dstSpec.EngineSender(); err != nil {
+		return l, err
+	}
+	if l.Src, err = engineSession(setup, r.src.Conn); err != nil {
+		return l, err
+	}
+	if l.Dst, err = engineSession(setup, r.dst.Conn); err != nil {
+		endSessions(l.Src)
+		return links.EngineLinks{}, err
+	}
+	return l, nil
+}
+
+// engineSession begins a session on c's engine connection.
+func engineSession(ctx context.Context, c *amqp.Conn) (*engine.Session, error) {
+	ec, err := c.Engine(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s, err := ec.NewSession(ctx, engine.SessionOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("begin session on %s (engine): %w", c.Name(), err)
+	}
+	return s, nil
+}
+
+// endSessions ends ss (bounded by engineClose); their links' unsettled
+// deliveries go back to the brokers.
+func endSessions(ss ...*engine.Session) {
+	ctx, cancel := context.WithTimeout(context.Background(), engineClose)
+	defer cancel()
+	for _, s := range ss {
+		_ = s.End(ctx) // an error: ended already, or the connection went; nothing left to hand back
+	}
+}

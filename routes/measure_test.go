@@ -1,0 +1,114 @@
+package routes_test
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	goamqp "github.com/Azure/go-amqp"
+
+	"github.com/fedrouter/fedrouter/amqp/brokertest"
+	"github.com/fedrouter/fedrouter/routes"
+)
+
+// TestMeasureRouteDataPath (ROUTES_MEASURE=1; not a check, a
+// measurement): the CPU per forwarded message of one queue route on the
+// engine data path (ack 0, and ack 100: ranged settlement at the source)
+// and on go-amqp, alternating in one run, medians of 3.
+// The source queue is filled before the clock starts; the clock stops
+// when the route has forwarded everything (accepted by the destination).
+// CPU is this test process's user + system time (getrusage): the route
+// manager, both paths' connections, and the test's polling, alike on
+// both sides.
+func TestMeasureRouteDataPath(t *testing.T) {
+	if os.Getenv("ROUTES_MEASURE") == "" {
+		t.Skip("a measurement: set ROUTES_MEASURE=1")
+	}
+	for _, c := range []struct {
+		src, dst string
+		size, n  int
+	}{
+		{"rabbit1", "rabbit2", 256, 20000}, {"rabbit1", "rabbit2", 16 << 10, 5000},
+		{"qpidd1", "qpidd2", 256, 20000}, {"qpidd1", "qpidd2", 16 << 10, 5000},
+	} {
+		if only := os.Getenv("ROUTES_MEASURE_ONLY"); only != "" && only != c.src {
+			continue
+		}
+		t.Run(fmt.Sprintf("%s to %s %d B x %d", c.src, c.dst, c.size, c.n), func(t *testing.T) {
+			brokertest.Require(t, c.src, c.dst)
+			var eng, ack, goa []figure
+			for range 3 {
+				goa = append(goa, measureRoute(t, routes.DataPathGoAMQP, 0, c.src, c.dst, c.size, c.n))
+				eng = append(eng, measureRoute(t, routes.DataPathEngine, 0, c.src, c.dst, c.size, c.n))
+				ack = append(ack, measureRoute(t, routes.DataPathEngine, 100, c.src, c.dst, c.size, c.n))
+			}
+			e, a, g := median(eng), median(ack), median(goa)
+			load, _ := os.ReadFile("/proc/loadavg")
+			t.Logf("%s: engine %.0f msg/s %.1f µs/msg; engine ack 100 %.0f msg/s %.1f µs/msg; go-amqp %.0f msg/s %.1f µs/msg; engine/go-amqp throughput x%.2f, CPU x%.2f; ack 100: x%.2f, x%.2f (load %s)",
+				t.Name(), e.rate, e.cpuUs, a.rate, a.cpuUs, g.rate, g.cpuUs, e.rate/g.rate, e.cpuUs/g.cpuUs, a.rate/g.rate, a.cpuUs/g.cpuUs, string(load[:min(len(load), 14)]))
+		})
+	}
+}
+
+type figure struct{ rate, cpuUs float64 }
+
+func median(fs []figure) figure {
+	rates, cpus := make([]float64, len(fs)), make([]float64, len(fs))
+	for i, f := range fs {
+		rates[i], cpus[i] = f.rate, f.cpuUs
+	}
+	slices.Sort(rates)
+	slices.Sort(cpus)
+	return figure{rates[len(rates)/2], cpus[len(cpus)/2]}
+}
+
+func processCPU(t *testing.T) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// measureRoute forwards n messages of size bytes through one queue route
+// on dataPath with --ack ack and returns its rate and CPU per message.
+func measureRoute(t *testing.T, dataPath string, ack int, src, dst string, size, n int) figure {
+	h := newHarnessOn(t, dataPath, src, dst)
+	q, ex, dq := brokertest.UniqueName(t, "src"), brokertest.UniqueName(t, "ex"), brokertest.UniqueName(t, "dq")
+	brokertest.DeclareQueue(t, h.brokers[src].Config(), q)
+	brokertest.DeclareExchangeQueue(t, h.brokers[dst].Config(), ex, "fanout", dq, "")
+	body := make([]byte, size)
+	brokertest.SendAll(t, h.session(src), queueAddress(h.brokers[src], q), 500, n, func(int) *goamqp.Message {
+		return &goamqp.Message{Data: [][]byte{body}}
+	})
+	runtime.GC()
+	cpu0, t0 := processCPU(t), time.Now()
+	st := h.add(routes.Spec{Kind: routes.KindQueue, Dest: dst, Src: src, Exchange: ex, Queue: q, Ack: ack})
+	h.waitState(st.ID, routes.StateOperational)
+	setup := time.Since(t0)
+	brokertest.Eventually(t, 5*time.Minute, 20*time.Millisecond, func() error {
+		if s, _ := h.m.Get(st.ID); s.Forwarded < uint64(n) {
+			return fmt.Errorf("forwarded %d of %d (%s, %s)", s.Forwarded, n, s.State, s.LastError)
+		}
+		return nil
+	})
+	wall, used := time.Since(t0), processCPU(t)-cpu0
+	if err := h.m.Delete(t.Context(), st.ID); err != nil {
+		t.Fatal(err)
+	}
+	f := figure{rate: float64(n) / wall.Seconds(), cpuUs: float64(used.Microseconds()) / float64(n)}
+	t.Logf("%s ack %d: %.0f msg/s, %.1f µs/msg (Operational after %s)", dataPath, ack, f.rate, f.cpuUs, setup.Round(time.Millisecond))
+	return f
+}
+
+// queueAddress is queue q's address at b.
+func queueAddress(b brokertest.Broker, q string) string {
+	if b.Kind == "rabbitmq" {
+		return "/amq/queue/" + q
+	}
+	return q
+}
