@@ -312,7 +312,7 @@ func (c *Conn) run(ctx context.Context) {
 		t, idx, err := c.dialAny(ctx, next)
 		if err != nil {
 			if Classify(err) == ScopeAuth {
-				c.fail(&Error{Op: "connect", Broker: c.cfg.Name, Scope: ScopeAuth, Err: fmt.Errorf("%w: %v", ErrAuth, err)}, Failed)
+				c.fail(&Error{Op: "connect", Broker: c.cfg.Name, Scope: ScopeAuth, Err: fmt.Errorf("%w: %w", ErrAuth, err)}, Failed)
 				// No retry after an authentication failure, unless the
 				// settings change (new credentials).
 				select {

@@ -83,7 +83,7 @@ func outcomeOf(st goamqp.DeliveryState) Outcome {
 // Receipt is the pending outcome of one message sent unsettled.
 type Receipt struct {
 	r      goamqp.SendReceipt
-	shared *SharedSender // set when sent on a shared session
+	shared *PooledSender // set when sent on a shared session
 }
 
 // Wait waits for the destination's outcome.

@@ -57,8 +57,10 @@ func (sh *sharedSession) began() bool {
 	}
 }
 
-// SharedSender is a sender on a shared session (Conn.NewSharedSender).
-type SharedSender struct {
+// PooledSender is a sender on a session the connection's pool gave it:
+// one it shares with other senders (Conn.NewSharedSender) or one of its
+// own (Conn.NewOwnSender). Close gives its place back.
+type PooledSender struct {
 	*Sender
 	c    *Conn
 	sh   *sharedSession
@@ -67,7 +69,7 @@ type SharedSender struct {
 
 // NewSharedSender attaches a sender for spec on one of c's shared
 // sessions, beginning one when none has room. Close it when done.
-func (c *Conn) NewSharedSender(ctx context.Context, spec LinkSpec) (*SharedSender, error) {
+func (c *Conn) NewSharedSender(ctx context.Context, spec LinkSpec) (*PooledSender, error) {
 	sh, err := c.joinShared(ctx)
 	if err != nil {
 		return nil, err
@@ -77,7 +79,7 @@ func (c *Conn) NewSharedSender(ctx context.Context, spec LinkSpec) (*SharedSende
 
 // attachShared attaches a sender for spec on sh, on which it is counted
 // already; on failure it leaves sh.
-func (c *Conn) attachShared(ctx context.Context, sh *sharedSession, spec LinkSpec) (*SharedSender, error) {
+func (c *Conn) attachShared(ctx context.Context, sh *sharedSession, spec LinkSpec) (*PooledSender, error) {
 	snd, err := sh.s.NewSender(ctx, spec)
 	if err != nil {
 		if Classify(err) != ScopeLink {
@@ -86,12 +88,12 @@ func (c *Conn) attachShared(ctx context.Context, sh *sharedSession, spec LinkSpe
 		c.leaveShared(sh)
 		return nil, err
 	}
-	return &SharedSender{Sender: snd, c: c, sh: sh}, nil
+	return &PooledSender{Sender: snd, c: c, sh: sh}, nil
 }
 
 // NewOwnSender is NewSharedSender on a session of the sender's own, for a
 // sender whose attach may be refused again: it ends no one else's.
-func (c *Conn) NewOwnSender(ctx context.Context, spec LinkSpec) (*SharedSender, error) {
+func (c *Conn) NewOwnSender(ctx context.Context, spec LinkSpec) (*PooledSender, error) {
 	sh := &sharedSession{ready: make(chan struct{}), links: 1, retired: true}
 	sh.s, sh.gen, sh.err = c.NewSession(ctx)
 	close(sh.ready)
@@ -169,7 +171,7 @@ func (c *Conn) leaveShared(sh *sharedSession) {
 }
 
 // Send is Sender.Send with a session-wide failure said as such.
-func (s *SharedSender) Send(ctx context.Context, msg Message) (*Receipt, error) {
+func (s *PooledSender) Send(ctx context.Context, msg Message) (*Receipt, error) {
 	r, err := s.Sender.Send(ctx, msg)
 	if err != nil {
 		return nil, s.sessionError(err)
@@ -181,7 +183,7 @@ func (s *SharedSender) Send(ctx context.Context, msg Message) (*Receipt, error) 
 // sessionError marks err as the end of the shared session when it is
 // one (and retires the session), so that the route does not take another
 // sender's refusal for its own.
-func (s *SharedSender) sessionError(err error) error {
+func (s *PooledSender) sessionError(err error) error {
 	if sc := Classify(err); sc != ScopeSession && sc != ScopeConn {
 		return err
 	}
@@ -192,7 +194,7 @@ func (s *SharedSender) sessionError(err error) error {
 // Close detaches the sender without waiting for the broker's answer
 // (RabbitMQ 3.10 gives none) and leaves its session, ending the session
 // if it was the last sender of a retired one. Idempotent.
-func (s *SharedSender) Close() {
+func (s *PooledSender) Close() {
 	s.once.Do(func() {
 		ctx, cancel := context.WithCancel(s.sh.s.owner)
 		cancel()

@@ -25,7 +25,7 @@ func sharedSetup(t *testing.T, perSession int) (*famqp.Conn, famqp.LinkSpec, con
 }
 
 // sendAccepted sends one message on snd and waits for its outcome.
-func sendAccepted(ctx context.Context, snd *famqp.SharedSender, body string) error {
+func sendAccepted(ctx context.Context, snd *famqp.PooledSender, body string) error {
 	r, err := snd.Send(ctx, famqp.NewMessage([]byte(body)))
 	if err != nil {
 		return err
@@ -90,7 +90,7 @@ func TestIntegrationSharedSessionRefusedAttach(t *testing.T) {
 // at once.
 func TestIntegrationSharedSessionsFillUp(t *testing.T) {
 	c, target, ctx := sharedSetup(t, 3)
-	var snds []*famqp.SharedSender
+	var snds []*famqp.PooledSender
 	for range 7 {
 		s, err := c.NewSharedSender(ctx, target)
 		if err != nil {

@@ -34,7 +34,7 @@ type Sink interface {
 }
 
 // MessageSender is what SenderSink sends with: *amqp.Sender, or
-// *amqp.SharedSender.
+// *amqp.PooledSender.
 type MessageSender interface {
 	Send(ctx context.Context, msg amqp.Message) (*amqp.Receipt, error)
 }

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/fedrouter/fedrouter/amqp"
-	"github.com/fedrouter/fedrouter/links"
 	"github.com/fedrouter/fedrouter/routes/pathpolicy"
 )
 
@@ -372,19 +370,4 @@ func (d *dynamicMode) onShortestPath(origins []string) bool {
 	}
 	next, ok := d.env.nextHop(d.spec.Src, consumer)
 	return !ok || next == d.spec.Dest
-}
-
-// traceHop is a dynamic route's links.Config.Prepare: it records the
-// source broker in the message's trace and drops the message if the
-// destination is already in it.
-func (b *routeBase) traceHop(out amqp.Message) bool {
-	trace := links.Trace(out)
-	if slices.Contains(trace, b.spec.Dest) {
-		return false
-	}
-	if !slices.Contains(trace, b.spec.Src) {
-		trace = append(trace, b.spec.Src)
-	}
-	out.SetAnnotation(links.AnnotationTrace, strings.Join(trace, ","))
-	return true
 }

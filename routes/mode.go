@@ -3,6 +3,7 @@ package routes
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -209,4 +210,37 @@ func (b *routeBase) transitDetail(how string) string {
 		}
 	}
 	return how
+}
+
+// senderTo checks node on broker (RabbitMQ drops sends to a missing
+// queue; a Transit node is created) and attaches a sender to it.
+func senderTo(ctx context.Context, sess *amqp.Session, prof amqp.Profile, broker string, n amqp.Node, what string) (links.Sink, error) {
+	if err := prof.CheckTarget(ctx, n); err != nil {
+		return nil, fmt.Errorf("%s on %s: %w", what, broker, err)
+	}
+	spec, err := prof.Target(n)
+	if err != nil {
+		return nil, err
+	}
+	snd, err := sess.NewSender(ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("attach %s sender to %s on %s: %w", what, spec.Address, broker, err)
+	}
+	return links.SenderSink{S: snd}, nil
+}
+
+// traceHop is the links.Config.Prepare of dynamic routes and of direct
+// ones carried on a path: it records the
+// source broker in the message's trace and drops the message if the
+// destination is already in it.
+func (b *routeBase) traceHop(out amqp.Message) bool {
+	trace := links.Trace(out)
+	if slices.Contains(trace, b.spec.Dest) {
+		return false
+	}
+	if !slices.Contains(trace, b.spec.Src) {
+		trace = append(trace, b.spec.Src)
+	}
+	out.SetAnnotation(links.AnnotationTrace, strings.Join(trace, ","))
+	return true
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/fedrouter/fedrouter/amqp"
@@ -140,4 +141,21 @@ func (r *route) watchPath(ctx context.Context, path pathpolicy.Path) error {
 			return nil
 		}
 	}
+}
+
+// waitAny waits until ctx ends (false), the timer fires or one of the
+// channels is closed (true). nil channels never are.
+func waitAny(ctx context.Context, timer <-chan time.Time, chans []<-chan struct{}) bool {
+	cases := make([]reflect.SelectCase, 0, len(chans)+2)
+	cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
+	if timer != nil {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer)})
+	}
+	for _, ch := range chans {
+		if ch != nil {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+		}
+	}
+	chosen, _, _ := reflect.Select(cases)
+	return chosen != 0 || ctx.Err() == nil
 }

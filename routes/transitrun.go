@@ -3,7 +3,6 @@ package routes
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -221,23 +220,6 @@ func routerDeadLetter(ctx context.Context, sess *amqp.Session, prof amqp.Profile
 	return senderTo(ctx, sess, prof, broker, amqp.Node{Kind: amqp.Transit, Name: links.RouterDeadLetterQueue}, "dead-letter queue")
 }
 
-// senderTo checks node on broker (RabbitMQ drops sends to a missing
-// queue; a Transit node is created) and attaches a sender to it.
-func senderTo(ctx context.Context, sess *amqp.Session, prof amqp.Profile, broker string, n amqp.Node, what string) (links.Sink, error) {
-	if err := prof.CheckTarget(ctx, n); err != nil {
-		return nil, fmt.Errorf("%s on %s: %w", what, broker, err)
-	}
-	spec, err := prof.Target(n)
-	if err != nil {
-		return nil, err
-	}
-	snd, err := sess.NewSender(ctx, spec)
-	if err != nil {
-		return nil, fmt.Errorf("attach %s sender to %s on %s: %w", what, spec.Address, broker, err)
-	}
-	return links.SenderSink{S: snd}, nil
-}
-
 func (f *forwarder) status() TransitStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -336,23 +318,6 @@ func (m *Manager) startForwarder(fwd *group.Group, k transitKey, via string) *fo
 		m.log.Info().Str("broker", k.from).Str("dest", k.dest).Str("via", via).Msg("transit forwarder started")
 	}
 	return f
-}
-
-// waitAny waits until ctx ends (false), the timer fires or one of the
-// channels is closed (true). nil channels never are.
-func waitAny(ctx context.Context, timer <-chan time.Time, chans []<-chan struct{}) bool {
-	cases := make([]reflect.SelectCase, 0, len(chans)+2)
-	cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
-	if timer != nil {
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer)})
-	}
-	for _, ch := range chans {
-		if ch != nil {
-			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
-		}
-	}
-	chosen, _, _ := reflect.Select(cases)
-	return chosen != 0 || ctx.Err() == nil
 }
 
 func (m *Manager) setTransit(list []*forwarder) {
