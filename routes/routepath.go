@@ -90,17 +90,8 @@ func (r *route) correct(ctx context.Context, d pathpolicy.Decision, st pathpolic
 	watched := make(chan struct{})
 	go func() { // owned by correct, which waits for it; ends with actx
 		defer close(watched)
-		for {
-			obs, changed := r.observe()
-			current, _ := pathpolicy.Decide(r.policy, obs, st, time.Now())
-			if !current.Same(d) {
-				cancel()
-				return
-			}
-			if !waitFor(actx, current.Timer, changed) {
-				return
-			}
-		}
+		r.watchUntil(actx, st, func(current pathpolicy.Decision) bool { return !current.Same(d) })
+		cancel() // the decision changed (or actx ended already)
 	}()
 	defer func() { cancel(); <-watched }()
 	r.setWaiting(d.Detail)
@@ -124,21 +115,40 @@ var errPathChanged = errors.New("path changed")
 // forward on the run's path; nil when ctx ends first. A run's policy
 // state is the zero one: forwarding stops the no-path clock.
 func (r *route) watchPath(ctx context.Context, path pathpolicy.Path) error {
-	for {
-		obs, changed := r.observe()
-		d, _ := pathpolicy.Decide(r.policy, obs, pathpolicy.State{}, time.Now())
+	d, ok := r.watchUntil(ctx, pathpolicy.State{}, func(d pathpolicy.Decision) bool {
 		if d.Action != pathpolicy.ActForward || d.Path != path {
-			why := d.Why
-			if why == "" {
-				why = fmt.Sprintf("broker %s is reachable directly again", r.spec.Dest)
-			}
-			return fmt.Errorf("%w: %s", errPathChanged, why)
+			return true
 		}
 		if detail := r.mode.detail(path); detail != "" {
 			r.setDetail(detail) // the path, or the routes advertised, may have changed
 		}
+		return false
+	})
+	if !ok {
+		return nil
+	}
+	why := d.Why
+	if why == "" {
+		why = fmt.Sprintf("broker %s is reachable directly again", r.spec.Dest)
+	}
+	return fmt.Errorf("%w: %s", errPathChanged, why)
+}
+
+// watchUntil asks the path policy, from the fixed state st, at every
+// change of what it observes and whenever a decision's timer is due,
+// until done says the decision is one the caller acts on: it returns
+// that decision, or false once ctx ended. The two watchers of a decision
+// in force (correct's and a run's) share it; waitPath, which advances the
+// policy's state, has its own loop.
+func (r *route) watchUntil(ctx context.Context, st pathpolicy.State, done func(pathpolicy.Decision) bool) (pathpolicy.Decision, bool) {
+	for {
+		obs, changed := r.observe()
+		d, _ := pathpolicy.Decide(r.policy, obs, st, time.Now())
+		if done(d) {
+			return d, true
+		}
 		if !waitFor(ctx, d.Timer, changed) {
-			return nil
+			return pathpolicy.Decision{}, false
 		}
 	}
 }
