@@ -24,9 +24,9 @@ type member struct {
 func (m member) Routes() []routes.Status { return held(m.Service.Routes()) }
 
 // RoutesPage is what GET /api/v1/routes answers from: the same holders.
-func (m member) RoutesPage(after string, limit int) ([]routes.Status, string, error) {
-	out, next, err := m.Service.RoutesPage(after, limit)
-	return held(out), next, err
+func (m member) RoutesPage(after string, limit int) ([]routes.Status, string, string, error) {
+	out, next, partial, err := m.Service.RoutesPage(after, limit)
+	return held(out), next, partial, err
 }
 
 // held marks the route to tokyo held by paris-2, the others by paris-1.

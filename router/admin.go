@@ -374,28 +374,13 @@ func (a *AdminServer) listRoutes(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	var page []routes.Status
-	var next, partial string
-	if pl, ok := a.svc.(PartialLister); ok {
-		page, next, partial, err = pl.RoutesPagePartial(q.Get("after"), limit)
-	} else {
-		page, next, err = a.svc.RoutesPage(q.Get("after"), limit)
-	}
+	page, next, partial, err := a.svc.RoutesPage(q.Get("after"), limit)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	writeJSON(w, http.StatusOK, api.RoutePage{Routes: nonNil(page), Next: next, Partial: partial})
 }
-
-// PartialLister is a Service whose route list can be partial — a cluster
-// member whose store cannot be read lists its own routes only — and says
-// so (api.RoutePage.Partial) rather than answer a shorter list as whole.
-type PartialLister interface {
-	RoutesPagePartial(after string, limit int) (page []routes.Status, next, partial string, err error)
-}
-
-var _ PartialLister = (*Router)(nil)
 
 // DefaultPageLimit is a page's size when only after is given.
 const DefaultPageLimit = 1000

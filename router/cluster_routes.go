@@ -191,13 +191,8 @@ func (c *clusterPart) listPartial() ([]routes.Status, string) {
 	return c.own(), partialList
 }
 
-// page pages the cluster's list.
-func (c *clusterPart) page(after string, limit int) ([]routes.Status, string, error) {
-	return routes.Page(c.list(), after, limit)
-}
-
-// pagePartial is page, with the reason when the list is partial.
-func (c *clusterPart) pagePartial(after string, limit int) ([]routes.Status, string, string, error) {
+// page pages the cluster's list, with the reason when it is partial.
+func (c *clusterPart) page(after string, limit int) ([]routes.Status, string, string, error) {
 	list, partial := c.listPartial()
 	page, next, err := routes.Page(list, after, limit)
 	return page, next, partial, err

@@ -24,8 +24,10 @@ type routeControl interface {
 	flush(ctx context.Context, dest string) (int, error)
 	// list is every route: a cluster's lists the whole cluster's.
 	list() []routes.Status
-	// page is a page of list (routes.Page).
-	page(after string, limit int) ([]routes.Status, string, error)
+	// page is a page of list (routes.Page), and why the list is partial
+	// when it is ("" when whole: a cluster member whose store cannot be
+	// read lists its own routes only).
+	page(after string, limit int) (page []routes.Status, next, partial string, err error)
 	// own is the routes this process runs.
 	own() []routes.Status
 	// reloadConfigured applies a reload's configured routes: stops
@@ -49,8 +51,9 @@ func (l localRoutes) flush(ctx context.Context, dest string) (int, error) {
 	return l.m.Flush(ctx, dest)
 }
 func (l localRoutes) list() []routes.Status { return l.m.List() }
-func (l localRoutes) page(after string, limit int) ([]routes.Status, string, error) {
-	return l.m.ListPage(after, limit) // only the page's statuses computed
+func (l localRoutes) page(after string, limit int) ([]routes.Status, string, string, error) {
+	page, next, err := l.m.ListPage(after, limit) // only the page's statuses computed
+	return page, next, "", err
 }
 func (l localRoutes) own() []routes.Status { return l.m.List() }
 

@@ -377,19 +377,10 @@ func (r *Router) FlushRoutes(ctx context.Context, dest string) (int, error) {
 func (r *Router) Routes() []routes.Status { return r.routeCtl.list() }
 
 // RoutesPage is a page of Routes (routes.Page): a single router computes
-// the page's statuses only; a cluster member pages the cluster's list.
-func (r *Router) RoutesPage(after string, limit int) ([]routes.Status, string, error) {
+// the page's statuses only; a cluster member pages the cluster's list,
+// and says why it is partial when its store cannot be read.
+func (r *Router) RoutesPage(after string, limit int) ([]routes.Status, string, string, error) {
 	return r.routeCtl.page(after, limit)
-}
-
-// RoutesPagePartial is RoutesPage, and why the list is partial when it is
-// (a cluster member whose store cannot be read: its own routes only).
-func (r *Router) RoutesPagePartial(after string, limit int) ([]routes.Status, string, string, error) {
-	if c, ok := r.routeCtl.(*clusterPart); ok {
-		return c.pagePartial(after, limit)
-	}
-	page, next, err := r.routeCtl.page(after, limit)
-	return page, next, "", err
 }
 
 // OwnRoutes lists the routes this router runs (in a cluster, Routes lists

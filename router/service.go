@@ -35,9 +35,11 @@ type Service interface {
 	// Routes lists the routes, sorted by dest, src, exchange.
 	Routes() []routes.Status
 	// RoutesPage is a page of Routes: at most limit routes after the
-	// cursor after ("" from the first), and the next page's cursor (""
-	// after the last); a cursor it did not hand out is an error.
-	RoutesPage(after string, limit int) ([]routes.Status, string, error)
+	// cursor after ("" from the first), the next page's cursor (""
+	// after the last), and why the list is partial when it is (a cluster
+	// member whose store cannot be read lists its own routes only; ""
+	// when whole); a cursor it did not hand out is an error.
+	RoutesPage(after string, limit int) (page []routes.Status, next, partial string, err error)
 	// OwnRoutes lists the routes this process runs: Routes for a single
 	// router, its own share for a cluster member (/metrics exports these).
 	OwnRoutes() []routes.Status

@@ -2,6 +2,7 @@ package routes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -68,7 +69,7 @@ func (r *route) runEngine(ctx context.Context, drain <-chan struct{}, credit, li
 	cfg := links.Config{Window: credit, Limit: limit, Drain: drain, OutcomeTimeout: r.spec.OutcomeTimeout, Fence: r.fence}
 	fw, err := links.AttachEngine(setup, l, cfg, r.spec.Ack)
 	if err != nil {
-		return fmt.Errorf("route %s > %s on the engine: %w", r.spec.Src, r.spec.Dest, err)
+		return r.attachRefused(fmt.Errorf("route %s > %s on the engine: %w", r.spec.Src, r.spec.Dest, err), l)
 	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.Background(), engineClose) // the run's ctx may be over: close anyway
@@ -81,13 +82,31 @@ func (r *route) runEngine(ctx context.Context, drain <-chan struct{}, credit, li
 	return fw.Run(ctx, cfg, &r.c)
 }
 
+// attachRefused makes an attach the broker refused with amqp:not-found a
+// wait for that node (waitfor.go), as on the go-amqp path: the link's
+// address says whether the source or the destination is missing.
+func (r *route) attachRefused(err error, l links.EngineLinks) error {
+	var le *engine.LinkError
+	if !errors.As(err, &le) {
+		return err
+	}
+	srcNode, _, dstNode := r.nodes()
+	switch le.Address {
+	case l.Target.Address:
+		return missing(err, dstNode, r.spec.Dest)
+	case l.Source.Address:
+		return missing(err, srcNode, r.spec.Src)
+	}
+	return err
+}
+
 // engineLinks resolves the run's termini and begins its two sessions.
 func (r *route) engineLinks(setup context.Context) (links.EngineLinks, error) {
 	var l links.EngineLinks
 	_, _, dstNode := r.nodes()
 	// RabbitMQ accepts and drops sends to a missing node: look first.
 	if err := r.dst.Profile.CheckTarget(setup, dstNode); err != nil {
-		return l, fmt.Errorf("destination %s on %s: %w", dstNode, r.spec.Dest, err)
+		return l, missing(fmt.Errorf("destination %s on %s: %w", dstNode, r.spec.Dest, err), dstNode, r.spec.Dest)
 	}
 	dstSpec, err := r.dst.Profile.Target(dstNode)
 	if err != nil {

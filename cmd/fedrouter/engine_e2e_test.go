@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	goamqp "github.com/Azure/go-amqp"
+
 	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/amqp/brokertest"
 	"github.com/fedrouter/fedrouter/routes"
@@ -44,9 +46,26 @@ func engineAckKill9(t *testing.T, src, dst brokertest.Broker, ack int) {
 	p.mustCLI("queue", "add", "-d", "--credit", fmt.Sprint(credit), "--ack", fmt.Sprint(ack), dst.Name, src.Name, ex, q)
 	waitRoute(t, p, onEngine)
 
+	// Published in batches while the route forwards, the kill coming
+	// between two of them once a quarter crossed: a router faster than
+	// the publisher (qpidd on an idle machine) is still killed
+	// mid-stream, with the rest published while it is down.
 	pub := brokertest.Session(t, brokertest.Dial(t, src.Config(), amqp.ConnOptions{}))
-	brokertest.SendAll(t, pub, queueAddr(src, q), 500, n, brokertest.Numbered)
-	atKill := p.kill9After(n / 4)
+	const batch = 1000
+	var atKill routes.Status
+	killed := false
+	for i := 0; i < n; i += batch {
+		brokertest.SendAll(t, pub, queueAddr(src, q), 500, batch, func(j int) *goamqp.Message { return brokertest.Numbered(i + j) })
+		if killed {
+			continue
+		}
+		if st := waitRoute(t, p, func(routes.Status) error { return nil }); st.Forwarded >= n/4 {
+			atKill, killed = p.kill9After(n/4), true
+		}
+	}
+	if !killed {
+		atKill = p.kill9After(n / 4)
+	}
 	if atKill.Forwarded >= n {
 		t.Fatalf("the kill came after all %d had crossed: nothing was in flight", n)
 	}

@@ -35,6 +35,7 @@ type reloadRig struct {
 	tokenFile string // the admin token in force (write sets it: the test reloads each file it writes)
 	clients   map[string]*adminclient.Client
 	r2URL     string // r2's URL when not the registry's
+	admin     string // admin.listen, quoted: a free port chosen at the first write
 	// name → source queue, destination exchange and the queue bound to it
 	q, ex, dq map[string]string
 }
@@ -72,6 +73,10 @@ admin: {listen: "127.0.0.1:0", token_file: %q}
 log: {level: %s, format: json}
 routes:
 %s%s`, g.bs[0].URL, g.bs[0].MgmtURL, cmp.Or(g.r2URL, g.bs[1].URL), g.bs[1].MgmtURL, tokenFile, level, rs.String(), extra)
+	if g.admin == "" { // one port for the rig's life: admin.listen does not reload
+		g.admin = withAdminPort(g.t, `"127.0.0.1:0"`)
+	}
+	yaml = strings.Replace(yaml, `"127.0.0.1:0"`, g.admin, 1)
 	if err := os.WriteFile(g.config, []byte(yaml), 0o600); err != nil {
 		g.t.Fatal(err)
 	}

@@ -159,14 +159,9 @@ func (f *Service) Routes() []routes.Status {
 	return out
 }
 
-// RoutesPage pages Routes.
-func (f *Service) RoutesPage(after string, limit int) ([]routes.Status, string, error) {
-	return routes.Page(f.Routes(), after, limit)
-}
-
-// RoutesPagePartial is RoutesPage with the reason SetPartial gave.
-func (f *Service) RoutesPagePartial(after string, limit int) ([]routes.Status, string, string, error) {
-	page, next, err := f.RoutesPage(after, limit)
+// RoutesPage pages Routes, with the reason SetPartial gave.
+func (f *Service) RoutesPage(after string, limit int) ([]routes.Status, string, string, error) {
+	page, next, err := routes.Page(f.Routes(), after, limit)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return page, next, f.partial, err
