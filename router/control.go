@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -30,6 +31,12 @@ import (
 
 // DefaultControlAddress is the control node's name on every broker.
 const DefaultControlAddress = config.DefaultControlAddress
+
+// controlCredit is each control receiver's credit: with messages over
+// topology.MaxLSASize refused unread, the control input a broker can make
+// the router hold is at most controlCredit × MaxLSASize (1 MiB) per
+// broker, besides the inbox.
+const controlCredit = 16
 
 // Inbound is one verified control message received from a broker.
 type Inbound struct {
@@ -295,10 +302,15 @@ func (l *controlLink) runOnce(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("control source: %w", err)
 	}
-	rcv, err := amqp.NewReceiver(setup, sess, spec, amqp.ReceiverConfig{Window: 50})
+	rcv, err := l.b.NewBoundedReceiver(setup, spec, topology.MaxLSASize, controlCredit)
 	if err != nil {
 		return fmt.Errorf("control receiver %s: %w", spec.Address, err)
 	}
+	defer func() { // after the receive loop is joined (deferred later)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = rcv.Close(cctx)
+	}()
 	l.log.Debug().Str("address", spec.Address).Msg("control link up")
 	// The receive loop is this attach's: stopped and joined on return,
 	// before the session is ended.
@@ -324,15 +336,25 @@ func (l *controlLink) runOnce(ctx context.Context) error {
 
 // receive checks every control message and queues the verified ones (see
 // admit). Everything is accepted at the broker: what is refused is
-// counted here, not returned for the broker to redeliver.
-func (l *controlLink) receive(ctx context.Context, rcv *amqp.Receiver) error {
+// counted here, not returned for the broker to redeliver. A message over
+// topology.MaxLSASize or whose body is not data is refused by the
+// receiver itself (rejected at the broker, never held whole) and counted
+// here as too_large or malformed.
+func (l *controlLink) receive(ctx context.Context, rcv *amqp.BoundedReceiver) error {
 	for {
-		msg, err := rcv.Receive(ctx)
-		if err != nil {
-			return err
+		data, err := rcv.Receive(ctx)
+		var refused *amqp.RefusedError
+		if errors.As(err, &refused) {
+			reason := topology.ReasonMalformed
+			if errors.Is(err, amqp.ErrOversize) {
+				reason = topology.ReasonTooLarge
+			}
+			l.c.received.Add(refused.N)
+			l.c.countN(reason, refused.N)
+			l.c.report(reason, l.broker, err, time.Now())
+			continue
 		}
-		data := msg.Data()
-		if err := rcv.Accept(ctx, msg); err != nil {
+		if err != nil {
 			return err
 		}
 		l.c.received.Add(1)
