@@ -65,9 +65,14 @@ type ControlOptions struct {
 // messages dropped, by reason (the Drop… constants): refused by the check
 // before queueing (topology's reasons), or by policy (bounded queues:
 // advertisements are refreshed anyway).
+//
+// PeakBuffered is the most bytes a control receiver held for one message
+// in reassembly, over all brokers: at most topology.MaxLSASize, whatever
+// size the messages published there had.
 type ControlStats struct {
 	Received, Sent, SendErrors uint64
 	Dropped                    map[string]uint64
+	PeakBuffered               uint64
 }
 
 // Reasons a control message is dropped by policy, besides topology's
@@ -125,6 +130,7 @@ type controlLink struct {
 	b      amqp.Broker
 	out    chan outbound
 	log    zerolog.Logger
+	peak   atomic.Uint64 // the most its receivers held for one message
 }
 
 // NewControl prepares the control links; Start runs them.
@@ -254,6 +260,9 @@ func (c *Control) Stats() ControlStats {
 		st.Dropped[r] = n
 	}
 	c.inMu.Unlock()
+	for _, l := range c.links {
+		st.PeakBuffered = max(st.PeakBuffered, l.peak.Load())
+	}
 	return st
 }
 
@@ -343,6 +352,9 @@ func (l *controlLink) runOnce(ctx context.Context) error {
 func (l *controlLink) receive(ctx context.Context, rcv *amqp.BoundedReceiver) error {
 	for {
 		data, err := rcv.Receive(ctx)
+		if p := rcv.Stats().PeakBuffered; p > l.peak.Load() {
+			l.peak.Store(p) // this goroutine is the only writer
+		}
 		var refused *amqp.RefusedError
 		if errors.As(err, &refused) {
 			reason := topology.ReasonMalformed

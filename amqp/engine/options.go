@@ -86,10 +86,13 @@ type SessionOptions struct {
 type SettleMode uint8
 
 // Settle modes: unsettled (the receiver's outcome settles, at-least-once),
-// or settled before sending (at-most-once).
+// or settled before sending (at-most-once). SettleAskUnsettled, on a
+// receiver: ask the sender to send every delivery unsettled (snd-settle-
+// mode unsettled; qpidd sends exchange subscriptions settled otherwise).
 const (
 	SettleUnsettled SettleMode = iota
 	SettlePresettled
+	SettleAskUnsettled
 )
 
 // ReceiverOptions configure a receiver link.

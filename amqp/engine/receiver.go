@@ -100,8 +100,11 @@ func (s *Session) NewReceiver(ctx context.Context, opts ReceiverOptions) (*Recei
 		Source: &wire.Source{Address: opts.Address, Durable: opts.Durable, ExpiryPolicy: opts.ExpiryPolicy, Filter: opts.Filter, Capabilities: opts.Capabilities},
 		Target: &wire.Target{}, MaxMessageSize: opts.MaxMessageSize,
 	}
-	if opts.Mode == SettlePresettled {
+	switch opts.Mode {
+	case SettlePresettled:
 		a.SndSettleMode = wire.SndSettled
+	case SettleAskUnsettled:
+		a.SndSettleMode = wire.SndUnsettled
 	}
 	if err := r.attach(ctx, &a); err != nil {
 		return nil, err
