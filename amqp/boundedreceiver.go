@@ -28,6 +28,11 @@ var ErrOversize = errors.New("amqp: message over the size bound")
 // (rejected at the broker).
 var ErrNotData = errors.New("amqp: message body is not data")
 
+// ErrBeyondWindow: a message the broker sent settled beyond the
+// receiver's credit, when as many were waiting as it may hold, was
+// dropped.
+var ErrBeyondWindow = errors.New("amqp: message beyond the receiver's window")
+
 // BoundedReceiver receives the data bodies of a source's messages, each
 // at most a bound in size (Broker.NewBoundedReceiver).
 type BoundedReceiver struct {
@@ -38,20 +43,22 @@ type BoundedReceiver struct {
 	// in holds the valid messages, unsettled until Receive takes them, so
 	// the credit bounds it; sized to the engine's own limit on unsettled
 	// deliveries (2 × credit + 16), past which the engine ends the link,
-	// so the reader goroutine never blocks on it.
+	// so the reader goroutine never blocks on it (a delivery sent settled
+	// beyond it is dropped: the broker ignored the credit).
 	in chan bounded
 	// Refusals are settled at once and only counted here, so that a
 	// flood of them takes no room from the valid messages: Receive
 	// reports each kind's count since the last report, with the last one's
 	// error. wake tells Receive there are some.
-	oversize, notData refusals
-	wake              chan struct{}
+	oversize, notData, beyond refusals
+	wake                      chan struct{}
 }
 
 // bounded is one valid delivery waiting for Receive.
 type bounded struct {
-	id   uint32
-	body []byte
+	id      uint32
+	settled bool // the broker sent it settled: nothing to accept
+	body    []byte
 }
 
 // refusals count one kind of refused messages.
@@ -77,7 +84,8 @@ func (f *refusals) take() (uint64, error) {
 }
 
 // RefusedError reports N messages refused since the previous report; Err
-// (wrapping ErrOversize or ErrNotData) is the last one's reason.
+// (wrapping ErrOversize, ErrNotData or ErrBeyondWindow) is the last one's
+// reason.
 type RefusedError struct {
 	N   uint64
 	Err error
@@ -90,10 +98,10 @@ func (e *RefusedError) Error() string {
 func (e *RefusedError) Unwrap() error { return e.Err }
 
 // BoundedStats count what a BoundedReceiver did: the messages refused
-// over the bound and not data, and the most bytes it held for one message
-// in reassembly.
+// over the bound, not data, and beyond its window, and the most bytes it
+// held for one message in reassembly.
 type BoundedStats struct {
-	Oversize, NotData, PeakBuffered uint64
+	Oversize, NotData, Beyond, PeakBuffered uint64
 }
 
 // NewBoundedReceiver attaches a receiver to spec's source on the broker's
@@ -144,9 +152,9 @@ func (r *BoundedReceiver) onMessage(d *engine.Delivery) {
 		return
 	}
 	select {
-	case r.in <- bounded{id: d.ID, body: append([]byte(nil), body...)}:
-	default: // cannot happen: the engine ends the link first (see in)
-		r.refuse(d, &r.oversize, fmt.Errorf("%w: beyond the receiver's window", ErrOversize))
+	case r.in <- bounded{id: d.ID, settled: d.Settled, body: append([]byte(nil), body...)}:
+	default: // only a delivery sent settled: the engine ends the link first (see in)
+		r.refuse(d, &r.beyond, fmt.Errorf("%w of %d", ErrBeyondWindow, cap(r.in)))
 	}
 }
 
@@ -168,14 +176,16 @@ func (r *BoundedReceiver) refuse(d *engine.Delivery, kind *refusals, why error) 
 // means the link ended.
 func (r *BoundedReceiver) Receive(ctx context.Context) ([]byte, error) {
 	for {
-		for _, kind := range []*refusals{&r.oversize, &r.notData} {
+		for _, kind := range []*refusals{&r.oversize, &r.notData, &r.beyond} {
 			if n, err := kind.take(); n > 0 {
 				return nil, &RefusedError{N: n, Err: err}
 			}
 		}
 		select {
 		case m := <-r.in:
-			r.rcv.Settle(m.id, engine.Accepted)
+			if !m.settled {
+				r.rcv.Settle(m.id, engine.Accepted)
+			}
 			return m.body, nil
 		case <-r.wake:
 		case <-r.rcv.Done():
@@ -188,7 +198,7 @@ func (r *BoundedReceiver) Receive(ctx context.Context) ([]byte, error) {
 
 // Stats returns the receiver's counters.
 func (r *BoundedReceiver) Stats() BoundedStats {
-	return BoundedStats{Oversize: r.oversize.total.Load(), NotData: r.notData.total.Load(), PeakBuffered: r.rcv.PeakBuffered()}
+	return BoundedStats{Oversize: r.oversize.total.Load(), NotData: r.notData.total.Load(), Beyond: r.beyond.total.Load(), PeakBuffered: r.rcv.PeakBuffered()}
 }
 
 // Close detaches the link and ends its session (bounded by ctx); what

@@ -33,9 +33,9 @@ import (
 const DefaultControlAddress = config.DefaultControlAddress
 
 // controlCredit is each control receiver's credit: with messages over
-// topology.MaxLSASize refused unread, the control input a broker can make
-// the router hold is at most controlCredit × MaxLSASize (1 MiB) per
-// broker, besides the inbox.
+// topology.MaxLSASize refused unkept, the control input a broker can make
+// the router hold is at most controlCredit + 1 messages of MaxLSASize
+// (about 1 MiB) per broker, besides the inbox (docs/security.md).
 const controlCredit = 16
 
 // Inbound is one verified control message received from a broker.
@@ -348,7 +348,8 @@ func (l *controlLink) runOnce(ctx context.Context) error {
 // counted here, not returned for the broker to redeliver. A message over
 // topology.MaxLSASize or whose body is not data is refused by the
 // receiver itself (rejected at the broker, never held whole) and counted
-// here as too_large or malformed.
+// here as too_large or malformed (one sent settled beyond the credit, by
+// a broker that ignored it, as inbox_full).
 func (l *controlLink) receive(ctx context.Context, rcv *amqp.BoundedReceiver) error {
 	for {
 		data, err := rcv.Receive(ctx)
@@ -358,8 +359,11 @@ func (l *controlLink) receive(ctx context.Context, rcv *amqp.BoundedReceiver) er
 		var refused *amqp.RefusedError
 		if errors.As(err, &refused) {
 			reason := topology.ReasonMalformed
-			if errors.Is(err, amqp.ErrOversize) {
+			switch {
+			case errors.Is(err, amqp.ErrOversize):
 				reason = topology.ReasonTooLarge
+			case errors.Is(err, amqp.ErrBeyondWindow):
+				reason = DropInboxFull
 			}
 			l.c.received.Add(refused.N)
 			l.c.countN(reason, refused.N)
