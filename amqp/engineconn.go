@@ -12,9 +12,10 @@ import (
 
 // engineConn is a broker's connection on fedrouter's own engine
 // (amqp/engine), used by routes on the engine data path (docs/engine.md,
-// "Routes on the engine"). It sits beside the go-amqp connection, which
-// keeps serving everything else (management, the control exchange,
-// routes on the go-amqp path). It is dialled on first use and again
+// "Routes on the engine") and by the control links' size-bounded
+// receivers (boundedreceiver.go). It sits beside the go-amqp connection,
+// which keeps serving everything else (management, the control links'
+// senders, routes on the go-amqp path). It is dialled on first use and again
 // after it ended; the routes that use it retry with their own backoff,
 // so it has no reconnect loop of its own.
 type engineConn struct {

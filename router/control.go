@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -31,6 +32,12 @@ import (
 // DefaultControlAddress is the control node's name on every broker.
 const DefaultControlAddress = config.DefaultControlAddress
 
+// controlCredit is each control receiver's credit: with messages over
+// topology.MaxLSASize refused unkept, the control input a broker can make
+// the router hold is at most controlCredit + 1 messages of MaxLSASize
+// (about 1 MiB) per broker, besides the inbox (docs/security.md).
+const controlCredit = 16
+
 // Inbound is one verified control message received from a broker.
 type Inbound struct {
 	Broker string
@@ -58,9 +65,14 @@ type ControlOptions struct {
 // messages dropped, by reason (the Drop… constants): refused by the check
 // before queueing (topology's reasons), or by policy (bounded queues:
 // advertisements are refreshed anyway).
+//
+// PeakBuffered is the most bytes a control receiver held for one message
+// in reassembly, over all brokers: at most topology.MaxLSASize, whatever
+// size the messages published there had.
 type ControlStats struct {
 	Received, Sent, SendErrors uint64
 	Dropped                    map[string]uint64
+	PeakBuffered               uint64
 }
 
 // Reasons a control message is dropped by policy, besides topology's
@@ -118,6 +130,7 @@ type controlLink struct {
 	b      amqp.Broker
 	out    chan outbound
 	log    zerolog.Logger
+	peak   atomic.Uint64 // the most its receivers held for one message
 }
 
 // NewControl prepares the control links; Start runs them.
@@ -247,6 +260,9 @@ func (c *Control) Stats() ControlStats {
 		st.Dropped[r] = n
 	}
 	c.inMu.Unlock()
+	for _, l := range c.links {
+		st.PeakBuffered = max(st.PeakBuffered, l.peak.Load())
+	}
 	return st
 }
 
@@ -295,10 +311,15 @@ func (l *controlLink) runOnce(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("control source: %w", err)
 	}
-	rcv, err := amqp.NewReceiver(setup, sess, spec, amqp.ReceiverConfig{Window: 50})
+	rcv, err := l.b.NewBoundedReceiver(setup, spec, topology.MaxLSASize, controlCredit)
 	if err != nil {
 		return fmt.Errorf("control receiver %s: %w", spec.Address, err)
 	}
+	defer func() { // after the receive loop is joined (deferred later)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = rcv.Close(cctx)
+	}()
 	l.log.Debug().Str("address", spec.Address).Msg("control link up")
 	// The receive loop is this attach's: stopped and joined on return,
 	// before the session is ended.
@@ -324,15 +345,32 @@ func (l *controlLink) runOnce(ctx context.Context) error {
 
 // receive checks every control message and queues the verified ones (see
 // admit). Everything is accepted at the broker: what is refused is
-// counted here, not returned for the broker to redeliver.
-func (l *controlLink) receive(ctx context.Context, rcv *amqp.Receiver) error {
+// counted here, not returned for the broker to redeliver. A message over
+// topology.MaxLSASize or whose body is not data is refused by the
+// receiver itself (rejected at the broker, never held whole) and counted
+// here as too_large or malformed (one sent settled beyond the credit, by
+// a broker that ignored it, as inbox_full).
+func (l *controlLink) receive(ctx context.Context, rcv *amqp.BoundedReceiver) error {
 	for {
-		msg, err := rcv.Receive(ctx)
-		if err != nil {
-			return err
+		data, err := rcv.Receive(ctx)
+		if p := rcv.Stats().PeakBuffered; p > l.peak.Load() {
+			l.peak.Store(p) // this goroutine is the only writer
 		}
-		data := msg.Data()
-		if err := rcv.Accept(ctx, msg); err != nil {
+		var refused *amqp.RefusedError
+		if errors.As(err, &refused) {
+			reason := topology.ReasonMalformed
+			switch {
+			case errors.Is(err, amqp.ErrOversize):
+				reason = topology.ReasonTooLarge
+			case errors.Is(err, amqp.ErrBeyondWindow):
+				reason = DropInboxFull
+			}
+			l.c.received.Add(refused.N)
+			l.c.countN(reason, refused.N)
+			l.c.report(reason, l.broker, err, time.Now())
+			continue
+		}
+		if err != nil {
 			return err
 		}
 		l.c.received.Add(1)

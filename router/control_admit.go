@@ -43,9 +43,11 @@ func (c *Control) admit(broker string, data []byte, now time.Time) {
 	}
 }
 
-func (c *Control) count(reason string) {
+func (c *Control) count(reason string) { c.countN(reason, 1) }
+
+func (c *Control) countN(reason string, n uint64) {
 	c.inMu.Lock()
-	c.dropped[reason]++
+	c.dropped[reason] += n
 	c.inMu.Unlock()
 }
 

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -251,5 +252,62 @@ func TestPeerCloseWithError(t *testing.T) {
 	var we *wire.Error
 	if !errors.As(err, &ce) || !errors.As(err, &we) || we.Condition != "amqp:connection:forced" {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// With DiscardOversize a message longer than MaxMessageSize is read to its
+// end without being kept, delivered marked Oversize with its size, and
+// settled by the caller (here rejected, which the peer sees); the link
+// stays up and the next message arrives whole.
+func TestPeerMessageOverMaxMessageSizeDiscarded(t *testing.T) {
+	outcome := make(chan string, 1)
+	addr := fakePeer(t, func(p *peer) {
+		p.open(wire.Open{})
+		p.beginAttach(0)
+		p.expect(wire.DescFlow)
+		for i := 0; i < 5; i++ {
+			tr := wire.Transfer{Handle: 0, More: i < 4, DeliveryID: 0, HasDeliveryID: i == 0, DeliveryTag: []byte{1}}
+			p.send(0, func(b []byte) []byte { return append(wire.AppendTransfer(b, &tr), make([]byte, 300)...) })
+		}
+		tr := wire.Transfer{Handle: 0, DeliveryID: 1, HasDeliveryID: true, DeliveryTag: []byte{2}}
+		p.send(0, func(b []byte) []byte { return append(wire.AppendTransfer(b, &tr), "small"...) })
+		d, _ := p.expect(wire.DescDisposition)
+		if d == nil {
+			outcome <- "(none)"
+			return
+		}
+		var disp wire.Disposition
+		d.Disposition(&disp)
+		outcome <- fmt.Sprintf("%d %s", disp.First, disp.State.Kind)
+	})
+	c := dialFake(t, addr, engine.Options{})
+	s, err := c.NewSession(t.Context(), engine.SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 2)
+	r, err := s.NewReceiver(t.Context(), engine.ReceiverOptions{Address: "q", MaxMessageSize: 1000, DiscardOversize: true,
+		OnMessage: func(d *engine.Delivery) {
+			if d.Oversize {
+				got <- fmt.Sprintf("oversize %d %v", d.Size, d.Payload == nil)
+				d.Receiver.Settle(d.ID, &engine.DeliveryState{Kind: wire.StateRejected})
+				return
+			}
+			got <- string(d.Payload)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := <-got; g != "oversize 1500 true" {
+		t.Fatalf("first delivery: %s", g)
+	}
+	if g := <-got; g != "small" {
+		t.Fatalf("second delivery: %s", g)
+	}
+	if o := <-outcome; o != "0 rejected" {
+		t.Fatalf("disposition %q", o)
+	}
+	if p := r.PeakBuffered(); p > 1000 {
+		t.Fatalf("held %d bytes of a message over the 1000-byte limit", p)
 	}
 }

@@ -86,10 +86,13 @@ type SessionOptions struct {
 type SettleMode uint8
 
 // Settle modes: unsettled (the receiver's outcome settles, at-least-once),
-// or settled before sending (at-most-once).
+// or settled before sending (at-most-once). SettleAskUnsettled, on a
+// receiver: ask the sender to send every delivery unsettled (snd-settle-
+// mode unsettled; qpidd sends exchange subscriptions settled otherwise).
 const (
 	SettleUnsettled SettleMode = iota
 	SettlePresettled
+	SettleAskUnsettled
 )
 
 // ReceiverOptions configure a receiver link.
@@ -106,6 +109,11 @@ type ReceiverOptions struct {
 	// 64 MiB); a longer one detaches the link with
 	// amqp:link:message-size-exceeded.
 	MaxMessageSize uint64
+	// DiscardOversize: instead of detaching, read a message over
+	// MaxMessageSize to its end without keeping it, and deliver it marked
+	// Delivery.Oversize for the caller to settle (reject). A detach would
+	// leave it unsettled, and a broker gives it to the next attach again.
+	DiscardOversize bool
 	// AckN: a disposition after at most AckN settled deliveries (0 or 1:
 	// at once). AckDelay bounds how long a settlement waits (default 5 ms).
 	AckN     int

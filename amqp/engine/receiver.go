@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/fedrouter/fedrouter/amqp/wire"
@@ -27,6 +28,13 @@ type Delivery struct {
 	Settled  bool // the sender sent it settled: nothing to settle
 	Payload  []byte
 	Receiver *Receiver
+	// Oversize: the message was longer than MaxMessageSize and the
+	// receiver discards such messages (ReceiverOptions.DiscardOversize):
+	// Payload is nil, Size is how many bytes arrived, and the delivery
+	// must still be settled (rejected, so that the broker does not send
+	// it again).
+	Oversize bool
+	Size     uint64
 }
 
 // Receiver is a receiving link. Its flow state is under its session's
@@ -51,6 +59,13 @@ type Receiver struct {
 	partialSt bool
 	tag       []byte
 	delivery  Delivery
+	// discarded counts the bytes of the oversize message in progress
+	// (DiscardOversize), read but not kept; 0 when none.
+	discarded uint64
+
+	// peak is the most bytes ever held in reassembly (written by the
+	// reader goroutine, read by anyone).
+	peak atomic.Uint64
 }
 
 // settleRun is a run of contiguous delivery ids settled with one outcome,
@@ -85,8 +100,11 @@ func (s *Session) NewReceiver(ctx context.Context, opts ReceiverOptions) (*Recei
 		Source: &wire.Source{Address: opts.Address, Durable: opts.Durable, ExpiryPolicy: opts.ExpiryPolicy, Filter: opts.Filter, Capabilities: opts.Capabilities},
 		Target: &wire.Target{}, MaxMessageSize: opts.MaxMessageSize,
 	}
-	if opts.Mode == SettlePresettled {
+	switch opts.Mode {
+	case SettlePresettled:
 		a.SndSettleMode = wire.SndSettled
+	case SettleAskUnsettled:
+		a.SndSettleMode = wire.SndUnsettled
 	}
 	if err := r.attach(ctx, &a); err != nil {
 		return nil, err
@@ -179,7 +197,7 @@ func (r *Receiver) onTransfer(t *wire.Transfer) error {
 	}
 	if t.Aborted {
 		s.mu.Unlock()
-		r.partial, r.partialOn = r.partial[:0], false
+		r.partial, r.partialOn, r.discarded = r.partial[:0], false, 0
 		return nil
 	}
 	first := !r.partialOn
@@ -227,14 +245,15 @@ func (r *Receiver) assemble(t *wire.Transfer, first bool) error {
 		r.tag = append(r.tag[:0], t.DeliveryTag...)
 		r.delivery.Format = t.MessageFormat
 	}
+	if r.discarded > 0 || uint64(len(r.partial)+len(t.Payload)) > r.opts.MaxMessageSize {
+		return r.oversize(t)
+	}
 	if t.More || r.partialOn {
-		if uint64(len(r.partial)+len(t.Payload)) > r.opts.MaxMessageSize {
-			r.partial, r.partialOn = nil, false
-			return &linkViolation{l: &r.link, cond: condMessageSize,
-				msg: fmt.Sprintf("a message over max-message-size %d", r.opts.MaxMessageSize)}
-		}
 		r.partial = append(r.partial, t.Payload...)
 		r.partialOn = t.More
+		if n := uint64(len(r.partial)); n > r.peak.Load() {
+			r.peak.Store(n)
+		}
 		if t.More {
 			return nil
 		}
@@ -246,6 +265,32 @@ func (r *Receiver) assemble(t *wire.Transfer, first bool) error {
 		return nil
 	}
 	r.deliver(t.Payload)
+	return nil
+}
+
+// oversize takes a frame of a message over MaxMessageSize: the link is
+// detached, or, with DiscardOversize, the frames are counted and dropped
+// and the message is delivered marked Oversize once its last frame came.
+func (r *Receiver) oversize(t *wire.Transfer) error {
+	if !r.opts.DiscardOversize {
+		r.partial, r.partialOn = nil, false
+		return &linkViolation{l: &r.link, cond: condMessageSize,
+			msg: fmt.Sprintf("a message over max-message-size %d", r.opts.MaxMessageSize)}
+	}
+	if r.discarded == 0 {
+		r.discarded = uint64(len(r.partial))
+		r.partial = r.partial[:0]
+	}
+	r.discarded += uint64(len(t.Payload))
+	r.partialOn = t.More
+	if t.More {
+		return nil
+	}
+	d := &r.delivery
+	d.Oversize, d.Size = true, r.discarded
+	r.discarded = 0
+	r.deliver(nil)
+	d.Oversize, d.Size = false, 0
 	return nil
 }
 
@@ -353,3 +398,7 @@ type linkViolation struct {
 }
 
 func (v *linkViolation) Error() string { return v.msg }
+
+// PeakBuffered is the most bytes the receiver ever held for one message
+// in reassembly (a message in a single frame is not copied, not counted).
+func (r *Receiver) PeakBuffered() uint64 { return r.peak.Load() }
