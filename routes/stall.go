@@ -114,10 +114,15 @@ func stallDecide(after time.Duration, t stallTrack, o stallObs, now time.Time) (
 		t.heldSince = now
 	case holds == 0 && !t.stalled:
 		t.heldSince = time.Time{}
-	case holds == 0 && o.HasDepth && o.Depth == 0:
+	case holds == 0 && o.HasDepth && o.Depth == 0 && (!t.stalled || !t.rerunAt.IsZero() && now.Sub(t.rerunAt) >= after/2):
 		// Only a source seen empty ends a stall without progress: a
 		// route that re-attached holds nothing until its messages come
-		// back, which is no reason to call it well.
+		// back, which is no reason to call it well. And not while the
+		// re-attach is under way, nor soon after: the messages the old
+		// run held are unacknowledged at the broker, not ready, and its
+		// statistics (RabbitMQ's: every 5 s) say so for a while after
+		// they are back (seen in CI: a stall ended, and a second
+		// re-attach announced, before the first had begun).
 		return stallVerdict{Log: "no longer stalled: it holds no message and its source has none waiting"},
 			stallTrack{progress: o.Progress, quietSince: now}
 	}

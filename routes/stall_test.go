@@ -71,11 +71,21 @@ func TestStallDecide(t *testing.T) {
 			{at: 101, obs: backlog, askDepth: true}, {at: 120, obs: backlog, askDepth: true},
 			{at: 131, obs: backlog, askDepth: true, stalled: true, reattach: true, log: "the source holds 500 messages and none arrives (100 credit granted)"},
 		}},
-		{"a source emptied ends the stall", []stallLook{
+		{"a source emptied ends the stall, once the new run has been attached for half of stall_after", []stallLook{
 			{at: 0, obs: backlog}, {at: 61, obs: backlog, askDepth: true, stalled: true, reattach: true, log: "stalled"},
 			{at: 70, obs: idle, askDepth: true, stalled: true}, // depth unknown: nothing changes
-			{at: 71, obs: empty, log: "no longer stalled"},
-			{at: 100, obs: empty},
+			{at: 71, obs: empty, askDepth: true, stalled: true}, // the re-attach is under way: what the old run held is not ready
+			{at: 72, obs: rerun(empty), askDepth: true, stalled: true},
+			{at: 101, obs: rerun(empty), askDepth: true, stalled: true}, // the broker's statistics may lag
+			{at: 102, obs: rerun(empty), log: "no longer stalled"},
+			{at: 130, obs: rerun(empty)},
+		}},
+		{"an empty source read while the re-attach is pending does not end the stall (nor announce a second)", []stallLook{
+			{at: 0, obs: noDepth}, {at: 10, obs: stuckDest}, {at: 61, obs: stuckDest, stalled: true, reattach: true, log: "re-attaching its links once"},
+			{at: 62, obs: empty, askDepth: true, stalled: true},
+			{at: 63, obs: detached, stalled: true},
+			{at: 64, obs: rerun(stuckDest), stalled: true},
+			{at: 125, obs: rerun(stuckDest), stalled: true, log: "not re-attached again"},
 		}},
 		{"a destination that settles nothing, on a profile without depth", []stallLook{
 			{at: 0, obs: noDepth}, {at: 10, obs: stuckDest}, {at: 61, obs: stuckDest, stalled: true, reattach: true,
