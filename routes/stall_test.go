@@ -73,7 +73,7 @@ func TestStallDecide(t *testing.T) {
 		}},
 		{"a source emptied ends the stall, once the new run has been attached for half of stall_after", []stallLook{
 			{at: 0, obs: backlog}, {at: 61, obs: backlog, askDepth: true, stalled: true, reattach: true, log: "stalled"},
-			{at: 70, obs: idle, askDepth: true, stalled: true}, // depth unknown: nothing changes
+			{at: 70, obs: idle, askDepth: true, stalled: true},  // depth unknown: nothing changes
 			{at: 71, obs: empty, askDepth: true, stalled: true}, // the re-attach is under way: what the old run held is not ready
 			{at: 72, obs: rerun(empty), askDepth: true, stalled: true},
 			{at: 101, obs: rerun(empty), askDepth: true, stalled: true}, // the broker's statistics may lag
