@@ -359,15 +359,67 @@ func operational(st routes.Status) error {
 	return nil
 }
 
+// The windows of the forwarders that carry the stream of
+// TestIntegrationMeshMultiHopAndReroute, which bound its duplicates
+// (docs/multihop.md, "How many duplicates"): a forwarder — a route, or a
+// transit forwarder on one hop — whose connection fails gets back from
+// its source what it held unsettled, at most its window, and each of
+// those messages crosses once more. A copy made at one hop is copied
+// again at the next only when that hop's forwarder loses its own window
+// too, which the sum counts; so a failure duplicates at most the sum of
+// the windows of the forwarders it cut (plus those of forwarders whose
+// drain after a table change did not finish within 10 s, logged).
+const (
+	meshRouteCredit = 200                  // the route's credit, in its configuration below
+	transitWindow   = routes.DefaultCredit // every transit forwarder's: the routers set none of their own
+)
+
+// meshDupBound is the bound on a failure's duplicates: the windows of
+// the routes and transit forwarders carrying the stream that it cut, and
+// of the transit forwarders that did not drain in time since the log
+// counts before.
+func (m *mesh) meshDupBound(cutRoutes, cutTransit int, before map[string]int) (bound, late int) {
+	for id, n := range m.lateDrains() {
+		late += n - before[id]
+	}
+	return cutRoutes*meshRouteCredit + (cutTransit+late)*transitWindow, late
+}
+
+// lateDrains counts, per router, the transit forwarders it cancelled
+// because their drain did not finish in time (their windows came back).
+func (m *mesh) lateDrains() map[string]int {
+	out := map[string]int{}
+	for id, l := range m.logs {
+		out[id] = strings.Count(l.String(), "transit forwarder did not drain in time")
+	}
+	return out
+}
+
+// carries fails unless router id runs the transit forwarder taking
+// broker's transit queue for dest on to via: the forwarder a bound
+// counts.
+func (m *mesh) carries(id, broker, dest, via string) {
+	m.t.Helper()
+	brokertest.Eventually(m.t, 30*time.Second, 20*time.Millisecond, func() error {
+		for _, f := range m.routers[id].routes.Transit() {
+			if f.Broker == broker && f.Dest == dest && f.Via == via && f.State == routes.StateOperational {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s does not carry %s's transit for %s via %s: %+v", id, broker, dest, via, m.routers[id].routes.Transit())
+	})
+}
+
 // A queue route on mA from rabbit1 to rabbit4 — a broker mA is not
 // attached to — delivers 10,000 messages once each over the shortest path
 // (rabbit1 > rabbit2 > rabbit4). Then mB's side to rabbit4 is cut mid
 // stream: traffic moves to rabbit1 > rabbit3 > rabbit4, and the messages
-// caught on rabbit2 go back through rabbit1; nothing is lost.
+// caught on rabbit2 go back through rabbit1; nothing is lost, and no more
+// is duplicated than the window of the one forwarder the cut took.
 func TestIntegrationMeshMultiHopAndReroute(t *testing.T) {
 	src, ex, dq := brokertest.UniqueName(t, "meshsrc"), brokertest.UniqueName(t, "meshex"), brokertest.UniqueName(t, "meshdq")
 	m := newMesh(t, map[string]string{
-		"mA": fmt.Sprintf("routes:\n  - {kind: queue, src: rabbit1, dest: rabbit4, exchange: %s, queue: %s, credit: 200}\n", ex, src),
+		"mA": fmt.Sprintf("routes:\n  - {kind: queue, src: rabbit1, dest: rabbit4, exchange: %s, queue: %s, credit: %d}\n", ex, src, meshRouteCredit),
 	})
 	brokertest.DeclareQueue(t, m.brokers["rabbit1"].Config(), src)
 	brokertest.DeclareExchangeQueue(t, m.brokers["rabbit4"].Config(), ex, "fanout", dq, "")
@@ -413,6 +465,14 @@ func TestIntegrationMeshMultiHopAndReroute(t *testing.T) {
 		}
 		return nil
 	})
+	// The stream's forwarders: the route (on mA, rabbit1 only), rabbit1's
+	// transit for rabbit4 (mA, rabbit1 to rabbit2) and rabbit2's (mB,
+	// rabbit2 to rabbit4). The cut takes mB's connection to rabbit4: one
+	// transit forwarder, no route.
+	const cutRoutes, cutTransit = 0, 1
+	m.carries("mA", "rabbit1", "rabbit4", "rabbit2")
+	m.carries("mB", "rabbit2", "rabbit4", "rabbit4")
+	lateBefore := m.lateDrains()
 	cut := time.Now()
 	m.proxies["mB"].Cut()
 	<-sent
@@ -436,8 +496,11 @@ func TestIntegrationMeshMultiHopAndReroute(t *testing.T) {
 	}
 	t.Logf("mesh, cut: sent %d, received %d, lost 0, duplicated %d; first delivery over rabbit3 %s after the cut; %d via rabbit3, %d of them back from rabbit2",
 		n2, len(got), dups, first.Sub(cut).Round(time.Millisecond), via3, back)
-	if dups > 200*2 {
-		t.Errorf("%d duplicates: more than the windows in flight on the cut link", dups)
+	bound, late := m.meshDupBound(cutRoutes, cutTransit, lateBefore)
+	t.Logf("mesh, cut: duplicates %d, bound %d (%d route × credit %d + (%d cut + %d drained late) transit forwarders × window %d)",
+		dups, bound, cutRoutes, meshRouteCredit, cutTransit, late, transitWindow)
+	if dups > bound {
+		t.Errorf("%d duplicates: more than the windows of the forwarders the cut took (%d)", dups, bound)
 	}
 	m.converged("rabbit1 rabbit3 rabbit4")
 	st = m.waitRoute("mA", id, operational)
@@ -462,6 +525,13 @@ func TestIntegrationMeshMultiHopAndReroute(t *testing.T) {
 		}
 		return nil
 	})
+	// Killing rabbit2 cuts every connection to it: of the stream's
+	// forwarders, rabbit1's transit (mA, writing to rabbit2) and rabbit2's
+	// (mB, reading from it).
+	const killedRoutes, killedTransit = 0, 2
+	m.carries("mA", "rabbit1", "rabbit4", "rabbit2")
+	m.carries("mB", "rabbit2", "rabbit4", "rabbit4")
+	lateBefore = m.lateDrains()
 	killed := time.Now()
 	brokertest.Kill(t, "rabbit2")
 	m.converged("rabbit1 rabbit3 rabbit4")
@@ -491,6 +561,12 @@ func TestIntegrationMeshMultiHopAndReroute(t *testing.T) {
 	}
 	t.Logf("mesh, transit broker killed: sent %d, received %d, lost 0, duplicated %d; first delivery over rabbit3 %s after the kill",
 		n3, len(got), dups, first.Sub(killed).Round(time.Millisecond))
+	bound, late = m.meshDupBound(killedRoutes, killedTransit, lateBefore)
+	t.Logf("mesh, transit broker killed: duplicates %d, bound %d (%d route × credit %d + (%d cut + %d drained late) transit forwarders × window %d)",
+		dups, bound, killedRoutes, meshRouteCredit, killedTransit, late, transitWindow)
+	if dups > bound {
+		t.Errorf("%d duplicates: more than the windows of the forwarders the kill took (%d)", dups, bound)
+	}
 }
 
 // queueAddr is how an application on broker receives from queue.
