@@ -61,8 +61,32 @@ func brokersOf(t *testing.T, names ...string) *mesh {
 			}
 		}
 	})
+	m.clearTransit() // left by an earlier test or run: not this test's messages
 	t.Cleanup(m.removeControl)
 	return m
+}
+
+// clearTransit deletes the transit queues on the mesh's RabbitMQ brokers.
+// Their names carry only the destination broker ("fedrouter.transit.D"),
+// the same for every test over these brokers, so a message another test
+// left there would reach this test's collectors (or, its exchange gone,
+// fail a hop and bring a window back as duplicates).
+func (m *mesh) clearTransit() {
+	for _, b := range m.brokers {
+		if b.Kind != "rabbitmq" {
+			continue
+		}
+		mg, err := famqp.NewRabbitManagement(b.Config())
+		if err != nil {
+			m.t.Fatalf("%s: management: %v", b.Name, err)
+		}
+		for dest := range m.brokers {
+			if err := mg.DeleteQueue(context.Background(), links.TransitPrefix+dest); err != nil {
+				m.t.Logf("%s: deleting transit queue for %s: %v", b.Name, dest, err)
+			}
+		}
+		mg.Close()
+	}
 }
 
 func newMesh(t *testing.T, extra map[string]string) *mesh {
@@ -155,6 +179,7 @@ func (m *mesh) removeControl() {
 		_ = mg.DeleteExchange(context.Background(), m.control)
 		mg.Close()
 	}
+	m.clearTransit()
 }
 
 // converged waits until every router's table has the four brokers and
