@@ -1,11 +1,13 @@
 package main
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fedrouter/fedrouter/api"
+	"github.com/fedrouter/fedrouter/globaldest"
 )
 
 // The retry column counts down to the time the router gave, whatever
@@ -48,5 +50,43 @@ func TestBrokerListCountsDown(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "Waiting (attempt 4, retry in 12s)  3m12s ago") {
 		t.Errorf("broker list:\n%s", out.String())
+	}
+}
+
+func TestSizeText(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		want string
+	}{
+		{0, "0 B"}, {1, "1 B"}, {1023, "1023 B"}, {1024, "1 KiB"}, {1536, "1.5 KiB"},
+		{16 * 1024, "16 KiB"}, {1000000, "976.6 KiB"}, {1048575, "1 MiB"}, {1048576, "1 MiB"},
+		{3 * 1024 * 1024 / 2, "1.5 MiB"}, {5 << 30, "5 GiB"}, {1 << 40, "1 TiB"},
+		{math.MaxInt64, "8 EiB"}, {-2048, "-2 KiB"}, {-5, "-5 B"}, {math.MinInt64, "-8 EiB"},
+	} {
+		if got := sizeText(c.n); got != c.want {
+			t.Errorf("sizeText(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}
+
+// destination list prints a limited destination's sizes with units.
+func TestDestinationLimitsInUnits(t *testing.T) {
+	var out strings.Builder
+	p := newPrinter(&out)
+	printLimits(p, globaldest.Status{Name: "orders", Limits: &globaldest.LimitsView{
+		Limits: "max_messages=10000 max_bytes=1572864 overflow=reject-publish", MaxMessages: 10000, MaxBytes: 1572864, Overflow: "reject-publish",
+		Messages: 12, Bytes: 16384, Brokers: []globaldest.ShareView{{Broker: "r1", Messages: 12, Bytes: 16384, ShareMessages: 5000, ShareBytes: 786432}}}})
+	if err := p.done(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"orders: limits max 10000 messages, max 1.5 MiB, overflow reject-publish; total 12 messages, 16 KiB;",
+		"  r1: 12 messages of a share of 5000, 16 KiB of a share of 768 KiB\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("destination list lacks %q:\n%s", want, out.String())
+		}
+	}
+	// From a router that gives the limits as text only.
+	if got := limitsText(&globaldest.LimitsView{Limits: "max_messages=5 overflow=drop-head"}); got != "max_messages=5 overflow=drop-head" {
+		t.Errorf("text only: %q", got)
 	}
 }
