@@ -481,14 +481,15 @@ func routeDetail(st routes.Status) string {
 
 // mapLine is one line of the route map: a route, or two routes between
 // the same brokers in opposite directions for the same exchange and key.
+// `route map --json` prints them, every field in every line (docs/cli.md).
 type mapLine struct {
 	Line          string   `json:"line"`
 	Dest          string   `json:"dest"`
 	Src           string   `json:"src"`
 	Bidirectional bool     `json:"bidirectional"`
-	Dynamic       bool     `json:"dynamic,omitempty"`
-	Exchange      string   `json:"exchange,omitempty"` // dynamic routes: the exchange they are grouped under
-	Routes        []string `json:"routes"`             // route IDs
+	Dynamic       bool     `json:"dynamic"`
+	Exchange      string   `json:"exchange"` // the source exchange; dynamic routes are grouped under it
+	Routes        []string `json:"routes"`   // route IDs
 }
 
 func mapRoutes(c *cli.Context, client *adminclient.Client) error {
@@ -531,9 +532,9 @@ func routeMap(sts []routes.Status) []mapLine {
 			continue
 		}
 		used[i] = true
-		l := mapLine{Line: st.Spec.String(), Dest: st.Spec.Dest, Src: st.Spec.Src, Routes: []string{st.ID}}
+		l := mapLine{Line: st.Spec.String(), Dest: st.Spec.Dest, Src: st.Spec.Src, Exchange: st.Spec.Exchange, Routes: []string{st.ID}}
 		if st.Spec.Kind == routes.KindDynamic {
-			l.Line, l.Dynamic, l.Exchange = st.Spec.Dest+" <= "+st.Spec.Src, true, st.Spec.Exchange
+			l.Line, l.Dynamic = st.Spec.Dest+" <= "+st.Spec.Src, true
 		}
 		for j := i + 1; j < len(sorted); j++ {
 			if !used[j] && mirrors(st.Spec, sorted[j].Spec) {
