@@ -30,7 +30,11 @@ type result struct {
 	// per message over Qpid Dispatch's on the same case.
 	VsQdrouterd    *float64 `json:"fedrouter_vs_qdrouterd,omitempty"`
 	CPUVsQdrouterd *float64 `json:"fedrouter_cpu_vs_qdrouterd,omitempty"`
-	Errors         []string `json:"errors,omitempty"`
+	// VsGoAMQP and CPUVsGoAMQP (the engine variants): msg/s and router
+	// CPU per message over fedrouter's on go-amqp on the same case.
+	VsGoAMQP    *float64 `json:"engine_vs_go_amqp,omitempty"`
+	CPUVsGoAMQP *float64 `json:"engine_cpu_vs_go_amqp,omitempty"`
+	Errors      []string `json:"errors,omitempty"`
 	// Retried are the failures of runs that were run again (and
 	// succeeded, or failed again: then in Errors too).
 	Retried []string `json:"retried,omitempty"`
@@ -98,7 +102,11 @@ func (b *bench) cases(pairs []pairDef) []caseSpec {
 						continue // RabbitMQ, with a third node
 					}
 					m := n / routes * routes // every route gets the same share
-					out = append(out, caseSpec{Pair: p.Name, Size: size, Variant: v, Routes: routes, Messages: m})
+					c := caseSpec{Pair: p.Name, Size: size, Variant: v, Routes: routes, Messages: m}
+					if v == vEngineAck {
+						c.Ack = b.opt.EngineAck
+					}
+					out = append(out, c)
 				}
 			}
 		}
@@ -225,7 +233,7 @@ func summarize(results []*result) {
 		size, routes int
 	}
 	raw, qfed := map[key]float64{}, map[key]float64{}
-	shov, qdr := map[key]*result{}, map[key]*result{}
+	shov, qdr, goamqp := map[key]*result{}, map[key]*result{}, map[key]*result{}
 	for _, r := range results {
 		if len(r.Runs) == 0 {
 			continue
@@ -249,11 +257,13 @@ func summarize(results []*result) {
 			qfed[k] = r.Rate
 		case vQdrouterd:
 			qdr[k] = r
+		case vFedrouter:
+			goamqp[k] = r
 		}
 	}
 	for _, r := range results {
 		k := key{r.Pair, r.Size, r.Routes}
-		if (r.Variant != vFedrouter && r.Variant != vFanout && r.Variant != vTransit) || r.Rate == 0 {
+		if !isFedrouter(r.Variant) || r.Rate == 0 {
 			continue
 		}
 		if v := raw[k]; v > 0 {
@@ -271,11 +281,22 @@ func summarize(results []*result) {
 			x := r.Rate / v
 			r.VsQpidFed = &x
 		}
-		if q := qdr[k]; q != nil && r.Variant == vFedrouter {
+		if q := qdr[k]; q != nil && isQueueRoute(r.Variant) {
 			r.VsQdrouterd, r.CPUVsQdrouterd = ratio(r.Rate, q.Rate), ratio(r.ProcCPUPer100k, q.ProcCPUPer100k)
+		}
+		if g := goamqp[k]; g != nil && (r.Variant == vEngine || r.Variant == vEngineAck) {
+			r.VsGoAMQP, r.CPUVsGoAMQP = ratio(r.Rate, g.Rate), ratio(r.ProcCPUPer100k, g.ProcCPUPer100k)
 		}
 	}
 }
+
+// isFedrouter says whether variant v is fedrouter's: its figures get
+// ratios to the baselines.
+func isFedrouter(v string) bool { return isQueueRoute(v) || v == vFanout || v == vTransit }
+
+// isQueueRoute says whether variant v is fedrouter's one-hop queue
+// routes, which move the same messages as Qpid Dispatch's auto-links.
+func isQueueRoute(v string) bool { return v == vFedrouter || v == vEngine || v == vEngineAck }
 
 // ratio is a/b, or nil when b is not positive.
 func ratio(a, b float64) *float64 {

@@ -4,17 +4,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 )
 
-// The comparison table: per pair, size and number of routes, what each
-// forwarder moved (msg/s) and what it cost (CPU per message), fedrouter
-// first and Qpid Dispatch, the other router, beside it.
+// The comparison table: per pair, size and number of routes, a row per
+// forwarder — fedrouter on its engine (with and without ack), fedrouter
+// on go-amqp, Qpid Dispatch, the raw pipe, the shovels, qpidd's
+// federation — with what it moved (msg/s), what it cost (router CPU per
+// message; the total with the brokers') and, on fedrouter's rows, its
+// ratios to the others (issue 25's targets are such ratios).
 
-// cmpVariant is a column group of the comparison table.
+// cmpVariant is a forwarder of the comparison table.
 type cmpVariant struct {
 	variant string
 	name    string
@@ -24,8 +28,11 @@ type cmpVariant struct {
 	process bool
 }
 
+// cmpVariants in the table's order.
 var cmpVariants = []cmpVariant{
-	{vFedrouter, "fedrouter", true},
+	{vEngineAck, "fedrouter engine, ack", true},
+	{vEngine, "fedrouter engine", true},
+	{vFedrouter, "fedrouter go-amqp", true},
 	{vQdrouterd, "Qpid Dispatch", true},
 	{vRaw, "raw pipe", true},
 	{vShovel091, "shovel 0-9-1", false},
@@ -38,10 +45,37 @@ type cmpKey struct {
 	size, routes int
 }
 
+// cmpRatio is a ratio column: shown when a run has the forwarder it
+// compares with.
+type cmpRatio struct {
+	header string
+	with   []string // the variants compared with: the column is there if one ran
+	cell   func(*result) *float64
+}
+
+func nativeRatio(r *result) *float64 {
+	if r.VsQpidFed != nil {
+		return r.VsQpidFed
+	}
+	return r.VsShovel
+}
+
+var cmpRatios = []cmpRatio{
+	{"/ Qpid Dispatch msg/s", []string{vQdrouterd}, func(r *result) *float64 { return r.VsQdrouterd }},
+	{"/ Qpid Dispatch CPU", []string{vQdrouterd}, func(r *result) *float64 { return r.CPUVsQdrouterd }},
+	{"/ raw pipe msg/s", []string{vRaw}, func(r *result) *float64 { return r.VsRaw }},
+	{"/ go-amqp msg/s", []string{vFedrouter}, func(r *result) *float64 { return r.VsGoAMQP }},
+	{"/ go-amqp CPU", []string{vFedrouter}, func(r *result) *float64 { return r.CPUVsGoAMQP }},
+	{"/ native msg/s", []string{vShovel091, vShovel10, vQpidFed}, nativeRatio},
+}
+
+// cmpTextCols is how many columns of the table are text, not figures.
+const cmpTextCols = 4
+
 // comparison returns the table's header and rows, cells as text (msg/s
-// with thousands separators when grouped is set). A variant none of the
-// results has gets no columns; a cell a pair cannot have is "-", a case
-// without a good run "FAILED".
+// with thousands separators when grouped is set): a row per forwarder
+// that ran on the case, "FAILED" in its cells when it has no good run;
+// a ratio column only when the run has the forwarder it compares with.
 func comparison(results []*result, grouped bool) ([]string, [][]string) {
 	byKey := map[cmpKey]map[string]*result{}
 	var keys []cmpKey
@@ -55,53 +89,41 @@ func comparison(results []*result, grouped bool) ([]string, [][]string) {
 		byKey[k][r.Variant] = r
 		present[r.Variant] = true
 	}
-	var cols []cmpVariant
-	for _, v := range cmpVariants {
-		if present[v.variant] {
-			cols = append(cols, v)
+	header := []string{"pair", "size", "routes", "forwarder", "msg/s", "router CPU s/100k", "router µs/msg", "total CPU s/100k"}
+	var ratios []cmpRatio
+	for _, c := range cmpRatios {
+		if slices.ContainsFunc(c.with, func(v string) bool { return present[v] }) {
+			ratios = append(ratios, c)
+			header = append(header, c.header)
 		}
-	}
-	header := []string{"pair", "size", "routes"}
-	for _, v := range cols {
-		header = append(header, v.name+" msg/s")
-	}
-	for _, v := range cols {
-		if v.process {
-			header = append(header, v.name+" CPU (total)")
-		} else {
-			header = append(header, v.name+" CPU total")
-		}
-	}
-	withRatios := present[vFedrouter] && present[vQdrouterd]
-	if withRatios {
-		header = append(header, "fedrouter / Qpid Dispatch msg/s", "fedrouter / Qpid Dispatch CPU")
 	}
 	var rows [][]string
 	for _, k := range keys {
-		row := []string{k.pair, sizeName(k.size), strconv.Itoa(k.routes)}
-		for _, v := range cols {
-			row = append(row, rateCell(byKey[k][v.variant], grouped))
-		}
-		for _, v := range cols {
-			row = append(row, cpuCell(byKey[k][v.variant], v.process))
-		}
-		if withRatios {
-			f := byKey[k][vFedrouter]
-			if f == nil {
-				row = append(row, "-", "-")
-			} else {
-				row = append(row, ratioCell(f.VsQdrouterd), ratioCell(f.CPUVsQdrouterd))
+		for _, v := range cmpVariants {
+			r := byKey[k][v.variant]
+			if r == nil {
+				continue
 			}
+			name := v.name
+			if r.Ack > 0 {
+				name += " " + strconv.Itoa(r.Ack)
+			}
+			row := append([]string{k.pair, sizeName(k.size), strconv.Itoa(k.routes), name, rateCell(r, grouped)}, cpuCells(r, v.process)...)
+			for _, c := range ratios {
+				if len(r.Runs) == 0 {
+					row = append(row, "-")
+				} else {
+					row = append(row, ratioCell(c.cell(r)))
+				}
+			}
+			rows = append(rows, row)
 		}
-		rows = append(rows, row)
 	}
 	return header, rows
 }
 
 func rateCell(r *result, grouped bool) string {
 	switch {
-	case r == nil:
-		return "-"
 	case len(r.Runs) == 0:
 		return "FAILED"
 	case grouped:
@@ -110,19 +132,18 @@ func rateCell(r *result, grouped bool) string {
 	return fmt.Sprintf("%.0f", r.Rate)
 }
 
-// cpuCell is CPU in seconds per 100,000 messages: the forwarding
-// process's with the total (process and both brokers) in brackets, or
-// only the total for a forwarder inside the brokers.
-func cpuCell(r *result, process bool) string {
+// cpuCells are the router's CPU in seconds per 100,000 messages and in
+// µs per message, and the total with both brokers' in seconds per
+// 100,000: for a forwarder inside the brokers the total only.
+func cpuCells(r *result, process bool) []string {
 	switch {
-	case r == nil:
-		return "-"
 	case len(r.Runs) == 0:
-		return "FAILED"
+		return []string{"FAILED", "FAILED", "FAILED"}
 	case process:
-		return fmt.Sprintf("%.2f (%.2f)", r.ProcCPUPer100k, r.ProcCPUPer100k+r.BrokerCPUPer100k)
+		return []string{fmt.Sprintf("%.2f", r.ProcCPUPer100k), fmt.Sprintf("%.1f", r.ProcCPUPer100k*10),
+			fmt.Sprintf("%.2f", r.ProcCPUPer100k+r.BrokerCPUPer100k)}
 	}
-	return fmt.Sprintf("%.2f", r.BrokerCPUPer100k)
+	return []string{"-", "-", fmt.Sprintf("%.2f", r.BrokerCPUPer100k)}
 }
 
 func ratioCell(p *float64) string {
@@ -159,12 +180,13 @@ func tabRows(header []string, rows [][]string) string {
 	return b.String()
 }
 
-// markdownRows is a table in Markdown, the figures right-aligned.
-func markdownRows(header []string, rows [][]string) string {
+// markdownRows is a table in Markdown, the figures (after the first
+// textCols columns) right-aligned.
+func markdownRows(header []string, rows [][]string, textCols int) string {
 	var b strings.Builder
 	b.WriteString("| " + strings.Join(header, " | ") + " |\n|")
 	for i := range header {
-		if i < 3 {
+		if i < textCols {
 			b.WriteString("---|")
 		} else {
 			b.WriteString("---:|")
@@ -197,7 +219,7 @@ func tableCommand() *cli.Command {
 				return fmt.Errorf("table: %s: %w", c.Args().First(), err)
 			}
 			h, rows := comparison(r.Results, true)
-			_, err = fmt.Fprint(c.App.Writer, markdownRows(h, rows))
+			_, err = fmt.Fprint(c.App.Writer, markdownRows(h, rows, cmpTextCols))
 			return err
 		},
 	}

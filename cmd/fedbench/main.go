@@ -1,6 +1,8 @@
 // Command fedbench measures fedrouter against its baselines on the brokers
 // of testdata/brokers.sh, all in one run on one machine: a raw go-amqp
-// pipe (the floor), fedrouter with one and with several queue routes,
+// pipe (the floor), fedrouter with one and with several queue routes
+// (on the go-amqp data path, on its own engine, and on the engine with
+// --ack),
 // Qpid Dispatch Router (qdrouterd, the other AMQP 1.0 router) moving the
 // same messages, the RabbitMQ shovel plugin in its AMQP 0-9-1 and AMQP
 // 1.0 modes and qpidd's own federation; memory
@@ -29,11 +31,12 @@ type options struct {
 	NLarge    int           `json:"messages_16kib"` // messages per case, 16 KiB
 	Sizes     []int         `json:"sizes"`
 	Reps      int           `json:"reps"`
-	Credit    int           `json:"credit"`  // route credit; the raw pipe's window and the shovels' prefetch
-	Conns     int           `json:"conns"`   // connections per broker of the raw pipe and fedrouter; 0: one per route
-	PipeProf  string        `json:"-"`       // CPU profile of the raw pipe (the last run's)
-	Many      int           `json:"routes"`  // routes in the "several routes" cases
-	Backlog   int           `json:"backlog"` // messages waiting at the source in the backlog case (0: skip)
+	Credit    int           `json:"credit"`     // route credit; the raw pipe's window and the shovels' prefetch
+	EngineAck int           `json:"engine_ack"` // the routes' ack in the engine-ack variant
+	Conns     int           `json:"conns"`      // connections per broker of the raw pipe and fedrouter; 0: one per route
+	PipeProf  string        `json:"-"`          // CPU profile of the raw pipe (the last run's)
+	Many      int           `json:"routes"`     // routes in the "several routes" cases
+	Backlog   int           `json:"backlog"`    // messages waiting at the source in the backlog case (0: skip)
 	Pairs     []string      `json:"pairs"`
 	Variants  []string      `json:"variants"`
 	Out       string        `json:"-"`
@@ -81,12 +84,13 @@ func runFlags() []cli.Flag {
 		&cli.IntSliceFlag{Name: "size", Value: cli.NewIntSlice(256, 16<<10), EnvVars: []string{"BENCH_SIZES"}, Usage: "message sizes in bytes; --n applies to 256 and below, --n-large above"},
 		&cli.IntFlag{Name: "reps", Value: 3, EnvVars: []string{"BENCH_REPS"}, Usage: "runs per case; the median is reported"},
 		&cli.IntFlag{Name: "credit", Value: routes.DefaultCredit, EnvVars: []string{"BENCH_CREDIT"}, Usage: "route credit (fedrouter's default); the raw pipe's window and the shovels' prefetch"},
+		&cli.IntFlag{Name: "engine-ack", Value: 100, EnvVars: []string{"BENCH_ENGINE_ACK"}, Usage: "the routes' ack (qpid-route's --ack: a disposition after at most N deliveries) in the engine-ack variant"},
 		&cli.IntFlag{Name: "conns", Value: 0, EnvVars: []string{"BENCH_CONNS"}, Usage: "connections per broker of the raw pipe and of fedrouter (brokers[].connections); 0: one per route, as each shovel has its own"},
 		&cli.StringFlag{Name: "pipe-cpuprofile", Usage: "write the raw pipe's CPU profile to `FILE` (each run overwrites it)"},
 		&cli.IntFlag{Name: "routes", Value: 8, EnvVars: []string{"BENCH_ROUTES"}, Usage: "routes in the several-routes cases"},
 		&cli.IntFlag{Name: "backlog", Value: 1000000, EnvVars: []string{"BENCH_BACKLOG"}, Usage: "messages waiting at the source in the backlog case (0: skip)"},
 		&cli.StringSliceFlag{Name: "pair", Value: cli.NewStringSlice("rabbitmq", "proton", kindQpidd), EnvVars: []string{"BENCH_PAIRS"}, Usage: "broker pairs: rabbitmq (rabbit1->rabbit2), proton (proton1->proton2), qpidd (qpidd1->qpidd2 of testdata/qpidd.sh; left out of the default when the shared build is absent)"},
-		&cli.StringSliceFlag{Name: "variant", Value: cli.NewStringSlice("raw", "fedrouter", "qdrouterd", "shovel091", "shovel10", "fanout", "transit", "qpidfed"), EnvVars: []string{"BENCH_VARIANTS"}, Usage: "variants: raw, fedrouter, qdrouterd (Qpid Dispatch Router 1.19 from the shared build, one worker thread, auto-links; left out of the default when the build is absent), shovel091, shovel10, fanout (an exchange route fanning out through transit, RabbitMQ), transit (a queue route rabbit1 -> rabbit3 across two routers through rabbit2's transit queue), qpidfed (qpidd's own federation: a link and bridges made through QMF, qpidd)"},
+		&cli.StringSliceFlag{Name: "variant", Value: cli.NewStringSlice("raw", "fedrouter", "engine", "engine-ack", "qdrouterd", "shovel091", "shovel10", "fanout", "transit", "qpidfed"), EnvVars: []string{"BENCH_VARIANTS"}, Usage: "variants: raw, fedrouter (queue routes, data_path go-amqp), engine (the same, data_path engine), engine-ack (data_path engine, the routes with --engine-ack), qdrouterd (Qpid Dispatch Router 1.19 from the shared build, one worker thread, auto-links; left out of the default when the build is absent), shovel091, shovel10, fanout (an exchange route fanning out through transit, RabbitMQ), transit (a queue route rabbit1 -> rabbit3 across two routers through rabbit2's transit queue), qpidfed (qpidd's own federation: a link and bridges made through QMF, qpidd)"},
 		&cli.StringFlag{Name: "out", Value: "bench-results.json", EnvVars: []string{"BENCH_OUT"}, Usage: "write the results as JSON to `FILE`"},
 		&cli.StringFlag{Name: "fedrouter", Value: "bin/fedrouter", Usage: "the fedrouter binary to measure"},
 		&cli.StringFlag{Name: "go", Value: "go", Usage: "go command, for the topology benchmark"},
@@ -97,11 +101,11 @@ func runFlags() []cli.Flag {
 	}
 }
 
-var variantNames = map[string]string{"raw": vRaw, "fedrouter": vFedrouter, "shovel091": vShovel091, "shovel10": vShovel10, "fanout": vFanout, "transit": vTransit, "qpidfed": vQpidFed, "qdrouterd": vQdrouterd}
+var variantNames = map[string]string{"raw": vRaw, "fedrouter": vFedrouter, "engine": vEngine, "engine-ack": vEngineAck, "shovel091": vShovel091, "shovel10": vShovel10, "fanout": vFanout, "transit": vTransit, "qpidfed": vQpidFed, "qdrouterd": vQdrouterd}
 
 func runBench(c *cli.Context) error {
 	o := options{
-		NSmall: c.Int("n"), NLarge: c.Int("n-large"), Reps: max(1, c.Int("reps")), Credit: c.Int("credit"), Conns: max(0, c.Int("conns")), PipeProf: c.String("pipe-cpuprofile"),
+		NSmall: c.Int("n"), NLarge: c.Int("n-large"), Reps: max(1, c.Int("reps")), Credit: c.Int("credit"), EngineAck: c.Int("engine-ack"), Conns: max(0, c.Int("conns")), PipeProf: c.String("pipe-cpuprofile"),
 		Sizes: c.IntSlice("size"), Many: max(1, c.Int("routes")), Backlog: c.Int("backlog"), Pairs: c.StringSlice("pair"), Out: c.String("out"),
 		Fedrouter: c.String("fedrouter"), Go: c.String("go"), Topology: c.Bool("topology"), Poll: c.Duration("poll"),
 		Control: max(0, c.Int("control-routes")), OnlyCtl: c.Bool("control-only"),
@@ -110,7 +114,7 @@ func runBench(c *cli.Context) error {
 	for _, v := range c.StringSlice("variant") {
 		name, ok := variantNames[v]
 		if !ok {
-			return fmt.Errorf("--variant %q: want raw, fedrouter, qdrouterd, shovel091, shovel10, fanout, transit or qpidfed", v)
+			return fmt.Errorf("--variant %q: want raw, fedrouter, engine, engine-ack, qdrouterd, shovel091, shovel10, fanout, transit or qpidfed", v)
 		}
 		o.Variants = append(o.Variants, name)
 	}
@@ -132,6 +136,9 @@ func runBench(c *cli.Context) error {
 	o.Pairs = pairs
 	if o.Credit < 1 || o.Credit > 10000 {
 		return fmt.Errorf("--credit %d: want 1..10000 (a route's range)", o.Credit)
+	}
+	if o.EngineAck < 1 {
+		return fmt.Errorf("--engine-ack %d: want at least 1", o.EngineAck)
 	}
 	if _, err := os.Stat(o.Fedrouter); err != nil {
 		return fmt.Errorf("fedrouter binary: %w (make build)", err)

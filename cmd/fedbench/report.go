@@ -161,7 +161,7 @@ func (r *report) print(out io.Writer) error {
 	_, _ = io.WriteString(tw, r.resultRows())
 	_ = tw.Flush()
 	if h, rows := comparison(r.Results, false); len(rows) > 0 {
-		fmt.Fprintf(&b, "\nside by side: msg/s; CPU s per 100,000 messages, the forwarder process's (total with both brokers')\n\n")
+		fmt.Fprintf(&b, "\nside by side: msg/s; the router process's CPU (s per 100,000 messages, µs per message), the total with both brokers'; fedrouter's ratios to the others\n\n")
 		_, _ = io.WriteString(tw, tabRows(h, rows))
 		_ = tw.Flush()
 	}

@@ -63,6 +63,7 @@ type routerSpec struct {
 	Control  string      // topology.control_address; the default when empty
 	Links    [][2]string // links[].between, by the names in Brokers
 	Brokers  []broker    // as named in the configuration: Name is the router's name for it
+	DataPath string      // data_path (routes.DataPath*); the router's default when empty
 }
 
 func routerConfig(dir, token string, port int, rs routerSpec) string {
@@ -80,6 +81,9 @@ func routerConfig(dir, token string, port int, rs routerSpec) string {
 	}
 	// warn: a route's state changes are logged at info; nothing on the
 	// hot path logs, but keep the log quiet anyway.
+	if rs.DataPath != "" {
+		fmt.Fprintf(&b, "data_path: %s\n", rs.DataPath)
+	}
 	fmt.Fprintf(&b, "log: {level: warn, format: json}\nadmin: {listen: \"127.0.0.1:%d\", token: %q}\nstate_file: %q\n", port, token, filepath.Join(dir, "routes.json"))
 	if rs.Flooding {
 		fmt.Fprintf(&b, "topology: {secret: %q, refresh: 1s, max_age: 3s", benchSecret)

@@ -4,17 +4,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/routes"
 )
 
 // Variants measured on every pair.
 const (
-	vRaw       = "raw pipe"
+	vRaw = "raw pipe"
+	// vFedrouter is fedrouter's queue routes on the go-amqp data path
+	// (data_path: go-amqp); vEngine the same routes on its own engine
+	// (data_path: engine), vEngineAck with --ack (options.EngineAck) as
+	// well, so that the source is settled in ranges.
 	vFedrouter = "fedrouter"
+	vEngine    = "fedrouter engine"
+	vEngineAck = "fedrouter engine ack"
 	vShovel091 = "shovel amqp091"
 	vShovel10  = "shovel amqp10"
 	// vFanout: an exchange route with link-state flooding on, so fanning
@@ -50,10 +58,15 @@ type caseSpec struct {
 	Variant  string `json:"variant"`
 	Routes   int    `json:"routes"`
 	Messages int    `json:"messages"`
+	Ack      int    `json:"ack,omitempty"` // the routes' ack (vEngineAck)
 }
 
 func (c caseSpec) String() string {
-	return fmt.Sprintf("%s %s %s x%d (%d msgs)", c.Pair, sizeName(c.Size), c.Variant, c.Routes, c.Messages)
+	v := c.Variant
+	if c.Ack > 0 {
+		v += " " + strconv.Itoa(c.Ack)
+	}
+	return fmt.Sprintf("%s %s %s x%d (%d msgs)", c.Pair, sizeName(c.Size), v, c.Routes, c.Messages)
 }
 
 // sample is one measured run.
@@ -272,7 +285,9 @@ func (b *bench) runCase(ctx context.Context, c caseSpec, p pairDef) (*sample, er
 	case vRaw:
 		err = b.runRaw(ctx, o, s)
 	case vFedrouter:
-		err = b.runFedrouter(ctx, o, s)
+		err = b.runFedrouter(ctx, o, routes.DataPathGoAMQP, 0, s)
+	case vEngine, vEngineAck:
+		err = b.runFedrouter(ctx, o, routes.DataPathEngine, c.Ack, s)
 	case vFanout:
 		err = b.runFanout(ctx, o, s)
 	case vTransit:

@@ -88,7 +88,7 @@ func (b *bench) runTransit(ctx context.Context, o runObjs, s *sample) error {
 		return err
 	}
 	t0 := time.Now()
-	ids, err := b.addQueueRoutes(ctx, ra, o, src.Name, dst.Name)
+	ids, err := b.addQueueRoutes(ctx, ra, o, src.Name, dst.Name, 0)
 	if err != nil {
 		return err
 	}

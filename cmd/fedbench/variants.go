@@ -151,16 +151,18 @@ func (p *pipeProc) fail(err error) error {
 // stderrText is safe once finish returned (Wait has copied everything).
 func (p *pipeProc) stderrText() string { return strings.TrimSpace(p.stderr.String()) }
 
-// runFedrouter starts a router with both brokers, adds the routes through
-// the admin API and polls their forwarded counters; timed from the first
-// add to the poll that sees every message forwarded (accepted by the
-// destination and settled at the source).
-func (b *bench) runFedrouter(ctx context.Context, o runObjs, s *sample) error {
+// runFedrouter starts a router with both brokers, its routes on the data
+// path named (routes.DataPath*), adds the routes (with ack, when not 0)
+// through the admin API and polls their forwarded counters; timed from
+// the first add to the poll that sees every message forwarded (accepted
+// by the destination and settled at the source).
+func (b *bench) runFedrouter(ctx context.Context, o runObjs, dataPath string, ack int, s *sample) error {
 	dir, err := os.MkdirTemp(b.opt.Tmp, "fedbench-router-")
 	if err != nil {
 		return err
 	}
-	rp, err := startRouter(ctx, b.opt.Fedrouter, dir, b.conns(o), o.pair.Src, o.pair.Dst)
+	rp, err := startRouterSpec(ctx, b.opt.Fedrouter, dir, routerSpec{Conns: b.conns(o), DataPath: dataPath,
+		Brokers: []broker{o.pair.Src, o.pair.Dst}})
 	if err != nil {
 		return err
 	}
@@ -170,30 +172,55 @@ func (b *bench) runFedrouter(ctx context.Context, o runObjs, s *sample) error {
 		return err
 	}
 	t0 := time.Now()
-	ids, err := b.addQueueRoutes(ctx, rp, o, o.pair.Src.Name, o.pair.Dst.Name)
+	ids, err := b.addQueueRoutes(ctx, rp, o, o.pair.Src.Name, o.pair.Dst.Name, ack)
 	if err != nil {
 		return err
 	}
 	want := uint64(o.per * len(o.srcQ))
+	var last []routes.Status
 	err = poll(ctx, b.opt.Poll, b.timeout(int(want)), func() (bool, error) {
-		n, err := rp.forwarded(ctx, ids)
+		var n uint64
+		var err error
+		last, err = rp.statuses(ctx, ids)
+		for _, st := range last {
+			n += st.Forwarded
+		}
 		return n >= want, err
 	})
 	if err != nil {
 		return fmt.Errorf("fedrouter (log %s): %w", rp.log, err)
 	}
 	s.Seconds = time.Since(t0).Seconds()
+	if err := checkDataPath(last, dataPath); err != nil {
+		return notRetried(fmt.Errorf("fedrouter (log %s): %w", rp.log, err))
+	}
 	return finishRouterRun(rp, meter, dir, s)
+}
+
+// engineDetail is in the detail of a route forwarding on the engine
+// (route list; routes/enginerun.go).
+const engineDetail = "engine data path"
+
+// checkDataPath says whether every route of sts ran on the data path the
+// run asked for: a route the engine does not carry falls back to
+// go-amqp, and its figures would be measured under the wrong name.
+func checkDataPath(sts []routes.Status, dataPath string) error {
+	for _, st := range sts {
+		if onEngine := strings.Contains(st.Detail, engineDetail); onEngine != (dataPath == routes.DataPathEngine) {
+			return fmt.Errorf("route %s is not on the %s data path (detail %q)", st.ID, dataPath, st.Detail)
+		}
+	}
+	return nil
 }
 
 // addQueueRoutes adds the run's queue routes (source queue k to
 // destination exchange k) on rp, from broker src to broker dest as the
-// router names them, and returns their IDs.
-func (b *bench) addQueueRoutes(ctx context.Context, rp *routerProc, o runObjs, src, dest string) (map[string]bool, error) {
+// router names them, each with ack (0: none), and returns their IDs.
+func (b *bench) addQueueRoutes(ctx context.Context, rp *routerProc, o runObjs, src, dest string, ack int) (map[string]bool, error) {
 	ids := map[string]bool{}
 	for k := range o.srcQ {
 		id, err := rp.addRoute(ctx, routes.Spec{Kind: routes.KindQueue, Src: src, Dest: dest,
-			Exchange: o.dstX[k], Queue: o.srcQ[k], Credit: b.opt.Credit})
+			Exchange: o.dstX[k], Queue: o.srcQ[k], Credit: b.opt.Credit, Ack: ack})
 		if err != nil {
 			return nil, err
 		}
