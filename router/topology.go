@@ -201,6 +201,9 @@ func (d *topoDriver) carryOut(r topology.Ready) {
 	for _, e := range r.Events {
 		d.logEvent(e)
 	}
+	if len(r.Named) > 0 {
+		d.table.AddNamed(r.Named)
+	}
 	if r.TableChanged && r.Table != nil {
 		d.table.Store(r.Table)
 	}

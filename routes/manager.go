@@ -298,7 +298,7 @@ func (m *Manager) Start(spec Spec, origin Origin) (Status, error) {
 // global destinations'. fence, when set, is asked before each message (a
 // route held in a cluster: held.go).
 func (m *Manager) run(spec Spec, origin Origin, fence func() bool) (*route, error) {
-	spec, steps, err := m.normalize(spec)
+	spec, steps, err := m.normalize(spec, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -395,22 +395,30 @@ func (m *Manager) nextConn(b amqp.Broker, name string) *amqp.Conn {
 // Normalize resolves spec's brokers to configured names, applies the
 // defaults and checks it (Spec.Check).
 func (m *Manager) Normalize(spec Spec) (Spec, error) {
-	spec, _, err := m.normalize(spec)
+	spec, _, err := m.normalize(spec, nil)
 	return spec, err
 }
 
 // Admit is Normalize for a route added at runtime: besides, it refuses
 // what the route could never do once running — a dynamic route between
 // brokers whose profiles cannot follow demand — rather than add a route
-// that fails for ever. (Routes of the file and of the state file start as
-// they always did, and fail so.)
+// that fails for ever — and a multi-hop route towards a broker no
+// advertisement has named, unless forced (Network.Known). (Routes of the
+// file and of the state file start as they always did, and fail so.)
+// The spec it returns has no Force: that is the request's, not the
+// route's.
 func (m *Manager) Admit(spec Spec) (Spec, error) {
 	spec, _, err := m.admit(spec)
 	return spec, err
 }
 
 func (m *Manager) admit(spec Spec) (Spec, []pathpolicy.Step, error) {
-	spec, steps, err := m.normalize(spec)
+	var known func(string) bool
+	if m.opts.Table != nil {
+		known = m.opts.Table.Known
+	}
+	spec, steps, err := m.normalize(spec, known)
+	spec.Force = false
 	if err != nil || spec.Kind != KindDynamic {
 		return spec, steps, err
 	}
@@ -421,8 +429,8 @@ func (m *Manager) admit(spec Spec) (Spec, []pathpolicy.Step, error) {
 }
 
 // normalize is Normalize, and returns the route's no_path chain (its own,
-// else the manager's default).
-func (m *Manager) normalize(spec Spec) (Spec, []pathpolicy.Step, error) {
+// else the manager's default); known, when set, is Network.Known.
+func (m *Manager) normalize(spec Spec, known func(string) bool) (Spec, []pathpolicy.Step, error) {
 	var err error
 	if spec.Src, err = m.Resolve(spec.Src); err != nil {
 		return spec, nil, err
@@ -436,7 +444,7 @@ func (m *Manager) normalize(spec Spec) (Spec, []pathpolicy.Step, error) {
 		return spec, nil, fmt.Errorf("%w: dynamic route to %s: dynamic routes need both brokers attached to this router", ErrUnknownBroker, spec.Dest)
 	}
 	spec = spec.WithDefaults()
-	steps, err := spec.Check(Network{Flooding: m.opts.Table != nil, Attached: m.attached})
+	steps, err := spec.Check(Network{Flooding: m.opts.Table != nil, Attached: m.attached, Known: known})
 	if err != nil {
 		return spec, nil, err
 	}
