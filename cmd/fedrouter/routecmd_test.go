@@ -248,6 +248,28 @@ func TestCLIUsageErrors(t *testing.T) {
 	}
 }
 
+// qpid-route's link add and del answer, in one line and with the usage
+// status, what to do instead in fedrouter, whatever their arguments and
+// options, without a router to ask.
+func TestCLILinkAddDel(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"link", "add", "b", "a"}, "fedrouter link add: fedrouter makes no links on demand: a link exists while a route or a links: entry (read at start) runs over its two brokers: add the route (fedrouter queue add, route add), or the links: entry and restart the router (fedrouter link list shows the links)\n"},
+		{[]string{"link", "add", "--durable", "b:5672", "a:5672"}, "fedrouter link add: fedrouter makes no links on demand: a link exists"},
+		{[]string{"link", "del", "b", "a"}, "fedrouter link del: fedrouter makes no links on demand: a link goes with the routes and the links: entry that make it: delete those routes (fedrouter route del), or the links: entry and restart the router (fedrouter link list shows the links)\n"},
+	} {
+		out, errOut, code := runCLI(c.args...)
+		if code != 2 || out != "" || !strings.HasPrefix(errOut, c.want) || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("fedrouter %s: exit %d, stdout %q, stderr %q; want exit 2 and one line %q", strings.Join(c.args, " "), code, out, errOut, c.want)
+		}
+	}
+	if out, _, code := runCLI("help", "link"); code != 0 || !strings.Contains(out, "add") || !strings.Contains(out, "del") {
+		t.Errorf("help link: exit %d:\n%s", code, out)
+	}
+}
+
 func TestCLIToken(t *testing.T) {
 	h := startRouterAPI(t)
 	t.Setenv("FEDROUTER_TOKEN", "")
