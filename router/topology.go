@@ -370,7 +370,7 @@ func (r *Router) localTopology() ([]topology.BrokerState, []topology.Link) {
 		state[st.Broker] = st.State
 		brokers = append(brokers, topology.BrokerState{Name: st.Broker, State: st.State.String()})
 	}
-	cost := r.cfg.LinkPairs()
+	cost := r.linkPairs()
 	for _, rt := range r.routes.List() {
 		if _, attached := state[rt.Spec.Dest]; !attached {
 			continue // a multi-hop route: the links on its way are other routers'

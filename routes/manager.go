@@ -70,7 +70,7 @@ type Options struct {
 	// routes (fanout.go). A change is signalled through Table's channel.
 	Advertised func() []ExchangeEdge
 	// Links are the configured links (broker pairs, both ways), listed
-	// with the routes' own.
+	// with the routes' own; SetLinks replaces them (guarded by mu then).
 	Links [][2]string
 	// TableGrace: for this long after the manager starts, a destination the
 	// table has no path to is not yet taken as unreachable (the other
@@ -659,6 +659,14 @@ func (m *Manager) Get(id string) (Status, bool) {
 	return r.status(), true
 }
 
+// SetLinks replaces the links the router holds besides its routes'
+// (Options.Links): the configured ones and those added at runtime.
+func (m *Manager) SetLinks(pairs [][2]string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.opts.Links = pairs
+}
+
 // Links returns the links the routes run over, one per (src, dest) pair:
 // Operational only while both brokers' connections are.
 func (m *Manager) Links() []LinkStatus {
@@ -666,7 +674,10 @@ func (m *Manager) Links() []LinkStatus {
 	for _, st := range m.List() {
 		count[[2]string{st.Spec.Src, st.Spec.Dest}]++
 	}
-	for _, l := range m.opts.Links {
+	m.mu.Lock()
+	held := m.opts.Links
+	m.mu.Unlock()
+	for _, l := range held {
 		count[l] += 0
 	}
 	transit := map[[2]string][]TransitStatus{}

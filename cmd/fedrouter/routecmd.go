@@ -46,8 +46,8 @@ func apiCommands() []*cli.Command {
 			Usage: "show links (broker pairs that routes run over)",
 			Subcommands: []*cli.Command{
 				apiCommand("link", "list", "list the links", "", 0, 0, true, listLinks),
-				noLinkCommand("add"),
-				noLinkCommand("del"),
+				linkAddCommand(),
+				apiCommand("link", "del", "delete a link link add added", "<dest> <src>", 2, 2, false, deleteLink),
 			},
 		},
 		{
@@ -67,29 +67,6 @@ func apiCommands() []*cli.Command {
 			Subcommands: []*cli.Command{
 				apiCommand("broker", "list", "list the broker connections", "", 0, 0, true, listBrokers),
 			},
-		},
-	}
-}
-
-// noLinkCommand is qpid-route's link add or del, which fedrouter has no
-// use for: qpid-route makes a broker-to-broker connection that routes
-// then use; fedrouter's connections are its brokers (brokers: in the
-// configuration) and a link is a pair of them that a route, or an entry
-// of links:, runs over. The command says so, and what to do instead,
-// whatever its arguments and options (qpid-route's too), without asking
-// the router: nothing could change.
-func noLinkCommand(verb string) *cli.Command {
-	what := map[string]string{
-		"add": "a link exists while a route or a links: entry (read at start) runs over its two brokers: add the route (fedrouter queue add, route add), or the links: entry and restart the router",
-		"del": "a link goes with the routes and the links: entry that make it: delete those routes (fedrouter route del), or the links: entry and restart the router",
-	}[verb]
-	return &cli.Command{
-		Name:            verb,
-		Usage:           "qpid-route's link " + verb + ": not in fedrouter, which says what to do instead",
-		ArgsUsage:       "<dest> <src>",
-		SkipFlagParsing: true,
-		Action: func(*cli.Context) error {
-			return usageExit("fedrouter link %s: fedrouter makes no links on demand: %s (fedrouter link list shows the links)", verb, what)
 		},
 	}
 }

@@ -237,6 +237,9 @@ func TestCLIUsageErrors(t *testing.T) {
 		{[]string{"route", "list", "b", "c"}, "usage: fedrouter route list [options] [<dest>] (got 2 arguments)\n"},
 		{[]string{"route", "map", "x", "y"}, "usage: fedrouter route map [options] [<broker>] (got 2 arguments)\n"},
 		{[]string{"link", "list", "x"}, "usage: fedrouter link list [options] (got 1 argument)\n"},
+		{[]string{"link", "add", "b"}, "usage: fedrouter link add [options] <dest> <src> (got 1 argument)\n"},
+		{[]string{"link", "add", "--cost", "0", "b", "a"}, "fedrouter link add: --cost 0: want 1 or more\n"},
+		{[]string{"link", "del", "b", "a", "c"}, "usage: fedrouter link del [options] <dest> <src> (got 3 arguments)\n"},
 		{[]string{"route", "add", "--credit", "many", "b", "a", "x", "k"}, "fedrouter route add: invalid value \"many\" for --credit (see fedrouter route add --help)\n"},
 		{[]string{"queue", "add", "--dest-exchange", "x", "b", "a", "x", "q"}, "fedrouter queue add: unknown option --dest-exchange (see fedrouter queue add --help)\n"},
 		{[]string{"broker", "list", "--router", "ftp://h"}, "fedrouter: --router \"ftp://h\": want the admin API's URL, like http://127.0.0.1:9595\n"},
@@ -245,28 +248,6 @@ func TestCLIUsageErrors(t *testing.T) {
 		if code != 2 || errOut != c.want || out != "" {
 			t.Errorf("fedrouter %s: exit %d, stdout %q, stderr %q; want exit 2 and %q", strings.Join(c.args, " "), code, out, errOut, c.want)
 		}
-	}
-}
-
-// qpid-route's link add and del answer, in one line and with the usage
-// status, what to do instead in fedrouter, whatever their arguments and
-// options, without a router to ask.
-func TestCLILinkAddDel(t *testing.T) {
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"link", "add", "b", "a"}, "fedrouter link add: fedrouter makes no links on demand: a link exists while a route or a links: entry (read at start) runs over its two brokers: add the route (fedrouter queue add, route add), or the links: entry and restart the router (fedrouter link list shows the links)\n"},
-		{[]string{"link", "add", "--durable", "b:5672", "a:5672"}, "fedrouter link add: fedrouter makes no links on demand: a link exists"},
-		{[]string{"link", "del", "b", "a"}, "fedrouter link del: fedrouter makes no links on demand: a link goes with the routes and the links: entry that make it: delete those routes (fedrouter route del), or the links: entry and restart the router (fedrouter link list shows the links)\n"},
-	} {
-		out, errOut, code := runCLI(c.args...)
-		if code != 2 || out != "" || !strings.HasPrefix(errOut, c.want) || strings.Count(errOut, "\n") != 1 {
-			t.Errorf("fedrouter %s: exit %d, stdout %q, stderr %q; want exit 2 and one line %q", strings.Join(c.args, " "), code, out, errOut, c.want)
-		}
-	}
-	if out, _, code := runCLI("help", "link"); code != 0 || !strings.Contains(out, "add") || !strings.Contains(out, "del") {
-		t.Errorf("help link: exit %d:\n%s", code, out)
 	}
 }
 
