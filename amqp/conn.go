@@ -50,7 +50,11 @@ type Status struct {
 	LastErrorAt time.Time
 	Attempt     int           // failed attempts since the last success
 	RetryIn     time.Duration // in Waiting: the delay before the next attempt
-	Generation  uint64        // increments on every successful connect
+	// RetryAt is when the next attempt starts (in Waiting; zero
+	// otherwise): what a listing counts down to, where RetryIn is the
+	// delay as it was chosen.
+	RetryAt    time.Time
+	Generation uint64 // increments on every successful connect
 }
 
 // ConnOptions tune a Conn; zero values take the defaults.
@@ -305,7 +309,7 @@ func (c *Conn) fail(err error, state State) {
 // run is the connection's only goroutine: dial, hold, re-dial, until ctx
 // (the Conn's group's) ends.
 func (c *Conn) run(ctx context.Context) {
-	defer c.setState(func(s *Status) { s.State = Closed; s.RetryIn = 0 })
+	defer c.setState(func(s *Status) { s.State = Closed; s.RetryIn, s.RetryAt = 0, time.Time{} })
 	attempt := 0
 	next := 0 // index of the URL to try first
 	for {
@@ -330,7 +334,7 @@ func (c *Conn) run(ctx context.Context) {
 				s.LastError = err
 				s.LastErrorAt = c.opts.Clock.Now()
 				s.Attempt = attempt
-				s.RetryIn = delay
+				s.RetryIn, s.RetryAt = delay, s.LastErrorAt.Add(delay)
 			})
 			select {
 			case <-c.opts.Clock.After(delay):
@@ -353,7 +357,7 @@ func (c *Conn) run(ctx context.Context) {
 			s.State = Waiting
 			s.LastError = lost
 			s.LastErrorAt = c.opts.Clock.Now()
-			s.RetryIn = 0
+			s.RetryIn, s.RetryAt = 0, time.Time{}
 		})
 		if errors.Is(lost, errReconfigured) {
 			attempt, next = 0, 0 // the new settings, from their first URL
@@ -367,7 +371,7 @@ func (c *Conn) run(ctx context.Context) {
 		// It died young: the broker accepts and drops; back off.
 		delay := c.opts.Backoff.Delay(attempt)
 		attempt++
-		c.setState(func(s *Status) { s.RetryIn = delay; s.Attempt = attempt })
+		c.setState(func(s *Status) { s.RetryIn, s.RetryAt, s.Attempt = delay, c.opts.Clock.Now().Add(delay), attempt })
 		select {
 		case <-c.opts.Clock.After(delay):
 		case <-c.redial:
@@ -390,7 +394,7 @@ func (c *Conn) dialAny(ctx context.Context, first int) (transport, int, error) {
 	for i := range targets {
 		idx := (first + i) % len(targets)
 		t := targets[idx]
-		c.setState(func(s *Status) { s.State = Connecting; s.URL = t.redacted; s.RetryIn = 0 })
+		c.setState(func(s *Status) { s.State = Connecting; s.URL = t.redacted; s.RetryIn, s.RetryAt = 0, time.Time{} })
 		dctx, cancel := context.WithTimeout(ctx, c.opts.ConnectTimeout)
 		tr, err := c.opts.dial(dctx, t)
 		cancel()
@@ -421,7 +425,7 @@ func (c *Conn) hold(ctx context.Context, t transport) error {
 	c.setState(func(s *Status) {
 		s.State = Operational
 		s.Attempt = 0
-		s.RetryIn = 0
+		s.RetryIn, s.RetryAt = 0, time.Time{}
 		s.Generation++
 		gen = s.Generation
 	})

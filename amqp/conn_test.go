@@ -144,11 +144,15 @@ func TestConnBacksOffThenConnects(t *testing.T) {
 	if st.LastError == nil || st.Attempt != 1 {
 		t.Fatalf("after first failure: %+v", st)
 	}
+	// The next attempt's time, for listings to count down to.
+	if st.RetryIn != 2*time.Second || !st.RetryAt.Equal(st.LastErrorAt.Add(2*time.Second)) {
+		t.Fatalf("retry: in %s at %v, failed at %v", st.RetryIn, st.RetryAt, st.LastErrorAt)
+	}
 	clk.expectDelay(t, 2*time.Second)
 	clk.expectDelay(t, 4*time.Second)
 	clk.expectDelay(t, 8*time.Second)
 	st = waitState(t, states, Operational)
-	if st.Generation != 1 || st.Attempt != 0 || st.URL != "amqp://h1:5672" {
+	if st.Generation != 1 || st.Attempt != 0 || st.URL != "amqp://h1:5672" || !st.RetryAt.IsZero() {
 		t.Fatalf("operational status: %+v", st)
 	}
 	if !errors.Is(st.LastError, refused) {

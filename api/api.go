@@ -46,7 +46,10 @@ type NotReady struct {
 }
 
 // BrokerStatus is one broker connection (GET /api/v1/brokers): the state
-// and the last error as text, the retry delay as a duration.
+// and the last error as text. Since is when the connection entered its
+// State. In Waiting, RetryAt is when the next attempt starts and RetryIn
+// the time left until then when the router answered (a Go duration
+// string, whole seconds rounded up).
 type BrokerStatus struct {
 	Broker      string    `json:"broker"`
 	State       string    `json:"state"`
@@ -55,6 +58,18 @@ type BrokerStatus struct {
 	LastError   string    `json:"last_error,omitempty"`
 	LastErrorAt time.Time `json:"last_error_at,omitzero"`
 	Attempt     int       `json:"attempt"`
+	RetryAt     time.Time `json:"retry_at,omitzero"`
 	RetryIn     string    `json:"retry_in,omitempty"`
 	Generation  uint64    `json:"generation"`
+}
+
+// RetryLeft is the time from now until the next attempt in whole
+// seconds, rounded up (an attempt 0.2 s away is 1s off, not 0s), never
+// below zero; zero when no attempt is scheduled.
+func (b BrokerStatus) RetryLeft(now time.Time) time.Duration {
+	left := b.RetryAt.Sub(now)
+	if b.RetryAt.IsZero() || left <= 0 {
+		return 0
+	}
+	return (left + time.Second - 1).Truncate(time.Second)
 }

@@ -36,8 +36,8 @@ type MemberStatus struct {
 
 // ClusterCounters are this member's lease counters.
 type ClusterCounters struct {
-	Held          int     `json:"routes_held"`
-	Takeovers     uint64  `json:"takeovers"`
-	StoreErrors   uint64  `json:"store_errors"`
-	RenewalMillis float64 `json:"last_renewal_ms"`
+	Held        int    `json:"routes_held"`
+	Takeovers   uint64 `json:"takeovers"`
+	StoreErrors uint64 `json:"store_errors"`
+	LastRenewal string `json:"last_renewal"` // the last heartbeat's round trip, a Go duration string
 }

@@ -378,13 +378,19 @@ func apportion(total int64, weights []int64) []int64 {
 // the limits, the sum of the depths, and each broker's share and use.
 // The core does not keep the shares: the router fills this in.
 type LimitsView struct {
-	Limits   string      `json:"limits"` // Limits.String()
-	Messages int64       `json:"messages"`
-	Bytes    int64       `json:"bytes"`
-	Withhold bool        `json:"withhold"` // the routes feeding it withhold credit
-	Brokers  []ShareView `json:"brokers"`
-	Changed  time.Time   `json:"changed"` // when the shares last changed
-	Why      string      `json:"why,omitempty"`
+	Limits string `json:"limits"` // Limits.String()
+	// The same limits one by one (0: none), for a client to print or
+	// compare: bytes as numbers.
+	MaxMessages  int64       `json:"max_messages,omitempty"`
+	MaxBytes     int64       `json:"max_bytes,omitempty"`
+	MaxProducers int64       `json:"max_producers,omitempty"`
+	Overflow     string      `json:"overflow,omitempty"`
+	Messages     int64       `json:"messages"`
+	Bytes        int64       `json:"bytes"`
+	Withhold     bool        `json:"withhold"` // the routes feeding it withhold credit
+	Brokers      []ShareView `json:"brokers"`
+	Changed      time.Time   `json:"changed"` // when the shares last changed
+	Why          string      `json:"why,omitempty"`
 	// Several routers over one span (agree.go): the one that decides the
 	// shares, all that take part, what they disagree on, why the
 	// decider's shares were refused.

@@ -502,7 +502,7 @@ func (a *AdminServer) topology(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *AdminServer) listBrokers(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, brokerStatuses(a.svc.Brokers()))
+	writeJSON(w, http.StatusOK, BrokerStatuses(a.svc.Brokers(), time.Now()))
 }
 
 func (a *AdminServer) routerInfo(w http.ResponseWriter, r *http.Request) {
@@ -527,7 +527,7 @@ func (a *AdminServer) readyz(w http.ResponseWriter, r *http.Request) {
 	var names []string
 	for _, st := range a.svc.Brokers() {
 		if st.State != amqp.Operational {
-			down = append(down, brokerStatus(st))
+			down = append(down, brokerStatus(st, time.Now()))
 			names = append(names, fmt.Sprintf("%s (%s)", st.Broker, st.State))
 		}
 	}
@@ -628,9 +628,10 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-// brokerStatus is amqp.Status as JSON: the state and the error as text
-// (an error value would marshal as {}), the retry delay as a duration.
-func brokerStatus(st amqp.Status) api.BrokerStatus {
+// brokerStatus is amqp.Status as JSON at now: the state and the error as
+// text (an error value would marshal as {}), the time of the next attempt
+// and the time left until it.
+func brokerStatus(st amqp.Status, now time.Time) api.BrokerStatus {
 	b := api.BrokerStatus{
 		Broker:      st.Broker,
 		State:       st.State.String(),
@@ -643,16 +644,23 @@ func brokerStatus(st amqp.Status) api.BrokerStatus {
 	if st.LastError != nil {
 		b.LastError = st.LastError.Error()
 	}
-	if st.RetryIn > 0 {
-		b.RetryIn = st.RetryIn.String()
+	b.RetryAt = st.RetryAt
+	if b.RetryAt.IsZero() && st.RetryIn > 0 {
+		// A status that knows the delay only: the attempt is that far off.
+		b.RetryAt = now.Add(st.RetryIn)
+	}
+	if !b.RetryAt.IsZero() {
+		b.RetryIn = b.RetryLeft(now).String()
 	}
 	return b
 }
 
-func brokerStatuses(sts []amqp.Status) []api.BrokerStatus {
+// BrokerStatuses is the broker connections as GET /api/v1/brokers gives
+// them at now (the daemon's --status-every table prints the same).
+func BrokerStatuses(sts []amqp.Status, now time.Time) []api.BrokerStatus {
 	out := make([]api.BrokerStatus, 0, len(sts))
 	for _, st := range sts {
-		out = append(out, brokerStatus(st))
+		out = append(out, brokerStatus(st, now))
 	}
 	return out
 }

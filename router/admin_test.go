@@ -282,6 +282,12 @@ func TestAdminLinksBrokersRouter(t *testing.T) {
 	}
 	want := api.BrokerStatus{Broker: "c", State: "Waiting", URL: "amqp://h3:5672", LastError: "dial tcp: connection refused",
 		LastErrorAt: time.Unix(100, 0).UTC(), Attempt: 4, RetryIn: "8s"}
+	// The connection knew its delay only: the next attempt is that far
+	// from the answer.
+	if bs[2].RetryAt.IsZero() || bs[2].RetryAt.After(time.Now().Add(8*time.Second)) {
+		t.Errorf("broker c: retry_at %v, want within 8s", bs[2].RetryAt)
+	}
+	bs[2].RetryAt = time.Time{}
 	if bs[2] != want {
 		t.Errorf("broker c: got %+v, want %+v", bs[2], want)
 	}

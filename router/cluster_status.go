@@ -27,7 +27,7 @@ func (r *Router) Cluster(context.Context) (api.ClusterStatus, error) {
 	view, met, _ := c.member.Status()
 	out.Joined, out.ReadAt = !view.Now.IsZero(), view.Now
 	out.Metrics = api.ClusterCounters{Held: met.Held, Takeovers: met.Takeovers, StoreErrors: met.StoreErrors,
-		RenewalMillis: float64(met.LastRenewal.Microseconds()) / 1000}
+		LastRenewal: met.LastRenewal.Round(time.Microsecond).String()}
 	held, epochs := map[string]int{}, map[string]int64{}
 	for _, rt := range view.Routes {
 		if rt.Held(view.Now) {
@@ -37,7 +37,7 @@ func (r *Router) Cluster(context.Context) (api.ClusterStatus, error) {
 	}
 	for _, m := range view.Members {
 		out.Members = append(out.Members, api.MemberStatus{ID: m.ID, State: c.params.State(m, view.Now), LastBeat: m.LastBeat,
-			BeatAgo: view.Now.Sub(m.LastBeat).Round(time.Millisecond).String(), AdminURL: m.AdminURL, Brokers: m.Brokers, Local: m.Local,
+			BeatAgo: view.Now.Sub(m.LastBeat).Round(time.Millisecond).String(), AdminURL: m.AdminURL, Brokers: nonNil(m.Brokers), Local: m.Local,
 			Routes: held[m.ID], MaxEpoch: epochs[m.ID], Incarnate: m.Incarnation})
 	}
 	sort.Slice(out.Members, func(i, j int) bool { return out.Members[i].ID < out.Members[j].ID })

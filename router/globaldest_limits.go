@@ -341,7 +341,8 @@ func followed(role globaldest.Role, use []globaldest.Use, prev globaldest.Shares
 // of the shares (this router's, the others', those kept) with its use
 // where known, who decides, who puts each policy.
 func limitsView(role globaldest.Role, use []globaldest.Use, dec shareDecision, old *globaldest.LimitsView) *globaldest.LimitsView {
-	v := &globaldest.LimitsView{Limits: role.Limits.String(), Withhold: dec.Withhold, Changed: dec.Shares.At, Why: dec.Why,
+	l := role.Limits
+	v := &globaldest.LimitsView{Limits: l.String(), MaxMessages: l.MaxMessages, MaxBytes: l.MaxBytes, MaxProducers: l.MaxProducers, Overflow: l.Overflow, Withhold: dec.Withhold, Changed: dec.Shares.At, Why: dec.Why,
 		Decider: role.Decider, Routers: role.Routers, Differs: role.Differs, Refused: role.Refused}
 	if old != nil && !dec.Changed && dec.Why == "" {
 		v.Why = old.Why

@@ -80,3 +80,13 @@ func TestSharesSumTo(t *testing.T) {
 		}
 	}
 }
+
+// The limits view carries the limits one by one besides their text, so
+// that a client prints the sizes in its own units.
+func TestLimitsViewCarriesEachLimit(t *testing.T) {
+	role := globaldest.Role{Limits: globaldest.Limits{MaxMessages: 10, MaxBytes: 1 << 20, Overflow: globaldest.DropHead}}
+	v := limitsView(role, []globaldest.Use{{Broker: "b1", Messages: 3, Bytes: 300}}, shareDecision{}, nil)
+	if v.Limits != "max_messages=10 max_bytes=1048576 overflow=drop-head" || v.MaxMessages != 10 || v.MaxBytes != 1<<20 || v.Overflow != "drop-head" || v.MaxProducers != 0 {
+		t.Errorf("limits view %+v", v)
+	}
+}

@@ -61,8 +61,32 @@ func brokersOf(t *testing.T, names ...string) *mesh {
 			}
 		}
 	})
+	m.clearTransit() // left by an earlier test or run: not this test's messages
 	t.Cleanup(m.removeControl)
 	return m
+}
+
+// clearTransit deletes the transit queues on the mesh's RabbitMQ brokers.
+// Their names carry only the destination broker ("fedrouter.transit.D"),
+// the same for every test over these brokers, so a message another test
+// left there would reach this test's collectors (or, its exchange gone,
+// fail a hop and bring a window back as duplicates).
+func (m *mesh) clearTransit() {
+	for _, b := range m.brokers {
+		if b.Kind != "rabbitmq" {
+			continue
+		}
+		mg, err := famqp.NewRabbitManagement(b.Config())
+		if err != nil {
+			m.t.Fatalf("%s: management: %v", b.Name, err)
+		}
+		for dest := range m.brokers {
+			if err := mg.DeleteQueue(context.Background(), links.TransitPrefix+dest); err != nil {
+				m.t.Logf("%s: deleting transit queue for %s: %v", b.Name, dest, err)
+			}
+		}
+		mg.Close()
+	}
 }
 
 func newMesh(t *testing.T, extra map[string]string) *mesh {
@@ -155,6 +179,7 @@ func (m *mesh) removeControl() {
 		_ = mg.DeleteExchange(context.Background(), m.control)
 		mg.Close()
 	}
+	m.clearTransit()
 }
 
 // converged waits until every router's table has the four brokers and
@@ -363,11 +388,12 @@ func operational(st routes.Status) error {
 // attached to — delivers 10,000 messages once each over the shortest path
 // (rabbit1 > rabbit2 > rabbit4). Then mB's side to rabbit4 is cut mid
 // stream: traffic moves to rabbit1 > rabbit3 > rabbit4, and the messages
-// caught on rabbit2 go back through rabbit1; nothing is lost.
+// caught on rabbit2 go back through rabbit1; nothing is lost, and no more
+// is duplicated than the window of the one forwarder the cut took.
 func TestIntegrationMeshMultiHopAndReroute(t *testing.T) {
 	src, ex, dq := brokertest.UniqueName(t, "meshsrc"), brokertest.UniqueName(t, "meshex"), brokertest.UniqueName(t, "meshdq")
 	m := newMesh(t, map[string]string{
-		"mA": fmt.Sprintf("routes:\n  - {kind: queue, src: rabbit1, dest: rabbit4, exchange: %s, queue: %s, credit: 200}\n", ex, src),
+		"mA": fmt.Sprintf("routes:\n  - {kind: queue, src: rabbit1, dest: rabbit4, exchange: %s, queue: %s, credit: %d}\n", ex, src, meshRouteCredit),
 	})
 	brokertest.DeclareQueue(t, m.brokers["rabbit1"].Config(), src)
 	brokertest.DeclareExchangeQueue(t, m.brokers["rabbit4"].Config(), ex, "fanout", dq, "")
@@ -413,6 +439,14 @@ func TestIntegrationMeshMultiHopAndReroute(t *testing.T) {
 		}
 		return nil
 	})
+	// The stream's forwarders: the route (on mA, rabbit1 only), rabbit1's
+	// transit for rabbit4 (mA, rabbit1 to rabbit2) and rabbit2's (mB,
+	// rabbit2 to rabbit4). The cut takes mB's connection to rabbit4: one
+	// transit forwarder, no route.
+	const cutRoutes, cutTransit = 0, 1
+	m.carries("mA", "rabbit1", "rabbit4", "rabbit2")
+	m.carries("mB", "rabbit2", "rabbit4", "rabbit4")
+	lateBefore := m.lateDrains()
 	cut := time.Now()
 	m.proxies["mB"].Cut()
 	<-sent
@@ -436,8 +470,11 @@ func TestIntegrationMeshMultiHopAndReroute(t *testing.T) {
 	}
 	t.Logf("mesh, cut: sent %d, received %d, lost 0, duplicated %d; first delivery over rabbit3 %s after the cut; %d via rabbit3, %d of them back from rabbit2",
 		n2, len(got), dups, first.Sub(cut).Round(time.Millisecond), via3, back)
-	if dups > 200*2 {
-		t.Errorf("%d duplicates: more than the windows in flight on the cut link", dups)
+	bound, late := m.dupBound(cutRoutes*meshRouteCredit, cutTransit, lateBefore)
+	t.Logf("mesh, cut: duplicates %d, bound %d (%d route × credit %d + (%d cut + %d drained late) transit forwarders × window %d)",
+		dups, bound, cutRoutes, meshRouteCredit, cutTransit, late, transitWindow)
+	if dups > bound {
+		t.Errorf("%d duplicates: more than the windows of the forwarders the cut took (%d)", dups, bound)
 	}
 	m.converged("rabbit1 rabbit3 rabbit4")
 	st = m.waitRoute("mA", id, operational)
@@ -462,6 +499,13 @@ func TestIntegrationMeshMultiHopAndReroute(t *testing.T) {
 		}
 		return nil
 	})
+	// Killing rabbit2 cuts every connection to it: of the stream's
+	// forwarders, rabbit1's transit (mA, writing to rabbit2) and rabbit2's
+	// (mB, reading from it).
+	const killedRoutes, killedTransit = 0, 2
+	m.carries("mA", "rabbit1", "rabbit4", "rabbit2")
+	m.carries("mB", "rabbit2", "rabbit4", "rabbit4")
+	lateBefore = m.lateDrains()
 	killed := time.Now()
 	brokertest.Kill(t, "rabbit2")
 	m.converged("rabbit1 rabbit3 rabbit4")
@@ -491,6 +535,12 @@ func TestIntegrationMeshMultiHopAndReroute(t *testing.T) {
 	}
 	t.Logf("mesh, transit broker killed: sent %d, received %d, lost 0, duplicated %d; first delivery over rabbit3 %s after the kill",
 		n3, len(got), dups, first.Sub(killed).Round(time.Millisecond))
+	bound, late = m.dupBound(killedRoutes*meshRouteCredit, killedTransit, lateBefore)
+	t.Logf("mesh, transit broker killed: duplicates %d, bound %d (%d route × credit %d + (%d cut + %d drained late) transit forwarders × window %d)",
+		dups, bound, killedRoutes, meshRouteCredit, killedTransit, late, transitWindow)
+	if dups > bound {
+		t.Errorf("%d duplicates: more than the windows of the forwarders the kill took (%d)", dups, bound)
+	}
 }
 
 // queueAddr is how an application on broker receives from queue.
@@ -805,12 +855,22 @@ func TestIntegrationMeshExchangeRoutesOnce(t *testing.T) {
 
 	// The same side cut and healed mid stream, twice, while 5,000 are
 	// published at rabbit1 and 5,000 at rabbit4. Nothing is lost.
-	// Duplicates come only from outcomes lost with the cut connection, at
-	// most a window each cut: copies for rabbit4 from rabbit1 (the cut
-	// connection delivered them), and copies of rabbit4's messages when
-	// the cut took its shared queue's active consumer (mB's route) and
-	// mD's took over what was not settled.
+	// Duplicates come only from outcomes lost with the cut connection:
+	// at each broker, each cut, at most the windows of the forwarders on
+	// mB's connection to rabbit4 that carry copies to it (meshbounds_test.go).
+	// mB's route from rabbit4, while it is the active consumer of
+	// rabbit4's shared queue, copies to rabbit1, rabbit2 and rabbit3
+	// (window: its credit, the default) and what it held unsettled is
+	// copied again by mD's when it takes over; rabbit4's transit for
+	// rabbit1 and for rabbit2 (next hop rabbit2, mB) carries rabbit4's
+	// copies there while mD's route is the active one; rabbit2's transit
+	// for rabbit4 (mB) carries rabbit1's copies to rabbit4.
 	const n3, base3, base4 = 5000, 10000, 20000
+	const cuts = 2
+	cutPerBroker := map[string]struct{ routes, transit int }{
+		"rabbit1": {1, 1}, "rabbit2": {1, 1}, "rabbit3": {1, 0}, "rabbit4": {0, 1},
+	}
+	lateBefore := m.lateDrains()
 	sent := make(chan struct{})
 	go func() { // ends when the send is done
 		defer close(sent)
@@ -857,8 +917,12 @@ func TestIntegrationMeshExchangeRoutesOnce(t *testing.T) {
 		dups1 := brokertest.CheckNoLossFrom(t, from1, base3, base3+n3)
 		dups4 := brokertest.CheckNoLossFrom(t, from4, base4, base4+n3)
 		t.Logf("mid-stream flaps, %s: sent %d, received %d, lost 0, duplicated %d of rabbit1's, %d of rabbit4's", b, 2*n3, len(from1)+len(from4), dups1, dups4)
-		if limit := 2 * routes.DefaultCredit; dups1+dups4 > limit {
-			t.Errorf("mid-stream flaps, %s: %d duplicates, want at most %d (two cuts, a window each)", b, dups1+dups4, limit)
+		cut := cutPerBroker[b]
+		bound, late := m.dupBound(cuts*cut.routes*routes.DefaultCredit, cuts*cut.transit, lateBefore)
+		t.Logf("mid-stream flaps, %s: duplicates %d, bound %d (%d cuts × (%d route × credit %d + %d transit forwarders × window %d), %d drained late)",
+			b, dups1+dups4, bound, cuts, cut.routes, routes.DefaultCredit, cut.transit, transitWindow, late)
+		if dups1+dups4 > bound {
+			t.Errorf("mid-stream flaps, %s: %d duplicates, more than the windows of the forwarders the cuts took (%d)", b, dups1+dups4, bound)
 		}
 	}
 }

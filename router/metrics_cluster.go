@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -32,7 +33,8 @@ func (c serviceCollector) collectCluster(ch chan<- prometheus.Metric) {
 	ch <- constMetric(descClusterHeld, prometheus.GaugeValue, float64(m.Held))
 	ch <- constMetric(descClusterTakeovers, prometheus.CounterValue, float64(m.Takeovers))
 	ch <- constMetric(descClusterStoreErrors, prometheus.CounterValue, float64(m.StoreErrors))
-	ch <- constMetric(descClusterRenewal, prometheus.GaugeValue, m.RenewalMillis/1000)
+	renewal, _ := time.ParseDuration(m.LastRenewal) // the router's own text: always a duration
+	ch <- constMetric(descClusterRenewal, prometheus.GaugeValue, renewal.Seconds())
 	count := map[string]int{}
 	for _, mem := range st.Members {
 		count[string(mem.State)]++

@@ -96,11 +96,13 @@ func (r *Router) Reload(ctx context.Context) (api.Reload, error) {
 	path := r.reload.cfg.Path()
 	next, err := config.Load(path)
 	if err != nil {
+		problems := []string{err.Error()}
 		var ce *config.Error
 		if errors.As(err, &ce) {
-			return api.Reload{}, &ReloadError{Kind: ErrReloadInvalid, Problems: ce.Problems}
+			problems = ce.Problems
 		}
-		return api.Reload{}, &ReloadError{Kind: ErrReloadInvalid, Problems: []string{err.Error()}}
+		r.log.Warn().Str("file", path).Strs("problems", problems).Msg("reload refused: the running configuration goes on unchanged")
+		return api.Reload{}, &ReloadError{Kind: ErrReloadInvalid, Problems: problems}
 	}
 	in, err := r.reloadInput(next)
 	if err != nil {
@@ -170,13 +172,13 @@ func (r *Router) takeToken(live Live, next *config.Config) error {
 
 // logReload writes the reload's one summary line.
 func (r *Router) logReload(res api.Reload, err error) {
-	ev := r.log.Info()
+	ev, msg := r.log.Info(), "configuration reloaded"
 	if err != nil {
-		ev = r.log.Error().Err(err)
+		ev, msg = r.log.Error().Err(err), "configuration reloaded in part"
 	}
 	ev.Str("file", res.File).Int("routes_added", len(res.RoutesAdded)).Int("routes_removed", len(res.RoutesRemoved)).
 		Int("routes_changed", len(res.RoutesChanged)).Int("routes_unchanged", res.RoutesUnchanged).
-		Strs("brokers_redialed", res.BrokersRedialed).Strs("settings", res.Settings).Msg("configuration reloaded")
+		Strs("brokers_redialed", res.BrokersRedialed).Strs("settings", res.Settings).Msg(msg)
 }
 
 // reloadInput reduces cfg to what planReload compares, reading the files

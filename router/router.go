@@ -52,6 +52,9 @@ type Router struct {
 	reload reloader
 	// links are the links added at runtime (links.go).
 	links runtimeLinks
+	// progress logs the restored routes coming up (startprogress.go);
+	// nil in a cluster, where the store gives the routes.
+	progress *progressLogger
 }
 
 // ErrTopologyOff: the router floods no link state (no topology secret).
@@ -112,6 +115,8 @@ func (r *Router) Start(ctx context.Context) error {
 	} else if err := r.routes.Restore(r.cfg.RouteSpecs()); err != nil {
 		r.Stop()
 		return err
+	} else {
+		r.progress = startProgressLogger(r.log, restoredIDs(r.routes.List()), r.routes.List, time.Now)
 	}
 	if err := r.newGlobalDests(brokers); err != nil {
 		r.Stop()
@@ -295,6 +300,7 @@ func (r *Router) WaitOperational(ctx context.Context) error {
 // Stop stops the routes, then closes every connection and waits for their
 // goroutines. The closed connections stay listed (state Closed) in Status.
 func (r *Router) Stop() {
+	r.progress.stop()
 	if r.gdests != nil {
 		r.gdests.stop()
 	}

@@ -561,7 +561,9 @@ func (m *Manager) Flush(ctx context.Context, dest string) (int, error) {
 	m.mu.Unlock()
 	err := durable()
 	var subscribed []*route
+	var inFlight int64
 	for _, r := range gone {
+		inFlight += r.c.InFlight.Load() + r.cNoPath.InFlight.Load()
 		r.cancel() // all at once: each takes no new message from now
 		if r.spec.Kind != KindQueue {
 			subscribed = append(subscribed, r)
@@ -576,8 +578,19 @@ func (m *Manager) Flush(ctx context.Context, dest string) (int, error) {
 		<-r.done
 	}
 	m.unsubscribeAll(ctx, subscribed)
-	m.log.Info().Int("deleted", len(gone)).Str("dest", dest).Msg("routes flushed")
+	m.log.Info().Int("deleted", len(gone)).Int64("in_flight", inFlight).Str("dest", dest).Msg(flushLine(len(gone), inFlight, dest))
 	return len(gone), err
+}
+
+// flushLine is a flush's summary in words: how many routes went, and the
+// messages they had in flight (sent, their outcome pending) when they
+// stopped.
+func flushLine(deleted int, inFlight int64, dest string) string {
+	s := fmt.Sprintf("routes flushed: %d deleted", deleted)
+	if dest != "" {
+		s += " (to " + dest + ")"
+	}
+	return s + fmt.Sprintf("; %d messages were in flight (not yet settled at their sources)", inFlight)
 }
 
 // flushParallel bounds the subscriptions a flush removes at once (each

@@ -29,12 +29,15 @@ type Snapshot struct {
 	ControlDropped map[string]uint64 `json:"control_dropped,omitempty"`
 }
 
-// RouterView is one originator and the LSA held from it.
+// RouterView is one originator and the LSA held from it. In JSON
+// (snapshot_json.go) the instance is a string (a start time in
+// nanoseconds does not fit a JavaScript number) and the age a Go duration
+// string.
 type RouterView struct {
 	Router   string        `json:"router"`
-	Instance int64         `json:"instance"`
+	Instance int64         `json:"instance,string"`
 	Seq      uint64        `json:"seq"`
-	Age      time.Duration `json:"age_ns"`         // since received (ours: since originated)
+	Age      time.Duration `json:"-"`              // since received (ours: since originated)
 	From     string        `json:"from,omitempty"` // the broker it last arrived on
 	Self     bool          `json:"self,omitempty"`
 	// Ext are the router's advertised extensions, e.g. "demand".
@@ -54,14 +57,15 @@ type Attachment struct {
 }
 
 // LinkView is one advertised link. State is "up", "down" (the router says
-// so) or "broker-down" (an end is not Operational for that router).
+// so) or "broker-down" (an end is not Operational for that router). In
+// JSON the age is a Go duration string (snapshot_json.go).
 type LinkView struct {
 	From   string        `json:"from"`
 	To     string        `json:"to"`
 	Cost   int64         `json:"cost"`
 	State  string        `json:"state"`
 	Router string        `json:"router"`
-	Age    time.Duration `json:"age_ns"`
+	Age    time.Duration `json:"-"`
 }
 
 // BrokerRoutes are the routes from one broker.
@@ -91,7 +95,7 @@ type advertiser struct {
 
 // Snapshot returns the current view; ages are measured at now.
 func (n *Node) Snapshot(now time.Time) Snapshot {
-	s := Snapshot{Router: n.cfg.RouterID, Radius: n.paths.Radius(), Counters: n.counters, Remembered: len(n.gone)}
+	s := Snapshot{Router: n.cfg.RouterID, Radius: n.paths.Radius(), Counters: n.counters, Remembered: len(n.gone), Links: []LinkView{}}
 	ads := n.advertisers(now, &s)
 	s.Brokers = brokerViews(ads)
 	for _, a := range ads {
@@ -137,7 +141,7 @@ func brokerViews(ads []advertiser) []BrokerView {
 			v.Routers = append(v.Routers, Attachment{Router: a.router, State: b.State})
 		}
 	}
-	var out []BrokerView
+	out := []BrokerView{}
 	for _, name := range sortedKeys(byName) {
 		out = append(out, *byName[name])
 	}
@@ -155,9 +159,9 @@ func linkState(brokers []BrokerState, k Link) string {
 }
 
 func (p *Paths) routeViews() []BrokerRoutes {
-	var out []BrokerRoutes
+	out := []BrokerRoutes{}
 	for _, src := range p.names {
-		br := BrokerRoutes{Broker: src}
+		br := BrokerRoutes{Broker: src, Routes: []RouteView{}}
 		for _, r := range p.Routes(src) {
 			v := RouteView{Dest: r.Dest, NextHop: r.NextHop, NextHops: r.NextHops, Cost: r.Cost, Hops: r.Hops}
 			if p.link(p.index[src], p.index[r.Dest]) > 0 { // ValidOrigins only matter on a direct link

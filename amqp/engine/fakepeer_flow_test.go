@@ -109,3 +109,69 @@ func TestPeerSessionWindowStopsSender(t *testing.T) {
 		}
 	}
 }
+
+// Frames of a delivery the peer sends after our detach (it had not seen
+// it yet) still use the session window, which must open again: a peer
+// that cannot send the rest of the delivery may never answer our end.
+// Without that, the frames below run past the window of 4 and the
+// connection ends with window-violation.
+func TestPeerFramesAfterDetachReopenWindow(t *testing.T) {
+	const window = 4
+	ended := make(chan bool, 1)
+	addr := fakePeer(t, func(p *peer) {
+		p.open(wire.Open{})
+		p.beginAttach(0)
+		p.expect(wire.DescFlow)
+		for i := 0; i < 4*window; i++ {
+			tr := wire.Transfer{Handle: 0, More: true, DeliveryID: 0, HasDeliveryID: i == 0, DeliveryTag: []byte{1}}
+			p.send(0, func(b []byte) []byte { return append(wire.AppendTransfer(b, &tr), make([]byte, 300)...) })
+		}
+		p.send(0, func(b []byte) []byte { return wire.AppendDetach(b, &wire.Detach{Handle: 0, Closed: true}) })
+		d, _ := p.expect(wire.DescEnd)
+		ended <- d != nil
+		p.send(0, func(b []byte) []byte { return wire.AppendEnd(b, &wire.End{}) })
+		p.expect(wire.DescClose)
+		p.send(0, func(b []byte) []byte { return wire.AppendClose(b, &wire.Close{}) })
+	})
+	c := dialFake(t, addr, engine.Options{})
+	s, r := oversizeReceiver(t, c, engine.SessionOptions{IncomingWindow: window})
+	<-r.Done()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := s.End(ctx); err != nil {
+		t.Fatalf("end: %v", err)
+	}
+	if !<-ended {
+		t.Fatalf("the peer got no end; the connection: %v", c.Err())
+	}
+	if c.Err() != nil {
+		t.Fatalf("the connection ended: %v", c.Err())
+	}
+}
+
+// A peer that never answers our end: End returns when its context ends
+// and says the end went unanswered (never hangs, never claims success).
+func TestPeerEndUnanswered(t *testing.T) {
+	addr := fakePeer(t, func(p *peer) {
+		p.open(wire.Open{})
+		_, ch := p.expect(wire.DescBegin)
+		p.send(ch, func(b []byte) []byte {
+			return wire.AppendBegin(b, &wire.Begin{RemoteChannel: ch, HasRemoteChannel: true, IncomingWindow: 100, OutgoingWindow: 100})
+		})
+		p.expect(wire.DescEnd)
+		p.expect(wire.DescClose)
+		p.send(0, func(b []byte) []byte { return wire.AppendClose(b, &wire.Close{}) })
+	})
+	c := dialFake(t, addr, engine.Options{})
+	s, err := c.NewSession(t.Context(), engine.SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	err = s.End(ctx)
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("End with no answer: %v, want an error saying so", err)
+	}
+	<-s.Done()
+}

@@ -219,15 +219,7 @@ func TestPeerMessageOverMaxMessageSize(t *testing.T) {
 		p.send(0, func(b []byte) []byte { return wire.AppendClose(b, &wire.Close{}) })
 	})
 	c := dialFake(t, addr, engine.Options{})
-	s, err := c.NewSession(t.Context(), engine.SessionOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := s.NewReceiver(t.Context(), engine.ReceiverOptions{Address: "q", MaxMessageSize: 1000,
-		OnMessage: func(*engine.Delivery) { t.Error("an oversized message was delivered") }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, r := oversizeReceiver(t, c, engine.SessionOptions{})
 	if got := <-cond; got != "amqp:link:message-size-exceeded" {
 		t.Fatalf("detach condition %q", got)
 	}
@@ -310,4 +302,20 @@ func TestPeerMessageOverMaxMessageSizeDiscarded(t *testing.T) {
 	if p := r.PeakBuffered(); p > 1000 {
 		t.Fatalf("held %d bytes of a message over the 1000-byte limit", p)
 	}
+}
+
+// oversizeReceiver attaches a receiver with a max-message-size of 1,000
+// bytes that fails the test if a message is delivered.
+func oversizeReceiver(t *testing.T, c *engine.Conn, so engine.SessionOptions) (*engine.Session, *engine.Receiver) {
+	t.Helper()
+	s, err := c.NewSession(t.Context(), so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.NewReceiver(t.Context(), engine.ReceiverOptions{Address: "q", MaxMessageSize: 1000,
+		OnMessage: func(*engine.Delivery) { t.Error("an oversized message was delivered") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, r
 }

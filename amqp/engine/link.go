@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/fedrouter/fedrouter/amqp/wire"
 )
@@ -137,10 +138,17 @@ func (l *link) detach(e *wire.Error) {
 	}
 }
 
-// close detaches and waits for the peer's detach (bounded by ctx). A
-// peer's error in its detach is returned.
+// answerWait bounds waiting for the peer's detach or end whatever the
+// caller's context: a peer that never answers must not hang a router
+// that closes a link on a context without a deadline.
+const answerWait = 30 * time.Second
+
+// close detaches and waits for the peer's detach (bounded by ctx and by
+// answerWait). A peer's error in its detach is returned.
 func (l *link) close(ctx context.Context) error {
 	l.detach(nil)
+	ctx, cancel := context.WithTimeout(ctx, answerWait)
+	defer cancel()
 	select {
 	case <-l.detachRecvd:
 	case <-l.s.done:

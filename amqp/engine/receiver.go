@@ -183,6 +183,12 @@ func (r *Receiver) grantLocked(b []byte, force bool) []byte {
 func (r *Receiver) onTransfer(t *wire.Transfer) error {
 	s := r.s
 	s.mu.Lock()
+	if s.ended {
+		// Sent before the peer saw our end: nothing more is answered on
+		// this session (no flow may follow an end), so nothing is counted.
+		s.mu.Unlock()
+		return nil
+	}
 	if s.incomingWindow == 0 {
 		s.mu.Unlock()
 		return violate(condWindowViolation, "a transfer beyond the session's incoming window of %d frames", s.incomingWindowMax)
@@ -191,11 +197,16 @@ func (r *Receiver) onTransfer(t *wire.Transfer) error {
 	s.nextIncomingID++
 	if r.detachSent {
 		// Frames the peer sent before it saw our detach: dropped, the
-		// peer keeps the deliveries (they were never settled).
+		// peer keeps the deliveries (they were never settled). They use
+		// the session window all the same, so it must open again: a
+		// peer left unable to send the rest of a delivery may never
+		// answer our end (a 1 MiB message cut at 64 KiB hung End).
+		s.reopenWindowLocked()
 		s.mu.Unlock()
 		return nil
 	}
 	if t.Aborted {
+		s.reopenWindowLocked()
 		s.mu.Unlock()
 		r.partial, r.partialOn, r.discarded = r.partial[:0], false, 0
 		return nil
@@ -235,6 +246,16 @@ func (r *Receiver) onTransfer(t *wire.Transfer) error {
 	}
 	s.mu.Unlock()
 	return r.assemble(t, first)
+}
+
+// reopenWindowLocked sends a session flow opening the incoming window
+// again once it is down to half, for frames that grant no link credit;
+// s.mu is held.
+func (s *Session) reopenWindowLocked() {
+	if s.incomingWindow <= s.incomingWindowMax/2 {
+		s.incomingWindow = s.incomingWindowMax
+		s.c.w.unlock(s.flowLocked(s.c.w.lock(), &wire.Flow{}))
+	}
 }
 
 // assemble delivers a single-frame message in place, or gathers the

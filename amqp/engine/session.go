@@ -113,19 +113,25 @@ func (s *Session) Err() error {
 	}
 }
 
-// End ends the session and waits for the peer's end (bounded by ctx).
+// End ends the session and waits for the peer's end (bounded by ctx and
+// by answerWait, after which it says so). A peer that never answers
+// leaves the channel taken, never reused on this connection.
 func (s *Session) End(ctx context.Context) error {
 	s.sendEnd(nil)
+	ctx, cancel := context.WithTimeout(ctx, answerWait)
+	defer cancel()
+	var unanswered error
 	select {
 	case <-s.endRecvd:
 	case <-s.c.done:
 	case <-ctx.Done():
+		unanswered = &SessionError{Err: fmt.Errorf("the peer did not answer our end: %w", ctx.Err())}
 	}
 	s.finish(&SessionError{Err: ErrClosed})
 	if se, ok := s.err.(*SessionError); ok && se.Remote != nil {
 		return s.err
 	}
-	return nil
+	return unanswered
 }
 
 func (s *Session) sendEnd(e *wire.Error) {

@@ -34,8 +34,8 @@ func clusterStatus(c *cli.Context, api *adminclient.Client) error {
 		p.printf("Cluster %s, member %s: the store has not answered yet (see the router's log)\n", st.Name, st.Self)
 		return p.done()
 	}
-	p.printf("Cluster %s, member %s (heartbeat %s, lease %s): %d members; this one holds %d routes, %d takeovers, %d store errors, last renewal %.1f ms\n\n",
-		st.Name, st.Self, st.Heartbeat, st.Lease, len(st.Members), st.Metrics.Held, st.Metrics.Takeovers, st.Metrics.StoreErrors, st.Metrics.RenewalMillis)
+	p.printf("Cluster %s, member %s (heartbeat %s, lease %s): %d members; this one holds %d routes, %d takeovers, %d store errors, last renewal %s\n\n",
+		st.Name, st.Self, st.Heartbeat, st.Lease, len(st.Members), st.Metrics.Held, st.Metrics.Takeovers, st.Metrics.StoreErrors, st.Metrics.LastRenewal)
 	p.table()
 	p.println("Member\tState\tLast beat\tRoutes\tMax epoch\tBrokers\tAdmin")
 	for _, m := range st.Members {

@@ -92,7 +92,7 @@ func printLimits(p *printer, d globaldest.Status) {
 	if l.Withhold {
 		held = "; at the limit: the routes feeding it withhold credit"
 	}
-	p.printf("%s: limits %s; total %d messages, %d bytes%s; shares changed %s (%s)\n", d.Name, l.Limits, l.Messages, l.Bytes, held,
+	p.printf("%s: limits %s; total %d messages, %s%s; shares changed %s (%s)\n", d.Name, limitsText(l), l.Messages, sizeText(l.Bytes), held,
 		l.Changed.Format(time.RFC3339), l.Why)
 	if l.Decider != "" {
 		p.printf("  shares decided by %s (routers over the span: %s)\n", l.Decider, strings.Join(l.Routers, ", "))
@@ -107,9 +107,9 @@ func printLimits(p *printer, d globaldest.Status) {
 		if b.ShareMessages > 0 {
 			line += fmt.Sprintf(" of a share of %d", b.ShareMessages)
 		}
-		line += fmt.Sprintf(", %d bytes", b.Bytes)
+		line += ", " + sizeText(b.Bytes)
 		if b.ShareBytes > 0 {
-			line += fmt.Sprintf(" of a share of %d", b.ShareBytes)
+			line += " of a share of " + sizeText(b.ShareBytes)
 		}
 		if b.Held {
 			line += "; routes into it held"
@@ -122,6 +122,29 @@ func printLimits(p *printer, d globaldest.Status) {
 		}
 		p.println(line)
 	}
+}
+
+// limitsText is a destination's limits with the sizes in units:
+// "max 10000 messages, max 1.5 MiB, overflow drop-head" (a router that
+// gives them as text only: that text).
+func limitsText(l *globaldest.LimitsView) string {
+	if l.MaxMessages == 0 && l.MaxBytes == 0 && l.Overflow == "" {
+		return l.Limits
+	}
+	var parts []string
+	if l.MaxMessages > 0 {
+		parts = append(parts, fmt.Sprintf("max %d messages", l.MaxMessages))
+	}
+	if l.MaxBytes > 0 {
+		parts = append(parts, "max "+sizeText(l.MaxBytes))
+	}
+	if l.MaxProducers > 0 {
+		parts = append(parts, fmt.Sprintf("max %d producers (not enforced)", l.MaxProducers))
+	}
+	if l.Overflow != "" {
+		parts = append(parts, "overflow "+l.Overflow)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // flowCell says where broker's messages move, if anywhere: the target,

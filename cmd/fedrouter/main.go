@@ -347,18 +347,8 @@ func adminScheme(s *router.AdminServer) string {
 }
 
 // printStatus prints the connection table the way qpid-route's link list
-// does: one row a broker, state, since when, last error.
+// does, as `broker list` prints it.
 func printStatus(out io.Writer, sts []amqp.Status) error {
-	p := newPrinter(out)
-	p.table()
-	p.println("Broker\tURL\tState\tSince\tLast Error")
 	now := time.Now()
-	for _, st := range sts {
-		last := "-"
-		if st.LastError != nil {
-			last = st.LastError.Error()
-		}
-		p.printf("%s\t%s\t%s\t%s\t%s\n", st.Broker, st.URL, st.State, now.Sub(st.Since).Round(time.Second), last)
-	}
-	return p.done()
+	return printBrokers(out, router.BrokerStatuses(sts, now), now)
 }

@@ -3,6 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -52,4 +55,29 @@ func (p *printer) done() error {
 		return fmt.Errorf("writing the output: %w", p.err)
 	}
 	return nil
+}
+
+// sizeUnits are the binary units sizeText uses, each 1024 of the last.
+var sizeUnits = []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+
+// sizeText is a number of bytes as a person reads it: "512 B", "16 KiB",
+// "1.5 MiB" (binary units, one decimal where it is not zero). Every size
+// the CLI prints goes through it.
+func sizeText(n int64) string {
+	sign := ""
+	if n < 0 {
+		sign = "-"
+	}
+	if n > -1024 && n < 1024 {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	v, unit := math.Abs(float64(n)), 0
+	// Move up while the value, rounded to one decimal, would read 1024 or
+	// more: 1048575 bytes is "1 MiB", not "1024 KiB".
+	for unit < len(sizeUnits)-1 && math.Round(v*10)/10 >= 1024 {
+		v /= 1024
+		unit++
+	}
+	s := strconv.FormatFloat(v, 'f', 1, 64)
+	return sign + strings.TrimSuffix(s, ".0") + " " + sizeUnits[unit]
 }

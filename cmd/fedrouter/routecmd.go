@@ -485,14 +485,15 @@ func routeDetail(st routes.Status) string {
 
 // mapLine is one line of the route map: a route, or two routes between
 // the same brokers in opposite directions for the same exchange and key.
+// `route map --json` prints them, every field in every line (docs/cli.md).
 type mapLine struct {
 	Line          string   `json:"line"`
 	Dest          string   `json:"dest"`
 	Src           string   `json:"src"`
 	Bidirectional bool     `json:"bidirectional"`
-	Dynamic       bool     `json:"dynamic,omitempty"`
-	Exchange      string   `json:"exchange,omitempty"` // dynamic routes: the exchange they are grouped under
-	Routes        []string `json:"routes"`             // route IDs
+	Dynamic       bool     `json:"dynamic"`
+	Exchange      string   `json:"exchange"` // the source exchange; dynamic routes are grouped under it
+	Routes        []string `json:"routes"`   // route IDs
 }
 
 func mapRoutes(c *cli.Context, client *adminclient.Client) error {
@@ -535,9 +536,9 @@ func routeMap(sts []routes.Status) []mapLine {
 			continue
 		}
 		used[i] = true
-		l := mapLine{Line: st.Spec.String(), Dest: st.Spec.Dest, Src: st.Spec.Src, Routes: []string{st.ID}}
+		l := mapLine{Line: st.Spec.String(), Dest: st.Spec.Dest, Src: st.Spec.Src, Exchange: st.Spec.Exchange, Routes: []string{st.ID}}
 		if st.Spec.Kind == routes.KindDynamic {
-			l.Line, l.Dynamic, l.Exchange = st.Spec.Dest+" <= "+st.Spec.Src, true, st.Spec.Exchange
+			l.Line, l.Dynamic = st.Spec.Dest+" <= "+st.Spec.Src, true
 		}
 		for j := i + 1; j < len(sorted); j++ {
 			if !used[j] && mirrors(st.Spec, sorted[j].Spec) {
@@ -652,24 +653,43 @@ func listBrokers(c *cli.Context, client *adminclient.Client) error {
 	return printBrokers(c.App.Writer, bs, time.Now())
 }
 
-// printBrokers prints the connection table as printStatus does for the
-// daemon, with the retry schedule of a Waiting connection.
+// printBrokers prints the connection table at now: a Waiting
+// connection's attempts and the seconds left until the next one (from the
+// time the router gave for it), and since when each is in its state.
 func printBrokers(out io.Writer, bs []api.BrokerStatus, now time.Time) error {
 	p := newPrinter(out)
 	p.table()
 	p.println("Broker\tURL\tState\tSince\tLast Error")
 	for _, b := range bs {
-		state := b.State
-		if b.RetryIn != "" {
-			state = fmt.Sprintf("%s (attempt %d, retry in %s)", b.State, b.Attempt, b.RetryIn)
-		}
-		since := "-"
-		if !b.Since.IsZero() {
-			since = now.Sub(b.Since).Round(time.Second).String()
-		}
-		p.printf("%s\t%s\t%s\t%s\t%s\n", b.Broker, orDash(b.URL), state, since, orDash(b.LastError))
+		p.printf("%s\t%s\t%s\t%s\t%s\n", b.Broker, orDash(b.URL), brokerState(b, now), ago(b.Since, now), orDash(b.LastError))
 	}
 	return p.done()
+}
+
+// brokerState is the State cell: a Waiting connection with its attempts
+// and the seconds left until the next, counted down to the time the
+// router gave (an older router gives the delay only).
+func brokerState(b api.BrokerStatus, now time.Time) string {
+	switch {
+	case !b.RetryAt.IsZero():
+		if left := b.RetryLeft(now); left > 0 {
+			return fmt.Sprintf("%s (attempt %d, retry in %s)", b.State, b.Attempt, left)
+		}
+		return fmt.Sprintf("%s (attempt %d, retrying now)", b.State, b.Attempt)
+	case b.RetryIn != "":
+		return fmt.Sprintf("%s (attempt %d, retry in %s)", b.State, b.Attempt, b.RetryIn)
+	}
+	return b.State
+}
+
+// ago is a past time as its age in whole seconds: "3m12s ago" ("-" for
+// none).
+func ago(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := max(now.Sub(t).Round(time.Second), 0)
+	return d.String() + " ago"
 }
 
 func printJSON(out io.Writer, v any) error {

@@ -4,7 +4,7 @@
 // attributes naming what it shows and its state, for scripts and tests.
 
 import { ROUTE_LIMIT } from "./api.js";
-import { el, fillBody, ago, count, zeroTime, badge, stateClass, duration } from "./dom.js";
+import { el, fillBody, ago, count, zeroTime, badge, stateClass } from "./dom.js";
 
 // MAX_LINK_ROWS bounds the links table on large networks.
 const MAX_LINK_ROWS = 400;
@@ -34,7 +34,7 @@ function card(title, value, cls, sub) {
 }
 
 export function links(table, graph, snap) {
-  const age = new Map(((snap.topology && snap.topology.links) || []).map((l) => [l.from + "|" + l.to + "|" + l.router, l.age_ns]));
+  const age = new Map(((snap.topology && snap.topology.links) || []).map((l) => [l.from + "|" + l.to + "|" + l.router, l.age]));
   const rows = graph.links.slice(0, MAX_LINK_ROWS).map((l) => {
     const key = l.from + "|" + l.to;
     const a = age.get(key + "|" + l.router);
@@ -43,7 +43,7 @@ export function links(table, graph, snap) {
       el("td", { class: "num", text: l.cost === null ? "—" : l.cost }),
       el("td", {}, badge(l.state)),
       el("td", { text: l.router }),
-      el("td", { text: a === undefined ? "" : duration(a / 1e6) }));
+      el("td", { text: a === undefined ? "" : a }));
   });
   if (graph.links.length > MAX_LINK_ROWS) {
     rows.push(el("tr", { class: "empty" }, el("td", { colspan: 6, text: "… and " + (graph.links.length - MAX_LINK_ROWS) + " more (fedrouter topology)" })));
