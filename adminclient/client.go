@@ -229,6 +229,17 @@ func (c *Client) DeleteRoute(ctx context.Context, spec routes.Spec) error {
 	return c.do(ctx, http.MethodPost, "/api/v1/routes/delete", spec, nil)
 }
 
+// AddLink adds a link between two of the router's brokers (qpid-route's
+// link add).
+func (c *Client) AddLink(ctx context.Context, l api.Link) error {
+	return c.do(ctx, http.MethodPost, "/api/v1/links", l, nil)
+}
+
+// DeleteLink deletes a link AddLink added.
+func (c *Client) DeleteLink(ctx context.Context, l api.Link) error {
+	return c.do(ctx, http.MethodPost, "/api/v1/links/delete", l, nil)
+}
+
 // DeleteRouteID deletes the runtime route with this ID.
 func (c *Client) DeleteRouteID(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, "/api/v1/routes/"+url.PathEscape(id), nil, nil)

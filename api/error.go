@@ -28,7 +28,7 @@ const (
 	// CodeForbidden (403): the Host is not the router's, or the request
 	// comes from a web page of another origin.
 	CodeForbidden Code = "forbidden"
-	// CodeNotFound (404): no such route.
+	// CodeNotFound (404): no such route, or link.
 	CodeNotFound Code = "not-found"
 	// CodeOff (404): the router does not have what was asked for — link
 	// state, a cluster, global destinations — in its configuration.
@@ -38,10 +38,10 @@ const (
 	// CodeMethod (405): the path does not take this method (Allow says
 	// which it does).
 	CodeMethod Code = "method-not-allowed"
-	// CodeDuplicate (409): the route exists already; nothing changed.
+	// CodeDuplicate (409): the route, or link, exists already; nothing changed.
 	// qpid-route-style callers treat it as success.
 	CodeDuplicate Code = "duplicate"
-	// CodeConfigRoute (409): the route comes from the configuration file:
+	// CodeConfigRoute (409): the route, or link, comes from the configuration file:
 	// change it there.
 	CodeConfigRoute Code = "config-route"
 	// CodeDestinationRoute (409): the route is a global destination's

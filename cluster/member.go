@@ -54,6 +54,10 @@ type Member struct {
 	// superseded member's down to one per storeErrorLogEvery, with counts.
 	storeLog, supersededLog *ratelog.Limiter
 
+	// report, when set (Publish), gives the statuses of the routes this
+	// member runs, sent with each beat (store.Member.Routes).
+	report func() []byte
+
 	// handoffs are the handoffs under way, each in a goroutine of its own
 	// (a drain can take seconds: the beats must go on meanwhile); Run
 	// waits for them before it returns.
@@ -90,6 +94,11 @@ func NewMember(p Params, info store.Member, st store.Store, runner Runner, log z
 		storeLog: ratelog.New(storeErrorLogEvery), supersededLog: ratelog.New(storeErrorLogEvery)}
 }
 
+// Publish has every beat carry report's answer: the statuses of the
+// routes this member runs, for the others to list (store.Member.Routes).
+// Call it before Run.
+func (m *Member) Publish(report func() []byte) { m.report = report }
+
 // Run beats every heartbeat until ctx ends, then hands its routes off and
 // leaves (SIGTERM: the routes move without loss or duplicates).
 func (m *Member) Run(ctx context.Context) {
@@ -120,9 +129,13 @@ func (m *Member) round(ctx context.Context) {
 	m.mu.Lock()
 	leases := m.core.Held()
 	m.mu.Unlock()
+	info := m.info
+	if m.report != nil {
+		info.Routes = m.report()
+	}
 	sent := m.now()
 	call, cancel := context.WithTimeout(ctx, m.p.Heartbeat)
-	ren, err := m.st.Beat(call, m.info, leases, m.p.Lease)
+	ren, err := m.st.Beat(call, info, leases, m.p.Lease)
 	cancel()
 	if errors.Is(err, store.ErrSuperseded) {
 		// Another process runs as this member: hold nothing (every route

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -96,4 +97,63 @@ func TestBrowserClusterAndDestinations(t *testing.T) {
 		}
 	}
 	t.Logf("screenshot: %s", p.Screenshot("console-cluster.png"))
+}
+
+// storeDown is the member while its cluster store cannot be read, until
+// healed: the routes list is its own only, and says so.
+type storeDown struct {
+	member
+	healed *atomic.Bool
+}
+
+// partialText is what router's RoutesPage says of a member's own list.
+const partialText = "the cluster store cannot be read: this member's routes only are listed"
+
+func (m storeDown) RoutesPage(after string, limit int) ([]routes.Status, string, string, error) {
+	out, next, partial, err := m.member.RoutesPage(after, limit)
+	if m.healed.Load() {
+		return out, next, partial, err
+	}
+	own := out[:0]
+	for _, st := range out {
+		if st.Holder == "paris-1" {
+			own = append(own, st)
+		}
+	}
+	return own, next, partialText, err
+}
+
+// A partial route list (a member whose store cannot be read lists its own
+// routes only) is marked as such, as a warning above the table, until the
+// whole list is back.
+func TestBrowserPartialRouteList(t *testing.T) {
+	healed := &atomic.Bool{}
+	p := open(t, serve(t, storeDown{member{fake(t)}, healed})+console.Prefix)
+	p.Login(token)
+	var note struct {
+		Text string
+		Warn bool
+		Rows int
+	}
+	read := func() {
+		p.Eval(`(() => { const n = document.getElementById("routes-note");
+			return { Text: n.innerText, Warn: n.classList.contains("warn") && getComputedStyle(n).display !== "none",
+				Rows: document.querySelectorAll("#routes [data-route]").length }; })()`, &note)
+	}
+	p.Poll(10*time.Second, "the partial list's note", func() error {
+		read()
+		if !note.Warn || note.Text != "Partial list: "+partialText+"." || note.Rows != 1 {
+			return fmt.Errorf("note %+v", note)
+		}
+		return nil
+	})
+	t.Logf("screenshot: %s", p.Screenshot("console-partial.png"))
+	healed.Store(true)
+	p.Poll(10*time.Second, "the note gone with the whole list", func() error {
+		read()
+		if note.Warn || note.Text != "" || note.Rows != 2 {
+			return fmt.Errorf("note %+v", note)
+		}
+		return nil
+	})
 }

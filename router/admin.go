@@ -304,6 +304,8 @@ func (a *AdminServer) routes(reg *prometheus.Registry) http.Handler {
 	mux.HandleFunc("DELETE /api/v1/routes/{id}", a.deleteRouteID)
 	mux.HandleFunc("POST /api/v1/routes/flush", a.flushRoutes)
 	mux.HandleFunc("GET /api/v1/links", a.listLinks)
+	mux.HandleFunc("POST /api/v1/links", a.addLink)
+	mux.HandleFunc("POST /api/v1/links/delete", a.deleteLink)
 	mux.HandleFunc("GET /api/v1/brokers", a.listBrokers)
 	mux.HandleFunc("GET /api/v1/router", a.routerInfo)
 	mux.HandleFunc("GET /api/v1/topology", a.topology)
@@ -446,6 +448,36 @@ func (a *AdminServer) flushRoutes(w http.ResponseWriter, r *http.Request) {
 
 func (a *AdminServer) listLinks(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, nonNil(a.svc.Links()))
+}
+
+func (a *AdminServer) addLink(w http.ResponseWriter, r *http.Request) {
+	a.changeLink(w, r, "add link", http.StatusCreated, a.svc.AddLink)
+}
+
+func (a *AdminServer) deleteLink(w http.ResponseWriter, r *http.Request) {
+	a.changeLink(w, r, "delete link", http.StatusOK, a.svc.DeleteLink)
+}
+
+// changeLink reads a link (at most MaxAdminBody bytes, one JSON object,
+// no unknown fields) and applies change to it.
+func (a *AdminServer) changeLink(w http.ResponseWriter, r *http.Request, what string, ok int, change func(context.Context, api.Link) error) {
+	var l api.Link
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxAdminBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&l); err != nil {
+		status, msg := bodyError(err)
+		writeError(w, status, msg)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), adminRequestTimeout)
+	defer cancel()
+	err := change(ctx, l)
+	a.logMutation(r, what, "", err).Str("dest", amqp.Redact(l.Dest)).Str("src", amqp.Redact(l.Src)).Send()
+	if err != nil {
+		writeServiceError(w, err)
+		return
+	}
+	writeJSON(w, ok, l)
 }
 
 // topology serves the link-state view as JSON, or as Graphviz with

@@ -32,6 +32,10 @@ func writeServiceError(w http.ResponseWriter, err error) {
 		writeJSON(w, status, api.ErrorBody{Error: re.Kind.Error(), Code: code, Problems: re.Problems})
 		return
 	}
+	if errors.Is(err, ErrLinkDuplicate) {
+		writeCode(w, http.StatusConflict, api.CodeDuplicate, err.Error())
+		return
+	}
 	if errors.Is(err, routes.ErrDuplicate) {
 		// qpid-route's exact words: the CLI shows them as a warning.
 		writeCode(w, http.StatusConflict, api.CodeDuplicate, routes.ErrDuplicate.Error())
@@ -53,11 +57,11 @@ func writeServiceError(w http.ResponseWriter, err error) {
 // other than a spec error or a duplicate.
 func serviceErrorCode(err error) (int, api.Code) {
 	switch {
-	case errors.Is(err, routes.ErrNotFound):
+	case errors.Is(err, routes.ErrNotFound), errors.Is(err, ErrNoLink):
 		return http.StatusNotFound, api.CodeNotFound
 	case errors.Is(err, ErrTopologyOff), errors.Is(err, ErrNotClustered), errors.Is(err, ErrNoDestinations):
 		return http.StatusNotFound, api.CodeOff
-	case errors.Is(err, routes.ErrConfigRoute):
+	case errors.Is(err, routes.ErrConfigRoute), errors.Is(err, ErrLinkConfigured):
 		return http.StatusConflict, api.CodeConfigRoute
 	case errors.Is(err, routes.ErrDestinationRoute):
 		return http.StatusConflict, api.CodeDestinationRoute

@@ -215,6 +215,7 @@ func (c *clusterPart) read(ctx context.Context) ([]routes.Status, error) {
 	if err != nil {
 		return nil, storeErr(err)
 	}
+	by, age := published(snap)
 	out := make([]routes.Status, 0, len(snap.Routes))
 	for _, rr := range snap.Routes {
 		if s, ok := local[rr.ID]; ok {
@@ -232,7 +233,7 @@ func (c *clusterPart) read(ctx context.Context) ([]routes.Status, error) {
 			s.LastError = "definition not understood by this member: " + err.Error()
 		}
 		if rr.Held(snap.Now) {
-			s.Holder, s.Detail = rr.Owner, "held by "+rr.Owner
+			heldElsewhere(&s, rr, by, age)
 		} else {
 			s.Detail = "not held: waiting for a member to claim it"
 		}

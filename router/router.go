@@ -50,6 +50,8 @@ type Router struct {
 	// reload is the configuration in force and the one-at-a-time slot of
 	// Reload (reload.go).
 	reload reloader
+	// links are the links added at runtime (links.go).
+	links runtimeLinks
 	// progress logs the restored routes coming up (startprogress.go);
 	// nil in a cluster, where the store gives the routes.
 	progress *progressLogger
@@ -94,9 +96,7 @@ func (r *Router) Start(ctx context.Context) error {
 		}
 		// Two refreshes: by then every live router has advertised.
 		opts.TableGrace = min(max(2*time.Duration(r.cfg.Topology.Refresh), 3*time.Second), 30*time.Second)
-		for pair := range r.cfg.LinkPairs() {
-			opts.Links = append(opts.Links, pair)
-		}
+		opts.Links = pairList(r.cfg.LinkPairs())
 	}
 	if r.cfg.Cluster != nil {
 		opts.StatePath = "" // a member's routes live in the cluster's store

@@ -45,6 +45,13 @@ type Service interface {
 	OwnRoutes() []routes.Status
 	// Links lists the links (broker pairs that routes run over).
 	Links() []routes.LinkStatus
+	// AddLink adds a link between two of the router's brokers, both ways,
+	// advertised in its link state (qpid-route's link add; links.go):
+	// ErrLinkDuplicate when it has it, ErrTopologyOff without flooding.
+	AddLink(ctx context.Context, l api.Link) error
+	// DeleteLink deletes a link AddLink added: ErrNoLink when
+	// there is none, ErrLinkConfigured for one of links: in the file.
+	DeleteLink(ctx context.Context, l api.Link) error
 	// Brokers lists the broker connections.
 	Brokers() []amqp.Status
 	// RouterID names this router.

@@ -20,6 +20,9 @@ type table struct {
 	paths   *topology.Paths // guarded by mu
 	changed chan struct{}   // guarded by mu; closed and replaced by Store and StoreEdges
 	edges   edgeState       // guarded by mu
+	// named: every broker the link state has named since the start
+	// (topology.Ready.Named); guarded by mu.
+	named map[string]struct{}
 	// consumers: the global destinations' consumers other routers
 	// advertise (ConsumersExt); its own lock.
 	consumers remoteConsumers
@@ -37,6 +40,27 @@ func (t *table) Store(p *topology.Paths) {
 	t.paths = p
 	close(t.changed)
 	t.changed = make(chan struct{})
+}
+
+// AddNamed remembers brokers the link state named (topology.Ready.Named).
+func (t *table) AddNamed(brokers []string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.named == nil {
+		t.named = make(map[string]struct{}, len(brokers))
+	}
+	for _, b := range brokers {
+		t.named[b] = struct{}{}
+	}
+}
+
+// Known says whether any advertisement, or this router's own state, has
+// named broker since the start (routes.Table).
+func (t *table) Known(broker string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.named[broker]
+	return ok
 }
 
 // Load returns the latest paths (nil before any).

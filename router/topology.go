@@ -201,6 +201,9 @@ func (d *topoDriver) carryOut(r topology.Ready) {
 	for _, e := range r.Events {
 		d.logEvent(e)
 	}
+	if len(r.Named) > 0 {
+		d.table.AddNamed(r.Named)
+	}
 	if r.TableChanged && r.Table != nil {
 		d.table.Store(r.Table)
 	}
@@ -367,7 +370,7 @@ func (r *Router) localTopology() ([]topology.BrokerState, []topology.Link) {
 		state[st.Broker] = st.State
 		brokers = append(brokers, topology.BrokerState{Name: st.Broker, State: st.State.String()})
 	}
-	cost := r.cfg.LinkPairs()
+	cost := r.linkPairs()
 	for _, rt := range r.routes.List() {
 		if _, attached := state[rt.Spec.Dest]; !attached {
 			continue // a multi-hop route: the links on its way are other routers'

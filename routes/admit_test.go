@@ -3,11 +3,13 @@ package routes
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/topology"
 )
 
 // A dynamic route between brokers whose profiles cannot follow demand is
@@ -39,5 +41,50 @@ func TestDynamicAddRefusedWithoutDemandSupport(t *testing.T) {
 	}
 	if _, err := m.Admit(Spec{Kind: KindQueue, Dest: "b", Src: "a", Exchange: "x", Queue: "q"}); err != nil {
 		t.Fatalf("a queue route between the same brokers: %v", err)
+	}
+}
+
+// namedTable is a link-state table that has named some brokers and
+// computed no paths.
+type namedTable struct{ named []string }
+
+func (t namedTable) Paths() (*topology.Paths, <-chan struct{}) { return nil, nil }
+func (t namedTable) Known(b string) bool                       { return slices.Contains(t.named, b) }
+
+// A multi-hop route towards a broker no advertisement has named is
+// refused at add, naming the broker as typed, unless forced; the route
+// added with force keeps no trace of it. A named one is admitted without.
+func TestRemoteAddRefusedUnlessNamed(t *testing.T) {
+	cfg := amqp.BrokerConfig{Name: "a", URLs: []string{"amqp://127.0.0.1:1"}, Profile: "generic"}
+	c, err := amqp.Dial(t.Context(), cfg, amqp.ConnOptions{Backoff: amqp.Backoff{Min: time.Hour, Max: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	p, err := amqp.NewProfile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewManager(t.Context(), Options{RouterID: "r", Brokers: map[string]amqp.Broker{"a": {Conn: c, Profile: p}},
+		Table: namedTable{named: []string{"a", "tokyo"}}})
+	t.Cleanup(func() { m.Stop(context.Background()) })
+	spec := Spec{Kind: KindQueue, Dest: "tokio", Src: "a", Exchange: "x", Queue: "q"}
+	_, err = m.Admit(spec)
+	var se *SpecError
+	if !errors.As(err, &se) || len(se.Problems) != 1 || !strings.Contains(se.Problems[0], `broker "tokio" is not in brokers and no router has advertised it`) ||
+		!strings.Contains(se.Problems[0], "--force") {
+		t.Fatalf("admit towards a broker never named: %v", err)
+	}
+	spec.Force = true
+	got, err := m.Admit(spec)
+	if err != nil || got.Force || got.Dest != "tokio" {
+		t.Fatalf("forced: %+v, %v", got, err)
+	}
+	if _, err := m.Admit(Spec{Kind: KindQueue, Dest: "tokyo", Src: "a", Exchange: "x", Queue: "q"}); err != nil {
+		t.Fatalf("towards a named broker: %v", err)
+	}
+	// The start (configured and saved routes) judges nothing by names.
+	if _, err := m.Normalize(Spec{Kind: KindQueue, Dest: "tokio", Src: "a", Exchange: "x", Queue: "q"}); err != nil {
+		t.Fatalf("normalize: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package routes_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ type fixedTable struct {
 }
 
 func (f fixedTable) Paths() (*topology.Paths, <-chan struct{}) { return f.p, f.never }
+func (f fixedTable) Known(b string) bool                       { return slices.Contains(f.p.Brokers(), b) }
 
 // Two exchange routes of one group leave rabbit1 (to rabbit2 and to
 // rabbit3): they share one durable queue there with a single active

@@ -70,7 +70,7 @@ type Options struct {
 	// routes (fanout.go). A change is signalled through Table's channel.
 	Advertised func() []ExchangeEdge
 	// Links are the configured links (broker pairs, both ways), listed
-	// with the routes' own.
+	// with the routes' own; SetLinks replaces them (guarded by mu then).
 	Links [][2]string
 	// TableGrace: for this long after the manager starts, a destination the
 	// table has no path to is not yet taken as unreachable (the other
@@ -298,7 +298,7 @@ func (m *Manager) Start(spec Spec, origin Origin) (Status, error) {
 // global destinations'. fence, when set, is asked before each message (a
 // route held in a cluster: held.go).
 func (m *Manager) run(spec Spec, origin Origin, fence func() bool) (*route, error) {
-	spec, steps, err := m.normalize(spec)
+	spec, steps, err := m.normalize(spec, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -395,22 +395,30 @@ func (m *Manager) nextConn(b amqp.Broker, name string) *amqp.Conn {
 // Normalize resolves spec's brokers to configured names, applies the
 // defaults and checks it (Spec.Check).
 func (m *Manager) Normalize(spec Spec) (Spec, error) {
-	spec, _, err := m.normalize(spec)
+	spec, _, err := m.normalize(spec, nil)
 	return spec, err
 }
 
 // Admit is Normalize for a route added at runtime: besides, it refuses
 // what the route could never do once running — a dynamic route between
 // brokers whose profiles cannot follow demand — rather than add a route
-// that fails for ever. (Routes of the file and of the state file start as
-// they always did, and fail so.)
+// that fails for ever — and a multi-hop route towards a broker no
+// advertisement has named, unless forced (Network.Known). (Routes of the
+// file and of the state file start as they always did, and fail so.)
+// The spec it returns has no Force: that is the request's, not the
+// route's.
 func (m *Manager) Admit(spec Spec) (Spec, error) {
 	spec, _, err := m.admit(spec)
 	return spec, err
 }
 
 func (m *Manager) admit(spec Spec) (Spec, []pathpolicy.Step, error) {
-	spec, steps, err := m.normalize(spec)
+	var known func(string) bool
+	if m.opts.Table != nil {
+		known = m.opts.Table.Known
+	}
+	spec, steps, err := m.normalize(spec, known)
+	spec.Force = false
 	if err != nil || spec.Kind != KindDynamic {
 		return spec, steps, err
 	}
@@ -421,8 +429,8 @@ func (m *Manager) admit(spec Spec) (Spec, []pathpolicy.Step, error) {
 }
 
 // normalize is Normalize, and returns the route's no_path chain (its own,
-// else the manager's default).
-func (m *Manager) normalize(spec Spec) (Spec, []pathpolicy.Step, error) {
+// else the manager's default); known, when set, is Network.Known.
+func (m *Manager) normalize(spec Spec, known func(string) bool) (Spec, []pathpolicy.Step, error) {
 	var err error
 	if spec.Src, err = m.Resolve(spec.Src); err != nil {
 		return spec, nil, err
@@ -436,7 +444,7 @@ func (m *Manager) normalize(spec Spec) (Spec, []pathpolicy.Step, error) {
 		return spec, nil, fmt.Errorf("%w: dynamic route to %s: dynamic routes need both brokers attached to this router", ErrUnknownBroker, spec.Dest)
 	}
 	spec = spec.WithDefaults()
-	steps, err := spec.Check(Network{Flooding: m.opts.Table != nil, Attached: m.attached})
+	steps, err := spec.Check(Network{Flooding: m.opts.Table != nil, Attached: m.attached, Known: known})
 	if err != nil {
 		return spec, nil, err
 	}
@@ -662,89 +670,6 @@ func (m *Manager) Get(id string) (Status, bool) {
 		return Status{}, false
 	}
 	return r.status(), true
-}
-
-// Links returns the links the routes run over, one per (src, dest) pair:
-// Operational only while both brokers' connections are.
-func (m *Manager) Links() []LinkStatus {
-	count := map[[2]string]int{}
-	for _, st := range m.List() {
-		count[[2]string{st.Spec.Src, st.Spec.Dest}]++
-	}
-	for _, l := range m.opts.Links {
-		count[l] += 0
-	}
-	transit := map[[2]string][]TransitStatus{}
-	for _, t := range m.Transit() {
-		k := [2]string{t.Broker, t.Via}
-		if t.Dest == "" {
-			k[1] = ""
-		} else {
-			count[k] += 0
-		}
-		transit[k] = append(transit[k], t)
-	}
-	out := make([]LinkStatus, 0, len(count)+len(transit))
-	for pair, n := range count {
-		ls := LinkStatus{Src: pair[0], Dest: pair[1], Routes: n, State: StateOperational, Transit: transit[pair]}
-		if _, attached := m.opts.Brokers[pair[1]]; !attached {
-			m.remoteLink(&ls)
-			out = append(out, ls)
-			continue
-		}
-		m.linkState(&ls, pair[:]...)
-		out = append(out, ls)
-	}
-	for pair, ts := range transit {
-		if pair[1] == "" { // the broker's ingress
-			ls := LinkStatus{Src: pair[0], Ingress: true, State: StateOperational, Transit: ts}
-			m.linkState(&ls, pair[0])
-			out = append(out, ls)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Src != out[j].Src {
-			return out[i].Src < out[j].Src
-		}
-		return out[i].Dest < out[j].Dest
-	})
-	return out
-}
-
-// linkState sets ls's state from its brokers' connections.
-func (m *Manager) linkState(ls *LinkStatus, brokers ...string) {
-	for _, name := range brokers {
-		st, _ := m.opts.Brokers[name].Conn.Status()
-		if st.State != amqp.Operational {
-			ls.State = State(st.State.String())
-			if st.LastError != nil {
-				ls.LastError = name + ": " + st.LastError.Error()
-			}
-			return
-		}
-	}
-}
-
-// remoteLink fills in the state of a link to a broker this router is not
-// attached to: Operational while the source is and the table has a path.
-func (m *Manager) remoteLink(ls *LinkStatus) {
-	if st, _ := m.opts.Brokers[ls.Src].Conn.Status(); st.State != amqp.Operational {
-		ls.State = State(st.State.String())
-		if st.LastError != nil {
-			ls.LastError = ls.Src + ": " + st.LastError.Error()
-		}
-		return
-	}
-	p, _ := m.opts.Table.Paths()
-	path := []string(nil)
-	if p != nil {
-		path = p.Path(ls.Src, ls.Dest)
-	}
-	if path == nil {
-		ls.State, ls.LastError = StateWaiting, "no path to "+ls.Dest+" in the link-state table"
-		return
-	}
-	ls.Via = path[1 : len(path)-1]
 }
 
 // Stop stops every route and waits for them. Transient exchange routes'

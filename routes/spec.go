@@ -111,6 +111,12 @@ type Spec struct {
 	// OutcomeTimeout bounds the wait for the destination's outcome; past it
 	// the message is handled as unroutable (OnReject).
 	OutcomeTimeout time.Duration `json:"-" yaml:"-"`
+
+	// Force, in a request to add a route (the CLI's --force), lets a
+	// multi-hop route name a destination no link-state advertisement
+	// has named since the router started (Network.Known): the route
+	// waits for it. Part of the request only: never kept with the route.
+	Force bool `json:"force,omitempty" yaml:"-"`
 }
 
 // WithDefaults returns s with zero options set to their defaults.
@@ -208,6 +214,12 @@ type Network struct {
 	// Attached says whether the router is attached to (configures) a
 	// broker.
 	Attached func(broker string) bool
+	// Known, when set, says whether link state has named a broker since
+	// the router started: a destination the router is not attached to
+	// and no advertisement ever named is most likely misspelt, and is
+	// refused unless the spec has Force. Only routes added at runtime
+	// are judged so (Manager.Admit): at the start, nothing is named yet.
+	Known func(broker string) bool
 }
 
 // brokerName is what a broker known only from the link-state network may
@@ -365,6 +377,8 @@ func (s Spec) checkNetwork(n Network, reroute bool) []string {
 			add("broker %q is not in brokers: a dynamic route needs both brokers attached", s.Dest)
 		case !brokerName.MatchString(s.Dest):
 			add("destination broker %q: want a broker name (letters, digits, '.', '_' and '-')", s.Dest)
+		case n.Known != nil && !s.Force && !n.Known(s.Dest):
+			add("broker %q is not in brokers and no router has advertised it since this one started: misspelt? (to route towards it anyway, waiting until a router advertises it, add with force: --force)", s.Dest)
 		}
 	}
 	if reroute {

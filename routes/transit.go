@@ -14,6 +14,10 @@ type Table interface {
 	// Paths returns the current shortest paths (nil before any is known)
 	// and a channel closed when they next change.
 	Paths() (*topology.Paths, <-chan struct{})
+	// Known says whether any link-state advertisement since the start
+	// (the router's own included) has named broker: a runtime route
+	// towards a broker never named is refused unless forced (Spec.Force).
+	Known(broker string) bool
 }
 
 // nextHops is what the table says about transit from each of the

@@ -17,6 +17,7 @@ import (
 type emptyTable struct{ never chan struct{} }
 
 func (e emptyTable) Paths() (*topology.Paths, <-chan struct{}) { return nil, e.never }
+func (e emptyTable) Known(string) bool                         { return false }
 
 // A route to a broker the router is not attached to, with no_path
 // [dead-letter]: while the link-state table is young it holds (no path yet
@@ -35,7 +36,7 @@ func TestIntegrationRemoteRouteHoldsWhileTheTableFills(t *testing.T) {
 	brokertest.DeclareQueue(t, cfg, src)
 	brokertest.DeclareQueue(t, cfg, dlq)
 	st := h.add(routes.Spec{Kind: routes.KindQueue, Src: "rabbit1", Dest: "faraway", Exchange: "orders", Queue: src,
-		NoPath: []string{"dead-letter"}, DeadLetterQueue: dlq})
+		NoPath: []string{"dead-letter"}, DeadLetterQueue: dlq, Force: true}) // faraway: named by no one
 	brokertest.SendAll(t, h.session("rabbit1"), "/amq/queue/"+src, 10, 20, brokertest.Numbered)
 	brokertest.Eventually(t, grace/2, 10*time.Millisecond, func() error {
 		got, _ := h.m.Get(st.ID)

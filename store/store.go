@@ -62,6 +62,11 @@ type Member struct {
 	AdminURL    string   // where CLI and API clients are redirected
 	Brokers     []string // the brokers this member is attached to
 	Local       []string // the brokers near it (placement prefers it for them)
+	// Routes are the statuses of the routes the member runs, written with
+	// every beat so that any member can list them as their holder sees
+	// them: JSON the store keeps without reading (the router's, bounded
+	// there); nil: none.
+	Routes []byte
 }
 
 // MemberRow is a member as the store has it.

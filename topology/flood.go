@@ -85,6 +85,7 @@ func (n *Node) accept(l LSA, data []byte, from string, now time.Time, r *Ready) 
 	// The caller keeps its LSA; the database must not change under us.
 	l.Brokers, l.Links, l.Ext = slices.Clone(l.Brokers), slices.Clone(l.Links), maps.Clone(l.Ext)
 	n.db[l.Router] = &entry{lsa: l, data: data, at: now, from: from}
+	n.noteNamed(l.Brokers, l.Links, r)
 	delete(n.gone, l.Router)
 	n.counters.Accepted++
 	n.graphDirty = true

@@ -157,6 +157,9 @@ type Node struct {
 	lastShares map[string][]Edge // router id ("" ourselves) → its share of lastGraph
 
 	counters Counters
+	// named are the brokers ever named since New (noteNamed), at most
+	// MaxNamed.
+	named map[string]struct{}
 }
 
 // entry is a held LSA. Age counts from our own receipt, so clocks need not
@@ -229,6 +232,7 @@ func (n *Node) SetLocal(brokers []BrokerState, links []Link, now time.Time) (Rea
 		}
 	}
 	n.brokers, n.links = bs, ls
+	n.noteNamed(bs, ls, &r)
 	n.started, n.dirty, n.graphDirty = true, true, true
 	n.step(now, &r)
 	return r, nil

@@ -15,10 +15,17 @@ type Ready struct {
 	TableChanged bool
 	Table        *Paths // the new table when TableChanged, else nil
 	Events       []Event
+	// Named are the brokers named for the first time since the node
+	// started, by our own state or an accepted LSA (noteNamed): the
+	// driver keeps them, so that a route towards a broker no one ever
+	// advertised can be told from one towards a broker out of reach.
+	Named []string
 }
 
 // Empty reports whether there is nothing to do.
-func (r Ready) Empty() bool { return len(r.Flood) == 0 && !r.TableChanged && len(r.Events) == 0 }
+func (r Ready) Empty() bool {
+	return len(r.Flood) == 0 && !r.TableChanged && len(r.Events) == 0 && len(r.Named) == 0
+}
 
 // Outgoing is one LSA to send on some of the router's brokers: to every
 // peer router attached there (a multicast publish, or one message per peer
@@ -120,6 +127,7 @@ type Counters struct {
 	Reflooded    uint64 `json:"reflooded"`     // received LSAs passed on
 	Synced       uint64 `json:"synced"`        // database syncs sent to a broker
 	Recomputed   uint64 `json:"recomputed"`    // shortest-path recomputes
+	NamedDropped uint64 `json:"named_dropped"` // broker names past MaxNamed, not remembered as named
 }
 
 // The reasons Decode refuses an LSA, by their counter's JSON name.

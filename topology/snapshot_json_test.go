@@ -15,7 +15,7 @@ func TestSnapshotJSONRoundTrip(t *testing.T) {
 	s := Snapshot{Router: "t1", Radius: 1,
 		Routers: []RouterView{{Router: "t1", Instance: 1764676800000000123, Seq: 4, Age: 1500 * time.Millisecond, Self: true}},
 		Brokers: []BrokerView{}, Routes: []BrokerRoutes{},
-		Links:   []LinkView{{From: "a", To: "b", Cost: 1, State: "up", Router: "t1", Age: 2*time.Minute + 3*time.Second}}}
+		Links: []LinkView{{From: "a", To: "b", Cost: 1, State: "up", Router: "t1", Age: 2*time.Minute + 3*time.Second}}}
 	b, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)

@@ -46,6 +46,8 @@ func apiCommands() []*cli.Command {
 			Usage: "show links (broker pairs that routes run over)",
 			Subcommands: []*cli.Command{
 				apiCommand("link", "list", "list the links", "", 0, 0, true, listLinks),
+				linkAddCommand(),
+				apiCommand("link", "del", "delete a link link add added", "<dest> <src>", 2, 2, false, deleteLink),
 			},
 		},
 		{
@@ -179,6 +181,7 @@ func addCommand(kind routes.Kind) *cli.Command {
 		&cli.StringFlag{Name: "dead-letter-queue", Usage: "`QUEUE` on the source broker for --on-reject dead-letter"},
 		&cli.DurationFlag{Name: "outcome-timeout", Value: routes.DefaultOutcomeTimeout, Usage: "wait at most `D` for the destination's outcome"},
 		&cli.StringSliceFlag{Name: "no-path", Usage: "corrective `STEPS` while the destination cannot be reached, comma-separated: \"hold 10m,dead-letter\" (default: the router's no_path)"},
+		&cli.BoolFlag{Name: "force", Usage: "add a multi-hop route towards a broker no router has advertised yet (it waits for one)"},
 	)
 	switch kind {
 	case routes.KindExchange:
@@ -240,6 +243,7 @@ func addRoute(c *cli.Context, client *adminclient.Client, kind routes.Kind) erro
 	spec.OnReject = routes.RejectPolicy(c.String("on-reject"))
 	spec.DeadLetterQueue = c.String("dead-letter-queue")
 	spec.OutcomeTimeout = c.Duration("outcome-timeout")
+	spec.Force = c.Bool("force")
 	for _, step := range c.StringSlice("no-path") {
 		spec.NoPath = append(spec.NoPath, strings.TrimSpace(step))
 	}

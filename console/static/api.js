@@ -95,6 +95,7 @@ export async function snapshot(tok) {
   ]);
   return {
     at: Date.now(), router, brokers, links, routes: page.routes || [], moreRoutes: Boolean(page.next),
+    partial: page.partial || "", // why the list is not the whole cluster's
     topology, cluster, destinations,
   };
 }

@@ -113,9 +113,14 @@ export function routes(table, note, snap, rates) {
   });
   fillBody(table, rows, "No routes.");
   table.classList.toggle("no-holder", !snap.cluster); // the Holder column is a cluster's
-  note.textContent = snap.moreRoutes
-    ? "The first " + ROUTE_LIMIT + " of " + count(snap.router.routes) + " routes (by destination, source, exchange): fedrouter route list shows them all."
-    : "";
+  // A partial list must not read as the whole: say so first, as a warning.
+  const parts = [];
+  if (snap.partial) parts.push("Partial list: " + snap.partial + ".");
+  if (snap.moreRoutes) {
+    parts.push("The first " + ROUTE_LIMIT + " of " + count(snap.router.routes) + " routes (by destination, source, exchange): fedrouter route list shows them all.");
+  }
+  note.textContent = parts.join(" ");
+  note.classList.toggle("warn", Boolean(snap.partial));
 }
 
 export function cluster(panel, table, note, snap) {

@@ -205,6 +205,16 @@ func (f *Service) Links() []routes.LinkStatus {
 	return slices.Clone(f.links)
 }
 
+// AddLink refuses: the fake holds no links but those SetLinks gives.
+func (f *Service) AddLink(context.Context, api.Link) error {
+	return errors.New("routertest: links are set with SetLinks")
+}
+
+// DeleteLink refuses as AddLink does.
+func (f *Service) DeleteLink(context.Context, api.Link) error {
+	return errors.New("routertest: links are set with SetLinks")
+}
+
 // Brokers returns the broker statuses set.
 func (f *Service) Brokers() []amqp.Status {
 	f.mu.Lock()

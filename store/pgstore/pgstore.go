@@ -150,10 +150,11 @@ func (s *Store) Beat(ctx context.Context, m store.Member, held []store.Lease, le
 	}
 	rows, err := s.pool.Query(ctx, `
 WITH m AS (
-	INSERT INTO fedrouter_members AS t (cluster, id, incarnation, admin_url, brokers, local, beat, left_at)
-	VALUES ($1, $2, $3, $4, $5, $9, now(), NULL)
+	INSERT INTO fedrouter_members AS t (cluster, id, incarnation, admin_url, brokers, local, beat, left_at, routes)
+	VALUES ($1, $2, $3, $4, $5, $9, now(), NULL, $10::jsonb)
 	ON CONFLICT (cluster, id) DO UPDATE SET incarnation = excluded.incarnation,
-		admin_url = excluded.admin_url, brokers = excluded.brokers, local = excluded.local, beat = now(), left_at = NULL
+		admin_url = excluded.admin_url, brokers = excluded.brokers, local = excluded.local, beat = now(), left_at = NULL,
+		routes = excluded.routes
 	WHERE t.incarnation = excluded.incarnation OR t.left_at IS NOT NULL OR t.beat < now() - $6 * interval '1 microsecond'
 	RETURNING beat
 ), r AS (
@@ -163,7 +164,7 @@ WITH m AS (
 	RETURNING l.route, l.epoch, l.until
 )
 SELECT m.beat, r.route, r.epoch, r.until FROM m LEFT JOIN r ON true`,
-		s.cluster, m.ID, m.Incarnation, m.AdminURL, m.Brokers, micros(lease), routes, epochs, m.Local)
+		s.cluster, m.ID, m.Incarnation, m.AdminURL, m.Brokers, micros(lease), routes, epochs, m.Local, jsonText(m.Routes))
 	if err != nil {
 		return store.Renewal{}, s.wrap("heartbeat", err)
 	}
@@ -199,6 +200,15 @@ func (s *Store) superseded(ctx context.Context, m store.Member) error {
 	}
 	return fmt.Errorf("%w: member %s is incarnation %s (this process: %s), which beat %s ago; two routers have router_id %s",
 		store.ErrSuperseded, m.ID, inc, m.Incarnation, time.Duration(secs*float64(time.Second)).Round(time.Millisecond), m.ID)
+}
+
+// jsonText is JSON for a jsonb parameter: nil as SQL NULL.
+func jsonText(b []byte) *string {
+	if b == nil {
+		return nil
+	}
+	s := string(b)
+	return &s
 }
 
 func leaseArrays(ls []store.Lease) ([]string, []int64) {
@@ -311,7 +321,7 @@ func (s *Store) Snapshot(ctx context.Context) (store.Snapshot, error) {
 		if err := tx.QueryRow(ctx, `SELECT now()`).Scan(&snap.Now); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT id, incarnation, admin_url, brokers, local, beat, left_at IS NOT NULL AND left_at >= beat
+		rows, err := tx.Query(ctx, `SELECT id, incarnation, admin_url, brokers, local, beat, left_at IS NOT NULL AND left_at >= beat, routes::text
 			FROM fedrouter_members WHERE cluster = $1 ORDER BY id`, s.cluster)
 		if err != nil {
 			return err
@@ -336,7 +346,11 @@ func (s *Store) Snapshot(ctx context.Context) (store.Snapshot, error) {
 
 func scanMember(r pgx.CollectableRow) (store.MemberRow, error) {
 	var m store.MemberRow
-	err := r.Scan(&m.ID, &m.Incarnation, &m.AdminURL, &m.Brokers, &m.Local, &m.LastBeat, &m.Left)
+	var routes *string
+	err := r.Scan(&m.ID, &m.Incarnation, &m.AdminURL, &m.Brokers, &m.Local, &m.LastBeat, &m.Left, &routes)
+	if routes != nil {
+		m.Routes = []byte(*routes)
+	}
 	return m, err
 }
 

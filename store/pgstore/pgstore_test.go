@@ -2,7 +2,9 @@ package pgstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -261,5 +263,34 @@ func TestBeatRefusesASecondIncarnation(t *testing.T) {
 	snap, err := s.Snapshot(ctx)
 	if err != nil || snap.Members[0].Incarnation != "i2" {
 		t.Fatalf("members: %+v, %v", snap.Members, err)
+	}
+}
+
+// A member's routes' statuses go with its beat and come back in the
+// snapshot as written; a beat without them clears them.
+func TestBeatCarriesRouteStatuses(t *testing.T) {
+	s := open(t, storetest.Schema(t), "c1")
+	ctx := context.Background()
+	report := []byte(`{"r1":{"state":"Operational","forwarded":42}}`)
+	if _, err := s.Beat(ctx, store.Member{ID: "A", Incarnation: "i1", Routes: report}, nil, 6*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := s.Snapshot(ctx)
+	if err != nil || len(snap.Members) != 1 {
+		t.Fatalf("snapshot: %+v, %v", snap, err)
+	}
+	var got, want map[string]map[string]any
+	if err := json.Unmarshal(snap.Members[0].Routes, &got); err != nil {
+		t.Fatalf("routes %q: %v", snap.Members[0].Routes, err)
+	}
+	_ = json.Unmarshal(report, &want)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("routes %s, want %s", snap.Members[0].Routes, report)
+	}
+	if _, err := s.Beat(ctx, store.Member{ID: "A", Incarnation: "i1"}, nil, 6*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if snap, _ := s.Snapshot(ctx); snap.Members[0].Routes != nil {
+		t.Fatalf("routes after a beat without: %q", snap.Members[0].Routes)
 	}
 }

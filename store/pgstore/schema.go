@@ -43,6 +43,9 @@ var migrations = []string{
 		FOREIGN KEY (cluster, route) REFERENCES fedrouter_routes (cluster, id) ON DELETE CASCADE
 	);
 	CREATE INDEX fedrouter_leases_owner ON fedrouter_leases (cluster, owner);`,
+	// 2: each member's routes' statuses, written with its beats
+	// (store.Member.Routes).
+	`ALTER TABLE fedrouter_members ADD COLUMN routes jsonb;`,
 }
 
 // SchemaVersion is the version this fedrouter migrates stores to.
