@@ -53,6 +53,10 @@ func TestIntegrationFanoutSharedQueue(t *testing.T) {
 	mg := h.mgmt("rabbit1")
 	shared := routes.FanoutPrefix + ex + "." + routes.ExchangeEdge{Exchange: ex, Key: key}.Group()
 	transit4 := links.TransitPrefix + "rabbit4"
+	// Counted exactly below: what an earlier test left there must go.
+	if err := mg.DeleteQueue(t.Context(), transit4); err != nil {
+		t.Fatalf("delete %s on rabbit1: %v", transit4, err)
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
