@@ -12,7 +12,6 @@ import (
 	famqp "github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/amqp/brokertest"
 	"github.com/fedrouter/fedrouter/routes"
-	"github.com/fedrouter/fedrouter/topology"
 )
 
 // keyed is a message published with routing key key, which it also
@@ -257,23 +256,10 @@ func TestIntegrationDynamicStaticDemand(t *testing.T) {
 func TestIntegrationDynamicMeshDeliversOnce(t *testing.T) {
 	h := newHarness(t, "rabbit1", "rabbit2", "rabbit3")
 	names := []string{"rabbit1", "rabbit2", "rabbit3"}
-	var edges []topology.Edge
-	for _, a := range names {
-		for _, b := range names {
-			if a != b {
-				edges = append(edges, topology.Edge{From: a, To: b, Cost: 1, Up: true})
-			}
-		}
-	}
-	paths, err := topology.Compute(edges)
-	if err != nil {
-		t.Fatal(err)
-	}
 	h.m.Stop(context.Background())
-	h.opts.NextHop = func(src, dst string) (string, bool) {
-		r, ok := paths.Route(src, dst)
-		return r.NextHop, ok
-	}
+	table := newTable(meshPaths(t, [2]string{"rabbit1", "rabbit2"}, [2]string{"rabbit1", "rabbit3"}, [2]string{"rabbit2", "rabbit3"}))
+	table.hopsOnly = true
+	h.opts.Table = table
 	h.start()
 	ex, q := brokertest.UniqueName(t, "ex"), brokertest.UniqueName(t, "q")
 	for _, b := range names {

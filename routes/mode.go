@@ -65,10 +65,9 @@ type modeEnv struct {
 	table        Table // nil without link-state flooding
 	brokers      map[string]amqp.Broker
 	setupTimeout time.Duration
-	// demandInterval, demandReconcile, nextHop: a dynamic route's demand
+	// demandInterval, demandReconcile: a dynamic route's demand
 	// (Options).
 	demandInterval, demandReconcile time.Duration
-	nextHop                         func(src, dst string) (string, bool)
 	// exchangeEdges, advertised, groupEdges: fan-out's edges (fanout.go).
 	exchangeEdges, advertised func() []ExchangeEdge
 	groupEdges                func(ExchangeEdge) []ExchangeEdge
@@ -77,7 +76,7 @@ type modeEnv struct {
 func newModeEnv(m *Manager) *modeEnv {
 	o := m.opts
 	return &modeEnv{routerID: o.RouterID, maxHops: o.MaxHops, table: o.Table, brokers: o.Brokers, setupTimeout: o.SetupTimeout,
-		demandInterval: o.DemandInterval, demandReconcile: o.DemandReconcile, nextHop: o.NextHop,
+		demandInterval: o.DemandInterval, demandReconcile: o.DemandReconcile,
 		exchangeEdges: m.ExchangeEdges, advertised: m.advertised, groupEdges: m.groupEdges}
 }
 

@@ -74,7 +74,7 @@ func newRoute(m *Manager, spec Spec, steps []pathpolicy.Step, origin Origin, pic
 	switch {
 	case spec.Kind == KindDynamic:
 		r.mode = &dynamicMode{directMode: directMode{routeBase: b}}
-	case edgeOK && m.opts.Table != nil && m.opts.Advertised != nil && sharesSubscriptions(src.Profile):
+	case edgeOK && m.opts.Table != nil && sharesSubscriptions(src.Profile):
 		r.mode, r.policy.Mode = &fanoutMode{routeBase: b, edge: edge}, pathpolicy.Fanout
 	case !attached:
 		r.mode, r.policy.Mode = &transitMode{routeBase: b}, pathpolicy.Transit
