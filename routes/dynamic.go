@@ -155,7 +155,9 @@ func (d *dynamicMode) followDemand(ctx context.Context) {
 	every := d.env.demandInterval
 	if events != nil {
 		every = d.env.demandReconcile
-		defer func() { <-events }()
+		// The watcher's own channel: events is set to nil below when the
+		// link fails, and a receive from nil would never return.
+		defer func(done <-chan struct{}) { <-done }(events)
 	}
 	d.setDemandSource(events != nil, every)
 	t := time.NewTicker(every)

@@ -295,3 +295,45 @@ func TestIntegrationDynamicMeshDeliversOnce(t *testing.T) {
 	}
 	h.expectDepth("rabbit1", q, 0)
 }
+
+// A dynamic route whose binding-event link is lost polls instead, and is
+// still deleted promptly: the demand follower waits for the event
+// watcher it started, not for a channel it forgot when the link failed
+// (it did: a route list or a reload deleting such a route hung).
+func TestIntegrationDynamicEventLinkLostThenDeleted(t *testing.T) {
+	h := newHarness(t, "rabbit1", "rabbit2")
+	ex := brokertest.UniqueName(t, "ex")
+	h.exchangeWithQueue("rabbit1", ex, "topic", "", "")
+	h.exchangeWithQueue("rabbit2", ex, "topic", "", "")
+	st := h.add(routes.Spec{Kind: routes.KindDynamic, Dest: "rabbit2", Src: "rabbit1", Exchange: ex})
+	h.waitState(st.ID, routes.StateOperational)
+	demandSource := func(prefix string) {
+		t.Helper()
+		brokertest.Eventually(t, 30*time.Second, 20*time.Millisecond, func() error {
+			if s, _ := h.m.Get(st.ID); !strings.HasPrefix(s.DemandSource, prefix) {
+				return fmt.Errorf("demand source %q, want %s", s.DemandSource, prefix)
+			}
+			return nil
+		})
+	}
+	demandSource("binding events")
+	// Deleting the events queue detaches the route's receiver from it.
+	events := "fedrouter." + h.opts.RouterID + "." + st.ID + ".events"
+	if err := h.mgmt("rabbit2").DeleteQueue(t.Context(), events); err != nil {
+		t.Fatalf("delete %s: %v", events, err)
+	}
+	demandSource("poll")
+	deleted := make(chan error, 1)
+	go func() { deleted <- h.m.Delete(context.Background(), st.ID) }() // ends when Delete returns
+	select {
+	case err := <-deleted:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Delete of the route did not return in a minute")
+	}
+	if _, ok := h.m.Get(st.ID); ok {
+		t.Fatal("the route is still listed after Delete")
+	}
+}
