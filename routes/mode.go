@@ -97,7 +97,8 @@ type routeBase struct {
 	// that keeps being refused (no permission, say) disturbs the others
 	// once, not at every retry.
 	ownSession atomic.Bool
-	runState
+	// state is the route's state as its runs leave it (routestate.go).
+	state runState
 }
 
 // nodes maps the route to the profile layer's nodes.

@@ -65,7 +65,7 @@ func newRoute(m *Manager, spec Spec, steps []pathpolicy.Step, origin Origin, pic
 	}
 	log := m.log.With().Str("route", id).Str("src", spec.Src).Str("dest", spec.Dest).Logger()
 	b := &routeBase{env: m.env, id: id, spec: spec, origin: origin, src: src, dst: dst, log: log,
-		runState: runState{log: log, name: spec.String(), state: StateWaiting, since: time.Now()}}
+		state: runState{log: log, name: spec.String(), state: StateWaiting, since: time.Now()}}
 	r := &route{m: m, routeBase: b, done: make(chan struct{}), halt: make(chan struct{}), reattach: make(chan struct{}, 1),
 		policy: pathpolicy.Policy{Src: spec.Src, Dest: spec.Dest, Mode: pathpolicy.Direct, Steps: steps, Table: m.opts.Table != nil,
 			Started: m.started, Grace: m.opts.TableGrace, DeadLetterQueue: spec.DeadLetterQueue}}
@@ -104,14 +104,14 @@ func (r *route) stop() {
 
 func (r *route) run(ctx context.Context) {
 	defer close(r.done)
-	defer r.setState(StateClosed, nil, 0)
+	defer r.state.setState(StateClosed, nil, 0)
 	attempt, suspect := 0, 0
 	for {
 		path, ok := r.waitPath(ctx)
 		if !ok {
 			return
 		}
-		r.setState(StateConnecting, nil, 0)
+		r.state.setState(StateConnecting, nil, 0)
 		began, sent, settled := time.Now(), r.c.Sent.Load(), r.c.Settled()
 		// After a run that died on the message at the head of the source
 		// (undecodable, or the destination failing on it), probe one
@@ -145,7 +145,7 @@ func (r *route) run(ctx context.Context) {
 			attempt = 0
 		}
 		if errors.Is(err, errPathChanged) {
-			r.setState(StateWaiting, err, 0)
+			r.state.setState(StateWaiting, err, 0)
 			continue
 		}
 		if errors.Is(err, errReattach) {
@@ -153,7 +153,7 @@ func (r *route) run(ctx context.Context) {
 		}
 		f := r.failed(err, r.m.opts.Backoff.Delay(attempt), suspect, r.c.Sent.Load() > sent && r.c.Settled() == settled)
 		attempt, suspect = attempt+1, f.suspect
-		r.setStateWhy(f.state, f.err, f.delay, f.why)
+		r.state.setStateWhy(f.state, f.err, f.delay, f.why)
 		select {
 		case <-time.After(f.delay):
 		case <-ctx.Done():
@@ -312,9 +312,9 @@ func (r *route) runLinks(ctx context.Context, path pathpolicy.Path, drain <-chan
 	r.runs.Add(1)
 	r.rcv.Store(rcv)
 	defer r.rcv.Store(nil)
-	r.setState(StateOperational, nil, 0)
+	r.state.setState(StateOperational, nil, 0)
 	if detail := r.mode.detail(path); detail != "" {
-		r.setDetail(detail)
+		r.state.setDetail(detail)
 		if path == pathpolicy.Transit {
 			r.log.Info().Str("path", detail).Msg("route runs through transit")
 		}
@@ -325,7 +325,7 @@ func (r *route) runLinks(ctx context.Context, path pathpolicy.Path, drain <-chan
 // status is the route as route list shows it.
 func (r *route) status() Status {
 	st := Status{ID: r.id, Spec: r.spec, Origin: r.origin}
-	r.fill(&st)
+	r.state.fill(&st)
 	st.Counters = Counters{
 		NoPath: r.noPath.Load(), Sent: r.c.Sent.Load(), Forwarded: r.c.Forwarded.Load(),
 		Redelivered:  r.c.Redelivered.Load() + r.cNoPath.Redelivered.Load(),
