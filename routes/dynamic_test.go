@@ -317,12 +317,22 @@ func TestIntegrationDynamicEventLinkLostThenDeleted(t *testing.T) {
 		})
 	}
 	demandSource("binding events")
-	// Deleting the events queue detaches the route's receiver from it.
-	events := "fedrouter." + h.opts.RouterID + "." + st.ID + ".events"
-	if err := h.mgmt("rabbit2").DeleteQueue(t.Context(), events); err != nil {
-		t.Fatalf("delete %s: %v", events, err)
-	}
-	demandSource("poll")
+	// Deleting the events queue detaches the route's receiver from it
+	// (deleted again while the route still says events: management's
+	// statistics lag, and a delete before its consumer shows may miss).
+	events, mg := "fedrouter."+h.opts.RouterID+"."+st.ID+".events", h.mgmt("rabbit2")
+	brokertest.Eventually(t, 60*time.Second, 200*time.Millisecond, func() error {
+		if s, _ := h.m.Get(st.ID); strings.HasPrefix(s.DemandSource, "poll") {
+			return nil
+		}
+		if qi, err := mg.Queue(t.Context(), events); err != nil || qi.Consumers == 0 {
+			return fmt.Errorf("events queue %s: %+v, %v: want the route consuming", events, qi, err)
+		}
+		if err := mg.DeleteQueue(t.Context(), events); err != nil {
+			return fmt.Errorf("delete %s: %w", events, err)
+		}
+		return fmt.Errorf("deleted %s; the route still follows binding events", events)
+	})
 	deleted := make(chan error, 1)
 	go func() { deleted <- h.m.Delete(context.Background(), st.ID) }() // ends when Delete returns
 	select {
