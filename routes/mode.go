@@ -87,10 +87,8 @@ type routeBase struct {
 	env      *modeEnv
 	id       string
 	spec     Spec
-	origin   Origin
 	src, dst amqp.Broker // dst is zero for a destination not attached here
 	log      zerolog.Logger
-	c        links.Counters // what its runs did
 	// ownSession: an attach of this route's sender was refused, which on
 	// RabbitMQ ends the session with every other route's sender on it;
 	// from then on its sender takes a session of its own, so a route

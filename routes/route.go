@@ -24,8 +24,10 @@ import (
 type route struct {
 	*routeBase
 	m       *Manager // the route's own life (backoff, setup slots): not its mode's
+	origin  Origin   // where the route came from: the manager's, not its mode's
 	mode    mode
 	policy  pathpolicy.Policy // what the route does about its path
+	c       links.Counters    // what its runs did
 	noPath  atomic.Uint64     // messages handled by a no-path action
 	cNoPath links.Counters    // what the no-path runs did (kept apart: nothing was sent)
 
@@ -64,9 +66,9 @@ func newRoute(m *Manager, spec Spec, steps []pathpolicy.Step, origin Origin, pic
 		dst.Conn = pick(dst, spec.Dest)
 	}
 	log := m.log.With().Str("route", id).Str("src", spec.Src).Str("dest", spec.Dest).Logger()
-	b := &routeBase{env: m.env, id: id, spec: spec, origin: origin, src: src, dst: dst, log: log,
+	b := &routeBase{env: m.env, id: id, spec: spec, src: src, dst: dst, log: log,
 		state: runState{log: log, name: spec.String(), state: StateWaiting, since: time.Now()}}
-	r := &route{m: m, routeBase: b, done: make(chan struct{}), halt: make(chan struct{}), reattach: make(chan struct{}, 1),
+	r := &route{m: m, routeBase: b, origin: origin, done: make(chan struct{}), halt: make(chan struct{}), reattach: make(chan struct{}, 1),
 		policy: pathpolicy.Policy{Src: spec.Src, Dest: spec.Dest, Mode: pathpolicy.Direct, Steps: steps, Table: m.opts.Table != nil,
 			Started: m.started, Grace: m.opts.TableGrace, DeadLetterQueue: spec.DeadLetterQueue}}
 	_, attached := m.opts.Brokers[spec.Dest]
