@@ -84,12 +84,12 @@ func (r *Router) Start(ctx context.Context) error {
 	r.mu.Unlock()
 	opts := routes.Options{
 		RouterID: r.cfg.RouterID, Brokers: brokers, StatePath: r.cfg.StatePath(),
-		Log: r.log, Backoff: r.cfg.Backoff(), NextHop: r.nextHop, DefaultNoPath: r.cfg.DefaultNoPath(),
+		Log: r.log, Backoff: r.cfg.Backoff(), DefaultNoPath: r.cfg.DefaultNoPath(),
 		StallAfter: time.Duration(r.cfg.StallAfter),
 		DataPath:   r.cfg.DataPath,
 	}
 	if r.cfg.Flooding() { // multi-hop transit rides on the link-state table
-		opts.Table, opts.MaxHops, opts.Advertised = r.table, r.cfg.Topology.MaxHops, r.table.Edges
+		opts.Table, opts.MaxHops = r.table, r.cfg.Topology.MaxHops
 		opts.Ingress, opts.ControlAddress = r.cfg.IngressRules(), r.cfg.Topology.ControlAddress
 		if opts.Ingress == nil {
 			r.log.Info().Msg("the ingress is off: nothing is taken from fedrouter.ingress (ingress.enabled, ingress.allow)")
@@ -177,17 +177,6 @@ func (r *Router) startTopology(brokers map[string]amqp.Broker) error {
 	r.dests.start(r.ctx)
 	r.topo.start(r.ctx)
 	return nil
-}
-
-// nextHop is the next hop from src towards dst on the link-state table;
-// ok false without flooding or before a path is known.
-func (r *Router) nextHop(src, dst string) (string, bool) {
-	p := r.table.Load()
-	if p == nil {
-		return "", false
-	}
-	rt, ok := p.Route(src, dst)
-	return rt.NextHop, ok
 }
 
 // Topology returns the link-state view of the network.

@@ -12,9 +12,11 @@ import (
 	"github.com/fedrouter/fedrouter/topology"
 )
 
-// table holds the topology's latest shortest paths for readers outside the
-// topology driver (routes, transit, the admin API), and tells waiters when
-// they change: Paths hands out a channel that the next Store closes.
+// table holds the topology's latest shortest paths and the exchange
+// routes other routers advertise, for readers outside the topology driver
+// (routes, transit, the admin API), and tells waiters when they change:
+// Paths hands out a channel that the next Store or StoreEdges closes. It
+// is the routes.Table the routes see.
 type table struct {
 	mu      sync.Mutex
 	paths   *topology.Paths // guarded by mu
@@ -76,6 +78,17 @@ func (t *table) Paths() (*topology.Paths, <-chan struct{}) {
 	return t.paths, t.changed
 }
 
+// NextHop returns the next hop from src towards dst on the latest paths;
+// ok false before a path is known.
+func (t *table) NextHop(src, dst string) (string, bool) {
+	p := t.Load()
+	if p == nil {
+		return "", false
+	}
+	rt, ok := p.Route(src, dst)
+	return rt.NextHop, ok
+}
+
 // ExchangeRoutesExt is the advertisement extension listing the router's
 // exchange routes that take part in fan-out (routes.ExchangeEdge, JSON).
 const ExchangeRoutesExt = "exchange_routes"
@@ -132,9 +145,9 @@ func (t *table) StoreEdges(ext map[string]json.RawMessage) error {
 	return errors.Join(errs...)
 }
 
-// Edges returns the exchange routes the other routers advertise (or did,
-// before their advertisement expired); callers must not change it.
-func (t *table) Edges() []routes.ExchangeEdge {
+// Advertised returns the exchange routes the other routers advertise (or
+// did, before their advertisement expired); callers must not change it.
+func (t *table) Advertised() []routes.ExchangeEdge {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.edges.flat

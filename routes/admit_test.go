@@ -50,6 +50,8 @@ type namedTable struct{ named []string }
 
 func (t namedTable) Paths() (*topology.Paths, <-chan struct{}) { return nil, nil }
 func (t namedTable) Known(b string) bool                       { return slices.Contains(t.named, b) }
+func (t namedTable) NextHop(string, string) (string, bool)     { return "", false }
+func (t namedTable) Advertised() []ExchangeEdge                { return nil }
 
 // A multi-hop route towards a broker no advertisement has named is
 // refused at add, naming the broker as typed, unless forced; the route

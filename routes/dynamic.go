@@ -155,7 +155,9 @@ func (d *dynamicMode) followDemand(ctx context.Context) {
 	every := d.env.demandInterval
 	if events != nil {
 		every = d.env.demandReconcile
-		defer func() { <-events }()
+		// The watcher's own channel: events is set to nil below when the
+		// link fails, and a receive from nil would never return.
+		defer func(done <-chan struct{}) { <-done }(events)
 	}
 	d.setDemandSource(events != nil, every)
 	t := time.NewTicker(every)
@@ -358,16 +360,16 @@ func withBroker(origins []string, b string) []string {
 // origins (its first broker; the destination itself for local demand). On
 // a mesh of dynamic routes that is what keeps each consumer from getting a
 // message once per path: only one route from the source follows its
-// demand. Without link state (Options.NextHop nil, or no path known yet)
+// demand. Without link state (Options.Table nil, or no path known yet)
 // every route follows it.
 func (d *dynamicMode) onShortestPath(origins []string) bool {
-	if d.env.nextHop == nil {
+	if d.env.table == nil {
 		return true
 	}
 	consumer := d.spec.Dest
 	if len(origins) > 0 {
 		consumer = origins[0]
 	}
-	next, ok := d.env.nextHop(d.spec.Src, consumer)
+	next, ok := d.env.table.NextHop(d.spec.Src, consumer)
 	return !ok || next == d.spec.Dest
 }

@@ -12,7 +12,6 @@ import (
 	famqp "github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/amqp/brokertest"
 	"github.com/fedrouter/fedrouter/routes"
-	"github.com/fedrouter/fedrouter/topology"
 )
 
 // keyed is a message published with routing key key, which it also
@@ -257,23 +256,10 @@ func TestIntegrationDynamicStaticDemand(t *testing.T) {
 func TestIntegrationDynamicMeshDeliversOnce(t *testing.T) {
 	h := newHarness(t, "rabbit1", "rabbit2", "rabbit3")
 	names := []string{"rabbit1", "rabbit2", "rabbit3"}
-	var edges []topology.Edge
-	for _, a := range names {
-		for _, b := range names {
-			if a != b {
-				edges = append(edges, topology.Edge{From: a, To: b, Cost: 1, Up: true})
-			}
-		}
-	}
-	paths, err := topology.Compute(edges)
-	if err != nil {
-		t.Fatal(err)
-	}
 	h.m.Stop(context.Background())
-	h.opts.NextHop = func(src, dst string) (string, bool) {
-		r, ok := paths.Route(src, dst)
-		return r.NextHop, ok
-	}
+	table := newTable(meshPaths(t, [2]string{"rabbit1", "rabbit2"}, [2]string{"rabbit1", "rabbit3"}, [2]string{"rabbit2", "rabbit3"}))
+	table.hopsOnly = true
+	h.opts.Table = table
 	h.start()
 	ex, q := brokertest.UniqueName(t, "ex"), brokertest.UniqueName(t, "q")
 	for _, b := range names {
@@ -308,4 +294,56 @@ func TestIntegrationDynamicMeshDeliversOnce(t *testing.T) {
 		t.Fatalf("%d duplicates: %v", dups, got)
 	}
 	h.expectDepth("rabbit1", q, 0)
+}
+
+// A dynamic route whose binding-event link is lost polls instead, and is
+// still deleted promptly: the demand follower waits for the event
+// watcher it started, not for a channel it forgot when the link failed
+// (it did: a route list or a reload deleting such a route hung).
+func TestIntegrationDynamicEventLinkLostThenDeleted(t *testing.T) {
+	h := newHarness(t, "rabbit1", "rabbit2")
+	ex := brokertest.UniqueName(t, "ex")
+	h.exchangeWithQueue("rabbit1", ex, "topic", "", "")
+	h.exchangeWithQueue("rabbit2", ex, "topic", "", "")
+	st := h.add(routes.Spec{Kind: routes.KindDynamic, Dest: "rabbit2", Src: "rabbit1", Exchange: ex})
+	h.waitState(st.ID, routes.StateOperational)
+	demandSource := func(prefix string) {
+		t.Helper()
+		brokertest.Eventually(t, 30*time.Second, 20*time.Millisecond, func() error {
+			if s, _ := h.m.Get(st.ID); !strings.HasPrefix(s.DemandSource, prefix) {
+				return fmt.Errorf("demand source %q, want %s", s.DemandSource, prefix)
+			}
+			return nil
+		})
+	}
+	demandSource("binding events")
+	// Deleting the events queue detaches the route's receiver from it
+	// (deleted again while the route still says events: management's
+	// statistics lag, and a delete before its consumer shows may miss).
+	events, mg := "fedrouter."+h.opts.RouterID+"."+st.ID+".events", h.mgmt("rabbit2")
+	brokertest.Eventually(t, 60*time.Second, 200*time.Millisecond, func() error {
+		if s, _ := h.m.Get(st.ID); strings.HasPrefix(s.DemandSource, "poll") {
+			return nil
+		}
+		if qi, err := mg.Queue(t.Context(), events); err != nil || qi.Consumers == 0 {
+			return fmt.Errorf("events queue %s: %+v, %v: want the route consuming", events, qi, err)
+		}
+		if err := mg.DeleteQueue(t.Context(), events); err != nil {
+			return fmt.Errorf("delete %s: %w", events, err)
+		}
+		return fmt.Errorf("deleted %s; the route still follows binding events", events)
+	})
+	deleted := make(chan error, 1)
+	go func() { deleted <- h.m.Delete(context.Background(), st.ID) }() // ends when Delete returns
+	select {
+	case err := <-deleted:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Delete of the route did not return in a minute")
+	}
+	if _, ok := h.m.Get(st.ID); ok {
+		t.Fatal("the route is still listed after Delete")
+	}
 }

@@ -77,8 +77,8 @@ func (r *route) runEngine(ctx context.Context, drain <-chan struct{}, credit, li
 		fw.Close(cctx)
 	}()
 	release()
-	r.setState(StateOperational, nil, 0)
-	r.setDetail(engineDetail)
+	r.state.setState(StateOperational, nil, 0)
+	r.state.setDetail(engineDetail)
 	return fw.Run(ctx, cfg, &r.c)
 }
 

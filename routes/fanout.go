@@ -157,10 +157,10 @@ func (m *Manager) groupEdges(e ExchangeEdge) []ExchangeEdge {
 }
 
 func (m *Manager) advertised() []ExchangeEdge {
-	if m.opts.Advertised == nil {
+	if m.opts.Table == nil {
 		return nil
 	}
-	return m.opts.Advertised()
+	return m.opts.Table.Advertised()
 }
 
 func groupOf(e ExchangeEdge, lists ...[]ExchangeEdge) []ExchangeEdge {

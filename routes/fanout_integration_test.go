@@ -3,7 +3,6 @@ package routes_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,17 +13,7 @@ import (
 	"github.com/fedrouter/fedrouter/amqp/brokertest"
 	"github.com/fedrouter/fedrouter/links"
 	"github.com/fedrouter/fedrouter/routes"
-	"github.com/fedrouter/fedrouter/topology"
 )
-
-// fixedTable is a link-state table that holds one set of paths.
-type fixedTable struct {
-	p     *topology.Paths
-	never chan struct{}
-}
-
-func (f fixedTable) Paths() (*topology.Paths, <-chan struct{}) { return f.p, f.never }
-func (f fixedTable) Known(b string) bool                       { return slices.Contains(f.p.Brokers(), b) }
 
 // Two exchange routes of one group leave rabbit1 (to rabbit2 and to
 // rabbit3): they share one durable queue there with a single active
@@ -36,19 +25,10 @@ func (f fixedTable) Known(b string) bool                       { return slices.C
 func TestIntegrationFanoutSharedQueue(t *testing.T) {
 	h := newHarness(t, "rabbit1", "rabbit2", "rabbit3")
 	h.m.Stop(context.Background())
-	var edges []topology.Edge
-	for _, l := range [][2]string{{"rabbit1", "rabbit2"}, {"rabbit1", "rabbit3"}, {"rabbit2", "rabbit3"}} {
-		edges = append(edges, topology.Edge{From: l[0], To: l[1], Cost: 1, Up: true}, topology.Edge{From: l[1], To: l[0], Cost: 1, Up: true})
-	}
-	paths, err := topology.Compute(edges)
-	if err != nil {
-		t.Fatal(err)
-	}
+	paths := meshPaths(t, [2]string{"rabbit1", "rabbit2"}, [2]string{"rabbit1", "rabbit3"}, [2]string{"rabbit2", "rabbit3"})
 	ex, key := brokertest.UniqueName(t, "fanout"), "orders.#"
-	h.opts.Table, h.opts.TableGrace = fixedTable{p: paths, never: make(chan struct{})}, 10*time.Millisecond
-	h.opts.Advertised = func() []routes.ExchangeEdge {
-		return []routes.ExchangeEdge{{Src: "rabbit3", Dest: "rabbit4", Exchange: ex, Key: key}}
-	}
+	h.opts.Table = newTable(paths, routes.ExchangeEdge{Src: "rabbit3", Dest: "rabbit4", Exchange: ex, Key: key})
+	h.opts.TableGrace = 10 * time.Millisecond
 	h.start()
 	mg := h.mgmt("rabbit1")
 	shared := routes.FanoutPrefix + ex + "." + routes.ExchangeEdge{Exchange: ex, Key: key}.Group()

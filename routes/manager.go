@@ -53,22 +53,16 @@ type Options struct {
 	// DefaultNoPath is the corrective action of routes without their own
 	// no_path; empty: hold.
 	DefaultNoPath []pathpolicy.Step
-	// NextHop, when set, returns the next hop on the shortest path from one
-	// broker to another (from link state); dynamic routes follow demand
-	// only along it. ok false: no path known.
-	NextHop func(src, dst string) (next string, ok bool)
 	// DemandReconcile: how often it does so when it follows binding events
 	// (so that a missed event heals). Default 10s.
 	DemandReconcile time.Duration
-	// Table, when set, is the link-state table: it turns on multi-hop
-	// transit (transit.go): routes to brokers this router is not attached
+	// Table, when set, is the link-state table (transit.go): it turns on
+	// multi-hop transit (routes to brokers this router is not attached
 	// to, the reroute no-path action, the ingress, and the transit
-	// forwarders between this router's brokers.
+	// forwarders between this router's brokers), fan-out for exchange
+	// routes (fanout.go), and dynamic routes following demand only along
+	// shortest paths (dynamic.go). Nil: no mesh.
 	Table Table
-	// Advertised, with Table, returns the exchange routes the other
-	// routers advertise (ExchangeEdge); it turns on fan-out for exchange
-	// routes (fanout.go). A change is signalled through Table's channel.
-	Advertised func() []ExchangeEdge
 	// Links are the configured links (broker pairs, both ways), listed
 	// with the routes' own; SetLinks replaces them (guarded by mu then).
 	Links [][2]string

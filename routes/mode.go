@@ -65,10 +65,9 @@ type modeEnv struct {
 	table        Table // nil without link-state flooding
 	brokers      map[string]amqp.Broker
 	setupTimeout time.Duration
-	// demandInterval, demandReconcile, nextHop: a dynamic route's demand
+	// demandInterval, demandReconcile: a dynamic route's demand
 	// (Options).
 	demandInterval, demandReconcile time.Duration
-	nextHop                         func(src, dst string) (string, bool)
 	// exchangeEdges, advertised, groupEdges: fan-out's edges (fanout.go).
 	exchangeEdges, advertised func() []ExchangeEdge
 	groupEdges                func(ExchangeEdge) []ExchangeEdge
@@ -77,7 +76,7 @@ type modeEnv struct {
 func newModeEnv(m *Manager) *modeEnv {
 	o := m.opts
 	return &modeEnv{routerID: o.RouterID, maxHops: o.MaxHops, table: o.Table, brokers: o.Brokers, setupTimeout: o.SetupTimeout,
-		demandInterval: o.DemandInterval, demandReconcile: o.DemandReconcile, nextHop: o.NextHop,
+		demandInterval: o.DemandInterval, demandReconcile: o.DemandReconcile,
 		exchangeEdges: m.ExchangeEdges, advertised: m.advertised, groupEdges: m.groupEdges}
 }
 
@@ -88,17 +87,16 @@ type routeBase struct {
 	env      *modeEnv
 	id       string
 	spec     Spec
-	origin   Origin
 	src, dst amqp.Broker // dst is zero for a destination not attached here
 	log      zerolog.Logger
-	c        links.Counters // what its runs did
 	// ownSession: an attach of this route's sender was refused, which on
 	// RabbitMQ ends the session with every other route's sender on it;
 	// from then on its sender takes a session of its own, so a route
 	// that keeps being refused (no permission, say) disturbs the others
 	// once, not at every retry.
 	ownSession atomic.Bool
-	runState
+	// state is the route's state as its runs leave it (routestate.go).
+	state runState
 }
 
 // nodes maps the route to the profile layer's nodes.

@@ -111,7 +111,7 @@ func (d *directMode) waitLinkInTable(ctx context.Context) error {
 		if p != nil && p.LinkUp(d.spec.Src, d.spec.Dest) {
 			return nil
 		}
-		d.setWaiting(fmt.Sprintf("waiting for the link-state table to show the link %s > %s up", d.spec.Src, d.spec.Dest))
+		d.state.setWaiting(fmt.Sprintf("waiting for the link-state table to show the link %s > %s up", d.spec.Src, d.spec.Dest))
 		select {
 		case <-changed:
 		case <-deadline.C:

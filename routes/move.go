@@ -67,7 +67,7 @@ func (r *route) rest(ctx context.Context) bool {
 		mc.restFor = min(2*mc.restFor, maxMoveRest)
 	}
 	mc.lastMoved = moved
-	r.setDetail(fmt.Sprintf("resting %s: the messages left at %s have moved %d times (max_moves: the destination's max_hops); they stay for a consumer there", mc.restFor, r.spec.Src, r.spec.MaxMoves))
+	r.state.setDetail(fmt.Sprintf("resting %s: the messages left at %s have moved %d times (max_moves: the destination's max_hops); they stay for a consumer there", mc.restFor, r.spec.Src, r.spec.MaxMoves))
 	if waitFor(ctx, mc.restFor, []<-chan struct{}{r.halt}) {
 		select {
 		case <-r.halt:

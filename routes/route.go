@@ -24,8 +24,10 @@ import (
 type route struct {
 	*routeBase
 	m       *Manager // the route's own life (backoff, setup slots): not its mode's
+	origin  Origin   // where the route came from: the manager's, not its mode's
 	mode    mode
 	policy  pathpolicy.Policy // what the route does about its path
+	c       links.Counters    // what its runs did
 	noPath  atomic.Uint64     // messages handled by a no-path action
 	cNoPath links.Counters    // what the no-path runs did (kept apart: nothing was sent)
 
@@ -64,9 +66,9 @@ func newRoute(m *Manager, spec Spec, steps []pathpolicy.Step, origin Origin, pic
 		dst.Conn = pick(dst, spec.Dest)
 	}
 	log := m.log.With().Str("route", id).Str("src", spec.Src).Str("dest", spec.Dest).Logger()
-	b := &routeBase{env: m.env, id: id, spec: spec, origin: origin, src: src, dst: dst, log: log,
-		runState: runState{log: log, name: spec.String(), state: StateWaiting, since: time.Now()}}
-	r := &route{m: m, routeBase: b, done: make(chan struct{}), halt: make(chan struct{}), reattach: make(chan struct{}, 1),
+	b := &routeBase{env: m.env, id: id, spec: spec, src: src, dst: dst, log: log,
+		state: runState{log: log, name: spec.String(), state: StateWaiting, since: time.Now()}}
+	r := &route{m: m, routeBase: b, origin: origin, done: make(chan struct{}), halt: make(chan struct{}), reattach: make(chan struct{}, 1),
 		policy: pathpolicy.Policy{Src: spec.Src, Dest: spec.Dest, Mode: pathpolicy.Direct, Steps: steps, Table: m.opts.Table != nil,
 			Started: m.started, Grace: m.opts.TableGrace, DeadLetterQueue: spec.DeadLetterQueue}}
 	_, attached := m.opts.Brokers[spec.Dest]
@@ -74,7 +76,7 @@ func newRoute(m *Manager, spec Spec, steps []pathpolicy.Step, origin Origin, pic
 	switch {
 	case spec.Kind == KindDynamic:
 		r.mode = &dynamicMode{directMode: directMode{routeBase: b}}
-	case edgeOK && m.opts.Table != nil && m.opts.Advertised != nil && sharesSubscriptions(src.Profile):
+	case edgeOK && m.opts.Table != nil && sharesSubscriptions(src.Profile):
 		r.mode, r.policy.Mode = &fanoutMode{routeBase: b, edge: edge}, pathpolicy.Fanout
 	case !attached:
 		r.mode, r.policy.Mode = &transitMode{routeBase: b}, pathpolicy.Transit
@@ -104,14 +106,14 @@ func (r *route) stop() {
 
 func (r *route) run(ctx context.Context) {
 	defer close(r.done)
-	defer r.setState(StateClosed, nil, 0)
+	defer r.state.setState(StateClosed, nil, 0)
 	attempt, suspect := 0, 0
 	for {
 		path, ok := r.waitPath(ctx)
 		if !ok {
 			return
 		}
-		r.setState(StateConnecting, nil, 0)
+		r.state.setState(StateConnecting, nil, 0)
 		began, sent, settled := time.Now(), r.c.Sent.Load(), r.c.Settled()
 		// After a run that died on the message at the head of the source
 		// (undecodable, or the destination failing on it), probe one
@@ -145,7 +147,7 @@ func (r *route) run(ctx context.Context) {
 			attempt = 0
 		}
 		if errors.Is(err, errPathChanged) {
-			r.setState(StateWaiting, err, 0)
+			r.state.setState(StateWaiting, err, 0)
 			continue
 		}
 		if errors.Is(err, errReattach) {
@@ -153,7 +155,7 @@ func (r *route) run(ctx context.Context) {
 		}
 		f := r.failed(err, r.m.opts.Backoff.Delay(attempt), suspect, r.c.Sent.Load() > sent && r.c.Settled() == settled)
 		attempt, suspect = attempt+1, f.suspect
-		r.setStateWhy(f.state, f.err, f.delay, f.why)
+		r.state.setStateWhy(f.state, f.err, f.delay, f.why)
 		select {
 		case <-time.After(f.delay):
 		case <-ctx.Done():
@@ -312,9 +314,9 @@ func (r *route) runLinks(ctx context.Context, path pathpolicy.Path, drain <-chan
 	r.runs.Add(1)
 	r.rcv.Store(rcv)
 	defer r.rcv.Store(nil)
-	r.setState(StateOperational, nil, 0)
+	r.state.setState(StateOperational, nil, 0)
 	if detail := r.mode.detail(path); detail != "" {
-		r.setDetail(detail)
+		r.state.setDetail(detail)
 		if path == pathpolicy.Transit {
 			r.log.Info().Str("path", detail).Msg("route runs through transit")
 		}
@@ -325,7 +327,7 @@ func (r *route) runLinks(ctx context.Context, path pathpolicy.Path, drain <-chan
 // status is the route as route list shows it.
 func (r *route) status() Status {
 	st := Status{ID: r.id, Spec: r.spec, Origin: r.origin}
-	r.fill(&st)
+	r.state.fill(&st)
 	st.Counters = Counters{
 		NoPath: r.noPath.Load(), Sent: r.c.Sent.Load(), Forwarded: r.c.Forwarded.Load(),
 		Redelivered:  r.c.Redelivered.Load() + r.cNoPath.Redelivered.Load(),

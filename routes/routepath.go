@@ -63,7 +63,7 @@ func (r *route) waitPath(ctx context.Context) (pathpolicy.Path, bool) {
 			}
 			continue
 		}
-		r.setWaiting(d.Detail)
+		r.state.setWaiting(d.Detail)
 		if !waitFor(ctx, d.Timer, changed) {
 			return pathpolicy.None, false
 		}
@@ -94,10 +94,10 @@ func (r *route) correct(ctx context.Context, d pathpolicy.Decision, st pathpolic
 		cancel() // the decision changed (or actx ended already)
 	}()
 	defer func() { cancel(); <-watched }()
-	r.setWaiting(d.Detail)
+	r.state.setWaiting(d.Detail)
 	err := r.runNoPath(actx, d.Action)
 	if err != nil && actx.Err() == nil {
-		r.setState(StateWaiting, fmt.Errorf("no-path %s: %w", d.Action, err), time.Second)
+		r.state.setState(StateWaiting, fmt.Errorf("no-path %s: %w", d.Action, err), time.Second)
 		select { // a short pause before trying again
 		case <-time.After(time.Second):
 		case <-ctx.Done():
@@ -120,7 +120,7 @@ func (r *route) watchPath(ctx context.Context, path pathpolicy.Path) error {
 			return true
 		}
 		if detail := r.mode.detail(path); detail != "" {
-			r.setDetail(detail) // the path, or the routes advertised, may have changed
+			r.state.setDetail(detail) // the path, or the routes advertised, may have changed
 		}
 		return false
 	})

@@ -54,6 +54,35 @@ func stallHarness(t *testing.T, after time.Duration) (*harness, *logBuffer) {
 
 // waitFor waits until route id is in state with a detail that holds
 // detail, and returns its status.
+// stalledOnce waits for route id to attach and then be Stalled with
+// detail, and checks that it re-attached once only: still stalled after
+// that, it says so once, and 3 stall_after later (long enough for a
+// looping re-attach to show) it has announced one re-attach and attached
+// twice (the first attach and the re-attach).
+func (h *harness) stalledOnce(logs *logBuffer, id, detail string, after time.Duration) {
+	t := h.t
+	t.Helper()
+	up := h.waitState(id, routes.StateOperational).Since
+	st := h.waitFor(id, routes.StateStalled, detail)
+	t.Logf("Stalled %s after the route was attached (stall_after %s): %s", st.Since.Sub(up).Round(time.Millisecond), after, st.Detail)
+	brokertest.Eventually(t, 60*time.Second, 50*time.Millisecond, func() error {
+		if n := logs.count("not re-attached again"); n != 1 {
+			return fmt.Errorf("%d lines saying it is not re-attached again", n)
+		}
+		return nil
+	})
+	time.Sleep(3 * after) // nothing to poll for: the test is that nothing happens
+	if n := logs.count("re-attaching its links once"); n != 1 {
+		t.Fatalf("%d lines announcing a re-attach: want exactly one", n)
+	}
+	if n := logs.count("not re-attached again"); n != 1 {
+		t.Fatalf("%d lines saying it is not re-attached again: want one", n)
+	}
+	if n := logs.count(`"state":"Connecting"`); n != 2 {
+		t.Fatalf("the route attached %d times: want 2", n)
+	}
+}
+
 func (h *harness) waitFor(id string, state routes.State, detail string) routes.Status {
 	h.t.Helper()
 	var st routes.Status
@@ -151,26 +180,7 @@ func TestIntegrationStalledRoute(t *testing.T) {
 	cancel()
 
 	r := h.add(routes.Spec{Kind: routes.KindQueue, Src: "rabbit1", Dest: "rabbit2", Exchange: ex, Queue: src})
-	up := h.waitState(r.ID, routes.StateOperational).Since
-	st := h.waitFor(r.ID, routes.StateStalled, "the source holds")
-	t.Logf("Stalled %s after the route was attached (stall_after %s): %s", st.Since.Sub(up).Round(time.Millisecond), after, st.Detail)
-	// Re-attached once; still stalled after that, and said so once.
-	brokertest.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
-		if n := logs.count("not re-attached again"); n != 1 {
-			return fmt.Errorf("%d lines saying it is not re-attached again", n)
-		}
-		return nil
-	})
-	time.Sleep(3 * after) // long enough for a looping re-attach to show
-	if n := logs.count("re-attaching its links once"); n != 1 {
-		t.Fatalf("%d lines announcing a re-attach: want exactly one", n)
-	}
-	if n := logs.count("not re-attached again"); n != 1 {
-		t.Fatalf("%d lines saying it is not re-attached again: want one", n)
-	}
-	if n := logs.count(`"state":"Connecting"`); n != 2 { // the first attach and the re-attach
-		t.Fatalf("the route attached %d times: want 2", n)
-	}
+	h.stalledOnce(logs, r.ID, "the source holds", after)
 	if st, _ := h.m.Get(r.ID); st.State != routes.StateStalled || st.Forwarded != 0 {
 		t.Fatalf("route %s, %d forwarded: want still Stalled, nothing forwarded", st.State, st.Forwarded)
 	}
@@ -249,22 +259,7 @@ func TestIntegrationStalledRouteDestinationNeverSettles(t *testing.T) {
 	brokertest.SendAll(t, h.session("rabbit1"), "/amq/queue/"+src, 20, 20, brokertest.Numbered)
 
 	r := h.add(routes.Spec{Kind: routes.KindQueue, Src: "rabbit1", Dest: "nosettle", Exchange: "sink", Queue: src, OutcomeTimeout: 10 * time.Minute})
-	up := h.waitState(r.ID, routes.StateOperational).Since
-	st := h.waitFor(r.ID, routes.StateStalled, "20 messages sent to the destination wait for its outcome")
-	t.Logf("Stalled %s after the route was attached (stall_after %s): %s", st.Since.Sub(up).Round(time.Millisecond), after, st.Detail)
-	brokertest.Eventually(t, 60*time.Second, 50*time.Millisecond, func() error {
-		if n := logs.count("not re-attached again"); n != 1 {
-			return fmt.Errorf("%d lines saying it is not re-attached again", n)
-		}
-		return nil
-	})
-	time.Sleep(3 * after) // long enough for a looping re-attach to show
-	if n := logs.count("re-attaching its links once"); n != 1 {
-		t.Fatalf("%d lines announcing a re-attach: want exactly one", n)
-	}
-	if n := logs.count(`"state":"Connecting"`); n != 2 {
-		t.Fatalf("the route attached %d times: want 2", n)
-	}
+	h.stalledOnce(logs, r.ID, "20 messages sent to the destination wait for its outcome", after)
 
 	settled := time.Now()
 	if err := peer.Signal(syscall.SIGUSR1); err != nil {

@@ -142,7 +142,7 @@ func (r *route) depthSource() (depthKey, bool) {
 
 // stallObs is what the watcher sees of the route now.
 func (r *route) stallObs() stallObs {
-	attached, _ := r.attached()
+	attached, _ := r.state.attached()
 	o := stallObs{Attached: attached, Run: r.runs.Load(), Progress: r.c.Forwarded.Load() + r.c.Looped.Load(),
 		InFlight: r.c.InFlight.Load(), Depth: -1}
 	if rcv := r.rcv.Load(); rcv != nil {
@@ -161,13 +161,13 @@ func (r *route) stallObs() stallObs {
 // carryStall sets the route's state as v says, logs v's line and asks
 // for the re-attach.
 func (r *route) carryStall(v stallVerdict) {
-	r.setStalled(v.Stalled, v.Why)
+	r.state.setStalled(v.Stalled, v.Why)
 	if v.Log != "" {
 		ev, st := r.log.Info(), StateOperational
 		if v.Stalled {
 			ev, st = r.log.Warn(), StateStalled
 		}
-		ev.Str("state", string(st)).Msg("route " + r.name + " " + v.Log)
+		ev.Str("state", string(st)).Msg("route " + r.state.name + " " + v.Log)
 	}
 	if v.Reattach {
 		r.reattachRun.Store(r.runs.Load())

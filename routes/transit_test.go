@@ -3,6 +3,7 @@ package routes_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,11 +14,58 @@ import (
 	"github.com/fedrouter/fedrouter/topology"
 )
 
-// emptyTable is a link-state table that never fills: the router is alone.
-type emptyTable struct{ never chan struct{} }
+// testTable is a link-state table that never changes: its paths (nil: it
+// has not filled, the router is alone) and the exchange routes other
+// routers advertise. With hopsOnly it answers next hops from its paths
+// but shows none, so that no transit forwarder starts: a test of dynamic
+// routes on the shared brokers must not take their transit queues.
+type testTable struct {
+	paths      *topology.Paths
+	hopsOnly   bool
+	advertised []routes.ExchangeEdge
+	never      chan struct{}
+}
 
-func (e emptyTable) Paths() (*topology.Paths, <-chan struct{}) { return nil, e.never }
-func (e emptyTable) Known(string) bool                         { return false }
+// newTable returns a table holding paths and advertised edges.
+func newTable(paths *topology.Paths, advertised ...routes.ExchangeEdge) *testTable {
+	return &testTable{paths: paths, advertised: advertised, never: make(chan struct{})}
+}
+
+// meshPaths returns the shortest paths over links (both ways, cost 1).
+func meshPaths(t *testing.T, links ...[2]string) *topology.Paths {
+	t.Helper()
+	var edges []topology.Edge
+	for _, l := range links {
+		edges = append(edges, topology.Edge{From: l[0], To: l[1], Cost: 1, Up: true}, topology.Edge{From: l[1], To: l[0], Cost: 1, Up: true})
+	}
+	paths, err := topology.Compute(edges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return paths
+}
+
+func (tt *testTable) Paths() (*topology.Paths, <-chan struct{}) {
+	if tt.hopsOnly {
+		return nil, tt.never
+	}
+	return tt.paths, tt.never
+}
+
+func (tt *testTable) NextHop(src, dst string) (string, bool) {
+	if tt.paths == nil {
+		return "", false
+	}
+	rt, ok := tt.paths.Route(src, dst)
+	return rt.NextHop, ok
+}
+
+func (tt *testTable) Advertised() []routes.ExchangeEdge { return tt.advertised }
+
+// Known: a broker on the table's paths was named by an advertisement.
+func (tt *testTable) Known(b string) bool {
+	return tt.paths != nil && slices.Contains(tt.paths.Brokers(), b)
+}
 
 // A route to a broker the router is not attached to, with no_path
 // [dead-letter]: while the link-state table is young it holds (no path yet
@@ -28,7 +76,7 @@ func TestIntegrationRemoteRouteHoldsWhileTheTableFills(t *testing.T) {
 	h := newHarness(t, "rabbit1")
 	h.m.Stop(context.Background())
 	const grace = 2 * time.Second
-	h.opts.Table, h.opts.TableGrace = emptyTable{never: make(chan struct{})}, grace
+	h.opts.Table, h.opts.TableGrace = newTable(nil), grace
 	started := time.Now()
 	h.start()
 	src, dlq := brokertest.UniqueName(t, "remote-src"), brokertest.UniqueName(t, "remote-dlq")

@@ -309,6 +309,54 @@ func (d *destRig) waitNoConsumers(q string) {
 	})
 }
 
+// sampledFill is what fillSampled saw.
+type sampledFill struct {
+	accepted, refused []int64
+	published         time.Duration // how long the producers took
+	depths            []int         // each broker's depth at the end
+	total             int           // their sum
+	most, samples     int64         // the sampler's: the most seen, how often
+}
+
+// fillSampled: producers at every broker publish n each to q at once
+// (broker i's seqs from base+i*1_000_000, shaped by o) while probe
+// samples the true total. It fails the test on a producer's error.
+func (d *destRig) fillSampled(probe *depthProbe, q string, base int64, n int, o pubOpts) sampledFill {
+	t := d.t
+	t.Helper()
+	smp := probe.sample(20 * time.Millisecond)
+	results := make([]publishResult, len(d.bs))
+	errs := make([]error, len(d.bs))
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range d.bs {
+		wg.Add(1)
+		go func() { // joined by wg
+			defer wg.Done()
+			results[i], errs[i] = d.publish091(i, q, base+int64(i)*1_000_000, n, o)
+		}()
+	}
+	wg.Wait()
+	f := sampledFill{published: time.Since(start)}
+	// The brokers are quiet: the total now is the last word.
+	var err error
+	if f.depths, f.total, err = probe.depths(); err != nil {
+		t.Fatal(err)
+	}
+	if err := smp.end(); err != nil {
+		t.Fatal(err)
+	}
+	f.most, f.samples = smp.most.Load(), smp.samples.Load()
+	for i, r := range results {
+		if errs[i] != nil {
+			t.Fatalf("producer at %s: %v", d.bs[i].Name, errs[i])
+		}
+		f.accepted = append(f.accepted, r.accepted...)
+		f.refused = append(f.refused, r.refused...)
+	}
+	return f
+}
+
 // fillAndDrain: producers at every broker publish perBroker each to q
 // (bodies of size bytes) with no consumer, while the true total is
 // sampled; then consumers at every broker drain it. unit is "messages" or
@@ -324,42 +372,13 @@ func (d *destRig) fillAndDrain(q, unit string, limit int64, perBroker, size int)
 		per = bodyLen
 	}
 	probe := d.depthProbe(q)
-	smp := probe.sample(20 * time.Millisecond)
-
-	results := make([]publishResult, len(d.bs))
-	errs := make([]error, len(d.bs))
-	var wg sync.WaitGroup
-	start := time.Now()
-	for i := range d.bs {
-		wg.Add(1)
-		go func() { // joined by wg
-			defer wg.Done()
-			results[i], errs[i] = d.publish091(i, q, int64(i)*1_000_000, perBroker, pubOpts{window: 200, size: size})
-		}()
-	}
-	wg.Wait()
-	published := time.Since(start)
-	// The brokers are quiet: the total now is the last word.
-	depths, total, err := probe.depths()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := smp.end(); err != nil {
-		t.Fatal(err)
-	}
-	var accepted, refused []int64
-	for i, r := range results {
-		if errs[i] != nil {
-			t.Fatalf("producer at %s: %v", d.bs[i].Name, errs[i])
-		}
-		accepted = append(accepted, r.accepted...)
-		refused = append(refused, r.refused...)
-	}
-	most := max(smp.most.Load(), int64(total)) * per
+	f := d.fillSampled(probe, q, 0, perBroker, pubOpts{window: 200, size: size})
+	accepted, refused, total := f.accepted, f.refused, f.total
+	most := max(f.most, int64(total)) * per
 	bound := max(limit/100, 2000*per) // 1 %, or one credit window (routes.DefaultCredit)
 	t.Logf("limit %d %s: published %d in %s: accepted %d, refused %d; true total at the end %d messages (%v), %d %s; most sampled %d %s in %d samples; worst overshoot %d %s (bound %d)",
-		limit, unit, len(d.bs)*perBroker, published.Round(time.Millisecond), len(accepted), len(refused), total, depths, int64(total)*per, unit,
-		smp.most.Load()*per, unit, smp.samples.Load(), most-limit, unit, bound)
+		limit, unit, len(d.bs)*perBroker, f.published.Round(time.Millisecond), len(accepted), len(refused), total, f.depths, int64(total)*per, unit,
+		f.most*per, unit, f.samples, most-limit, unit, bound)
 	switch {
 	case most > limit+bound:
 		t.Errorf("the total reached %d: over the limit %d by more than %d", most, limit, bound)

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -131,40 +130,12 @@ func decidedBy(v *globaldest.LimitsView, decider string, routers []string, by ma
 func (d *destRig) fillAll(q string, limit int64, per int, base int64) int64 {
 	t := d.t
 	t.Helper()
-	probe := d.depthProbe(q)
-	smp := probe.sample(20 * time.Millisecond)
-	results := make([]publishResult, len(d.bs))
-	errs := make([]error, len(d.bs))
-	var wg sync.WaitGroup
-	start := time.Now()
-	for i := range d.bs {
-		wg.Add(1)
-		go func() { // joined by wg
-			defer wg.Done()
-			results[i], errs[i] = d.publish091(i, q, base+int64(i)*1_000_000, per, pubOpts{window: 200, size: 16})
-		}()
-	}
-	wg.Wait()
-	published := time.Since(start)
-	depths, total, err := probe.depths()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := smp.end(); err != nil {
-		t.Fatal(err)
-	}
-	var accepted, refused []int64
-	for i, r := range results {
-		if errs[i] != nil {
-			t.Fatalf("producer at %s: %v", d.bs[i].Name, errs[i])
-		}
-		accepted = append(accepted, r.accepted...)
-		refused = append(refused, r.refused...)
-	}
-	most := max(smp.most.Load(), int64(total))
+	f := d.fillSampled(d.depthProbe(q), q, base, per, pubOpts{window: 200, size: 16})
+	accepted, refused, total := f.accepted, f.refused, f.total
+	most := max(f.most, int64(total))
 	bound := max(limit/100, 2000) // 1 %, or one credit window (routes.DefaultCredit)
 	t.Logf("limit %d: published %d in %s: accepted %d, refused %d; the brokers hold %d %v; most sampled %d in %d samples; worst overshoot %d (bound %d)",
-		limit, len(d.bs)*per, published.Round(time.Millisecond), len(accepted), len(refused), total, depths, smp.most.Load(), smp.samples.Load(), max(0, most-limit), bound)
+		limit, len(d.bs)*per, f.published.Round(time.Millisecond), len(accepted), len(refused), total, f.depths, f.most, f.samples, max(0, most-limit), bound)
 	switch {
 	case most > limit+bound:
 		t.Errorf("the total reached %d: over the limit %d by more than %d", most, limit, bound)
