@@ -31,7 +31,8 @@ func CheckDataPath(p string) error {
 // onEngine says whether this run goes on the engine: the router asks for
 // it, and the route needs nothing the engine path does not carry yet — a
 // queue route straight to one of this router's brokers (not through
-// transit, not a global destination's flow), rejecting at the source.
+// transit, not a global destination's flow), rejecting at the source or
+// dead-lettering (on_reject).
 func (r *route) onEngine(path pathpolicy.Path) bool {
 	if r.m.opts.DataPath != DataPathEngine || path == pathpolicy.Transit {
 		return false
@@ -40,7 +41,7 @@ func (r *route) onEngine(path pathpolicy.Path) bool {
 		return false
 	}
 	s := r.spec
-	return s.Kind == KindQueue && s.DestQueue == "" && s.MaxMoves == 0 && s.OnReject != DeadLetter
+	return s.Kind == KindQueue && s.DestQueue == "" && s.MaxMoves == 0
 }
 
 // engineDetail is an Operational engine run's detail in route list.
@@ -67,6 +68,9 @@ func (r *route) runEngine(ctx context.Context, drain <-chan struct{}, credit, li
 	}
 	defer endSessions(l.Src, l.Dst)
 	cfg := links.Config{Window: credit, Limit: limit, Drain: drain, OutcomeTimeout: r.spec.OutcomeTimeout, Fence: r.fence}
+	if l.DeadLetter != nil {
+		cfg.DeadLetterAnnotations = r.routeAnnotation()
+	}
 	fw, err := links.AttachEngine(setup, l, cfg, r.spec.Ack)
 	if err != nil {
 		return r.attachRefused(fmt.Errorf("route %s > %s on the engine: %w", r.spec.Src, r.spec.Dest, err), l)
@@ -122,6 +126,11 @@ func (r *route) engineLinks(setup context.Context) (links.EngineLinks, error) {
 	if l.Target, err = dstSpec.EngineSender(); err != nil {
 		return l, err
 	}
+	if r.spec.OnReject == DeadLetter {
+		if l.DeadLetter, err = r.engineDeadLetter(setup); err != nil {
+			return l, err
+		}
+	}
 	if l.Src, err = engineSession(setup, r.src.Conn); err != nil {
 		return l, err
 	}
@@ -130,6 +139,24 @@ func (r *route) engineLinks(setup context.Context) (links.EngineLinks, error) {
 		return links.EngineLinks{}, err
 	}
 	return l, nil
+}
+
+// engineDeadLetter resolves the route's dead-letter queue on the source
+// broker (as deadLetterSink does on go-amqp).
+func (r *route) engineDeadLetter(setup context.Context) (*engine.SenderOptions, error) {
+	n := amqp.Node{Kind: amqp.Queue, Name: r.spec.DeadLetterQueue}
+	if err := r.src.Profile.CheckTarget(setup, n); err != nil {
+		return nil, fmt.Errorf("dead-letter queue on %s: %w", r.spec.Src, err)
+	}
+	spec, err := r.src.Profile.Target(n)
+	if err != nil {
+		return nil, err
+	}
+	o, err := spec.EngineSender()
+	if err != nil {
+		return nil, err
+	}
+	return &o, nil
 }
 
 // engineSession begins a session on c's engine connection.

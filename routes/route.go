@@ -288,7 +288,7 @@ func (r *route) runLinks(ctx context.Context, path pathpolicy.Path, drain <-chan
 		if cfg.DeadLetter, err = r.deadLetterSink(setup, srcSess); err != nil {
 			return err
 		}
-		cfg.DeadLetterAnnotations = map[string]string{links.AnnotationRoute: r.id + " " + r.spec.String()}
+		cfg.DeadLetterAnnotations = r.routeAnnotation()
 	}
 	srcSpec, err := r.mode.source(setup)
 	if err != nil {
@@ -320,6 +320,12 @@ func (r *route) runLinks(ctx context.Context, path pathpolicy.Path, drain <-chan
 		}
 	}
 	return links.Forward(ctx, rcv, w.sink, cfg, &r.c)
+}
+
+// routeAnnotation is what a message dead-lettered by the route's runs
+// says of the route, besides the reason.
+func (r *route) routeAnnotation() map[string]string {
+	return map[string]string{links.AnnotationRoute: r.id + " " + r.spec.String()}
 }
 
 // status is the route as route list shows it.
