@@ -29,10 +29,16 @@ func CheckDataPath(p string) error {
 }
 
 // onEngine says whether this run goes on the engine: the router asks for
-// it, and the route needs nothing the engine path does not carry yet — a
-// queue route straight to one of this router's brokers (not through
-// transit, not a global destination's flow), rejecting at the source or
-// dead-lettering (on_reject).
+// it, and the route needs nothing the engine path does not carry yet. A
+// direct route (not rerouted through transit) to one of this router's
+// brokers, rejecting at the source or dead-lettering (on_reject): a
+// queue route to an exchange, or to a queue without a global
+// destination's gate; an exchange route without link-state flooding
+// (with it, meshHop judges and annotates every message). Not a global
+// destination's flow (MaxMoves: each message's moves counted), fan-out,
+// dynamic or transit routes. A link the engine cannot attach (qpidd's
+// subject on every message of an exchange route with a literal key:
+// amqp.ErrEngineUnsupported) makes that run go on go-amqp (runLinks).
 func (r *route) onEngine(path pathpolicy.Path) bool {
 	if r.m.opts.DataPath != DataPathEngine || path == pathpolicy.Transit {
 		return false
@@ -41,7 +47,15 @@ func (r *route) onEngine(path pathpolicy.Path) bool {
 		return false
 	}
 	s := r.spec
-	return s.Kind == KindQueue && s.DestQueue == "" && s.MaxMoves == 0
+	switch {
+	case s.MaxMoves != 0:
+		return false
+	case s.Kind == KindQueue:
+		return s.DestQueue == "" || r.m.opts.Gates == nil || r.m.opts.Gates.Gate(s.Dest, s.DestQueue) == nil
+	case s.Kind == KindExchange:
+		return r.env.table == nil
+	}
+	return false
 }
 
 // engineDetail is an Operational engine run's detail in route list.
@@ -120,7 +134,7 @@ func (r *route) engineLinks(setup context.Context) (links.EngineLinks, error) {
 	if err != nil {
 		return l, err
 	}
-	if l.Source, err = srcSpec.EngineReceiver(r.src.Profile); err != nil {
+	if l.Source, err = srcSpec.EngineReceiver(r.src.Profile); err != nil { // ErrEngineUnsupported: runLinks goes on go-amqp
 		return l, err
 	}
 	if l.Target, err = dstSpec.EngineSender(); err != nil {

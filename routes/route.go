@@ -256,7 +256,11 @@ func (r *route) runOnce(ctx context.Context, path pathpolicy.Path, credit, limit
 // (once) when it has nothing left to move.
 func (r *route) runLinks(ctx context.Context, path pathpolicy.Path, drain <-chan struct{}, lapped func(), credit, limit int) error {
 	if r.onEngine(path) {
-		return r.runEngine(ctx, drain, credit, limit)
+		err := r.runEngine(ctx, drain, credit, limit)
+		if !errors.Is(err, amqp.ErrEngineUnsupported) {
+			return err
+		}
+		r.log.Debug().Err(err).Msg("this route's links are not for the engine: forwarding on go-amqp")
 	}
 	release, err := r.m.setupSlot(ctx)
 	if err != nil {

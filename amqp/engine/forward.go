@@ -125,7 +125,10 @@ func Forward(ctx context.Context, src *Session, ro ReceiverOptions, dst *Session
 	} else {
 		ro.AckN = fo.AckN
 	}
-	ro.OnMessage, ro.Mode = f.onMessage, SettleUnsettled
+	ro.OnMessage = f.onMessage
+	if ro.Mode != SettleAskUnsettled { // asked for (qpidd's exchange subscriptions), or the default
+		ro.Mode = SettleUnsettled
+	}
 	// Credit follows the destination's: the source is asked for no more
 	// than can be sent on at once, so little is parked (Proton's broker
 	// grants 5, qpidd 500).
