@@ -65,7 +65,7 @@ func AttachEngine(ctx context.Context, l EngineLinks, cfg Config, ack int) (*Eng
 	ro.Credit = uint32(max(1, cfg.Window))
 	fo := engine.ForwardOptions{AckN: ack, Fence: cfg.Fence}
 	if l.DeadLetter != nil {
-		fo.DeadLetter, fo.DeadLetterAnnotations = l.DeadLetter, deadLetterAnnotations(cfg)
+		fo.DeadLetter, fo.DeadLetterAnnotations, fo.UndecodableKey = l.DeadLetter, deadLetterAnnotations(cfg), AnnotationUndecodable
 	}
 	f, rcv, snd, err := engine.Forward(ctx, l.Src, ro, l.Dst, l.Target, fo)
 	if err != nil {
@@ -183,21 +183,30 @@ func noOutcome(timeout time.Duration) *engine.DeliveryState {
 		Description: fmt.Sprintf("fedrouter: no outcome from the destination within %s (unroutable?)", timeout)}}
 }
 
+// AnnotationUndecodable holds, on a message dead-lettered on the engine
+// because its message annotations do not decode, that section as it
+// came (encoded, a binary): it cannot be rewritten, and nothing is lost.
+const AnnotationUndecodable = "x-fedrouter-undecodable-annotations"
+
 // deadLetterAnnotations are the annotations a message dead-lettered on
-// the engine gets: those refuse gives one on go-amqp, encoded.
-func deadLetterAnnotations(cfg Config) func(st *engine.DeliveryState, expired bool) []wire.Annotated {
-	return func(st *engine.DeliveryState, expired bool) []wire.Annotated {
-		reason := "rejected by the destination"
+// the engine gets: those refuse gives one on go-amqp, encoded. A
+// message that does not decode (go-amqp cannot take it at all: a poison
+// message there) is said so, with amqp:decode-error.
+func deadLetterAnnotations(cfg Config) func(st *engine.DeliveryState, cause engine.DeadLetterCause) []wire.Annotated {
+	return func(st *engine.DeliveryState, cause engine.DeadLetterCause) []wire.Annotated {
+		reason, condition := "rejected by the destination", "amqp:not-allowed"
 		switch {
-		case expired:
+		case cause == engine.CauseNoOutcome:
 			reason = fmt.Sprintf("no outcome from the destination within %s (unroutable?)", cfg.OutcomeTimeout)
+		case cause == engine.CauseUndecodable:
+			reason, condition = "the message does not decode: "+st.Error.Description, st.Error.Condition
 		case st.Error != nil && (st.Error.Condition != "" || st.Error.Description != ""):
 			reason += ": " + amqp.Refused(st.Error.Condition, st.Error.Description).Reason()
 		}
 		set := make([]wire.Annotated, 0, 3+len(cfg.DeadLetterAnnotations))
 		set = append(set,
 			wire.Annotated{Key: AnnotationReason, Value: wire.AppendString(nil, reason)},
-			wire.Annotated{Key: AnnotationCondition, Value: wire.AppendString(nil, "amqp:not-allowed")},
+			wire.Annotated{Key: AnnotationCondition, Value: wire.AppendString(nil, condition)},
 			wire.Annotated{Key: AnnotationTime, Value: wire.AppendTimestamp(nil, wire.Timestamp(time.Now().UnixMilli()))})
 		for k, v := range cfg.DeadLetterAnnotations {
 			set = append(set, wire.Annotated{Key: k, Value: wire.AppendString(nil, v)})

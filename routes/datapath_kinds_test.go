@@ -31,8 +31,8 @@ func queueRouteToDestQueue(t *testing.T, dataPath, srcName, dstName string) {
 	brokertest.DeclareQueue(t, h.brokers[dstName].Config(), dq)
 	st := h.add(routes.Spec{Kind: routes.KindQueue, Dest: dstName, Src: srcName, Queue: src, DestQueue: dq})
 	h.waitDataPath(st.ID, dataPath)
-	brokertest.SendAll(t, h.session(srcName), addrOf(h.brokers[srcName], src), 500, n, brokertest.Numbered)
-	got := brokertest.Collect(t, h.conns[dstName], addrOf(h.brokers[dstName], dq), n, 30*time.Second)
+	brokertest.SendAll(t, h.session(srcName), queueAddress(h.brokers[srcName], src), 500, n, brokertest.Numbered)
+	got := brokertest.Collect(t, h.conns[dstName], queueAddress(h.brokers[dstName], dq), n, 30*time.Second)
 	brokertest.CheckInOrderOnce(t, got, n)
 	brokertest.Eventually(t, 10*time.Second, 50*time.Millisecond, func() error {
 		s, _ := h.m.Get(st.ID)
@@ -41,14 +41,6 @@ func queueRouteToDestQueue(t *testing.T, dataPath, srcName, dstName string) {
 		}
 		return nil
 	})
-}
-
-// addrOf is how a test application addresses queue q on b.
-func addrOf(b brokertest.Broker, q string) string {
-	if b.Kind == "rabbitmq" {
-		return "/amq/queue/" + q
-	}
-	return q
 }
 
 // An exchange route out of qpidd with a wildcard key, on each data path:

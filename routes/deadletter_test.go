@@ -1,10 +1,14 @@
 package routes_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	goamqp "github.com/Azure/go-amqp"
 
 	famqp "github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/amqp/brokertest"
@@ -100,4 +104,66 @@ func deadLetterOnReject(t *testing.T, dataPath, reason string, timeout time.Dura
 	if got, _ := h.m.Get(st.ID); got.State != routes.StateOperational {
 		t.Fatalf("route %s after dead-lettering: %s", got.State, got.LastError)
 	}
+}
+
+// On the engine, a route that dead-letters takes a message whose
+// annotations do not decode (a binary annotation key) to its dead-letter
+// queue too, in its turn, with amqp:decode-error and the section as it
+// came kept whole under x-fedrouter-undecodable-annotations; the
+// messages around it cross, the route stays Operational. (On go-amqp the
+// same message stops the route: TestIntegrationPoisonMessageFailsOnlyItsRoute.)
+func TestIntegrationUndecodableDeadLetteredOnEngine(t *testing.T) {
+	h := newHarnessOn(t, routes.DataPathEngine, "rabbit1", "rabbit2")
+	src, dlq, ex, dq := brokertest.UniqueName(t, "h-engdl-src"), brokertest.UniqueName(t, "h-engdl-dlq"), brokertest.UniqueName(t, "ex"), brokertest.UniqueName(t, "dq")
+	cfg := h.brokers["rabbit1"].Config()
+	brokertest.DeclareQueue(t, cfg, src)
+	brokertest.DeclareQueue(t, cfg, dlq)
+	h.exchangeWithQueue("rabbit2", ex, "fanout", dq, "")
+	s := h.fillAroundBadKey(src)
+	st := h.add(routes.Spec{Kind: routes.KindQueue, Dest: "rabbit2", Src: "rabbit1", Exchange: ex, Queue: src,
+		OnReject: routes.DeadLetter, DeadLetterQueue: dlq})
+	h.waitDataPath(st.ID, routes.DataPathEngine)
+	got := brokertest.Collect(t, h.conns["rabbit2"], "/amq/queue/"+dq, 10, 30*time.Second)
+	brokertest.CheckInOrderOnce(t, got, 10)
+	r := brokertest.OpenReceiver(t, s, famqp.LinkSpec{Address: "/amq/queue/" + dlq}, 5)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	msg, err := r.Receive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := msg.GoAMQP()
+	a := m.Annotations
+	raw, _ := a["x-fedrouter-undecodable-annotations"].([]byte)
+	if reason, _ := a["x-fedrouter-reason"].(string); !strings.HasPrefix(reason, "the message does not decode: ") ||
+		a["x-fedrouter-condition"] != "amqp:decode-error" || !bytes.HasPrefix(raw, []byte{0x00, 0x53, 0x72}) || !bytes.Contains(raw, []byte("binkey")) {
+		t.Fatalf("dead-lettered annotations %v", a)
+	}
+	if m.ApplicationProperties["poison"] != true || m.Value != "bad key" {
+		t.Fatalf("dead-lettered message: properties %v, body %v", m.ApplicationProperties, m.Value)
+	}
+	if err := r.Accept(context.Background(), msg); err != nil {
+		t.Fatal(err)
+	}
+	brokertest.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
+		g, _ := h.m.Get(st.ID)
+		if g.Forwarded != 10 || g.DeadLettered != 1 || g.Rejected != 0 || g.InFlight != 0 || g.State != routes.StateOperational {
+			return fmt.Errorf("route %s: %+v (%s)", g.State, g.Counters, g.LastError)
+		}
+		return nil
+	})
+}
+
+// fillAroundBadKey puts into queue q at rabbit1 five numbered messages,
+// one whose message annotations have a binary key (testdata/badkey.py),
+// and five more; it returns the session it sent on.
+func (h *harness) fillAroundBadKey(q string) *famqp.Session {
+	h.t.Helper()
+	s := h.session("rabbit1")
+	brokertest.SendAll(h.t, s, "/amq/queue/"+q, 10, 5, brokertest.Numbered)
+	b1, cfg := h.brokers["rabbit1"], h.brokers["rabbit1"].Config()
+	b1.URL = strings.Replace(b1.URL, "amqp://", "amqp://"+cfg.Username+":"+cfg.Password+"@", 1) // badkey.py takes the credentials from the URL
+	pyproton(h.t, "badkey.py", b1, "/amq/queue/"+q)
+	brokertest.SendAll(h.t, s, "/amq/queue/"+q, 10, 5, func(i int) *goamqp.Message { return brokertest.Numbered(5 + i) })
+	return s
 }

@@ -346,12 +346,7 @@ func TestIntegrationUndecodableOnEngine(t *testing.T) {
 	cfg := h.brokers["rabbit1"].Config()
 	brokertest.DeclareQueue(t, cfg, src)
 	h.exchangeWithQueue("rabbit2", ex, "fanout", dq, "")
-	s := h.session("rabbit1")
-	brokertest.SendAll(t, s, "/amq/queue/"+src, 10, 5, brokertest.Numbered)
-	b1 := h.brokers["rabbit1"]
-	b1.URL = strings.Replace(b1.URL, "amqp://", "amqp://"+cfg.Username+":"+cfg.Password+"@", 1) // badkey.py takes the credentials from the URL
-	pyproton(t, "badkey.py", b1, "/amq/queue/"+src)
-	brokertest.SendAll(t, s, "/amq/queue/"+src, 10, 5, func(i int) *goamqp.Message { return brokertest.Numbered(5 + i) })
+	h.fillAroundBadKey(src)
 	st := h.add(routes.Spec{Kind: routes.KindQueue, Dest: "rabbit2", Src: "rabbit1", Exchange: ex, Queue: src})
 	h.waitDataPath(st.ID, routes.DataPathEngine)
 	got := brokertest.Collect(t, h.conns["rabbit2"], "/amq/queue/"+dq, 10, 30*time.Second)

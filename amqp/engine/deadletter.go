@@ -23,6 +23,16 @@ import (
 // in flight, one message at a time, as links.Forward does on go-amqp:
 // the deliveries behind wait for it.
 
+// DeadLetterCause is why a message goes to the dead-letter queue.
+type DeadLetterCause uint8
+
+// The causes of dead-lettering.
+const (
+	CauseRejected    DeadLetterCause = iota // the destination rejected it
+	CauseNoOutcome                          // Expire gave up waiting for the destination
+	CauseUndecodable                        // its annotations do not decode: never sent
+)
+
 // ErrDeadLetterRefused: the dead-letter queue did not accept a message;
 // the forwarder sends nothing more.
 var ErrDeadLetterRefused = errors.New("engine: the dead-letter queue did not accept the message")
@@ -68,11 +78,25 @@ func (f *Forwarder) deadLetterLocked(e *inflight) bool {
 	if e.dlSent {
 		return false // its outcome is awaited: onDeadLetterSettled
 	}
-	sec, err := wire.ScanSections(e.payload)
+	cause := CauseRejected
+	switch {
+	case e.undecodable:
+		cause = CauseUndecodable
+	case e.expired:
+		cause = CauseNoOutcome
+	}
+	sec, bad, err := wire.ScanSectionsLenient(e.payload)
 	if err == nil {
 		var set []wire.Annotated
 		if f.opts.DeadLetterAnnotations != nil {
-			set = f.opts.DeadLetterAnnotations(&e.state, e.expired)
+			set = f.opts.DeadLetterAnnotations(&e.state, cause)
+		}
+		if bad { // kept whole beside ours, the section itself replaced
+			if f.opts.UndecodableKey != "" {
+				set = append(set, wire.Annotated{Key: f.opts.UndecodableKey,
+					Value: wire.AppendBinary(nil, e.payload[sec.MessageAnnotations.Start:sec.MessageAnnotations.End])})
+			}
+			sec.MessageAnnotations = wire.Span{}
 		}
 		e.dlID, err = f.dl.TrySendRewritten(e.payload, &sec, set...)
 	}
@@ -133,4 +157,16 @@ func describeState(st *DeliveryState) string {
 		}
 	}
 	return s
+}
+
+// pushUndecodable puts a message whose annotations do not decode in the
+// send order as if the destination had rejected it, so that it goes to
+// the dead-letter queue in its turn; it was never sent. f.mu is held.
+func (f *Forwarder) pushUndecodable(id uint32, settled bool, payload []byte, r *refusal) {
+	f.push(f.lastDst, id, settled, f.keep(payload))
+	f.forwarded-- // not sent
+	e := &f.inflight[len(f.inflight)-1]
+	e.done, e.undecodable = true, true
+	e.state = wire.DeliveryState{Kind: wire.StateRejected, Error: &wire.Error{Condition: condDecodeError, Description: r.Error()}}
+	f.settleHeadLocked()
 }

@@ -61,9 +61,9 @@ func forwardDeadLetter(t *testing.T, cond string) {
 	fill(t, b, src, n, 64)
 	ss := session(t, dial(t, b, engine.Options{}), engine.SessionOptions{})
 	ds := session(t, dialFake(t, addr, engine.Options{}), engine.SessionOptions{})
-	why := func(st *engine.DeliveryState, expired bool) []wire.Annotated {
+	why := func(st *engine.DeliveryState, cause engine.DeadLetterCause) []wire.Annotated {
 		reason := "expired"
-		if !expired {
+		if cause == engine.CauseRejected {
 			reason = st.Error.Condition
 		}
 		return []wire.Annotated{{Key: "x-test-reason", Value: wire.AppendString(nil, reason)}}

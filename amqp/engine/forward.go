@@ -34,10 +34,16 @@ type ForwardOptions struct {
 	// rejected at the source (deadletter.go).
 	DeadLetter *SenderOptions
 	// DeadLetterAnnotations says which message annotations a message
-	// sent to DeadLetter gets: st is the destination's rejection (or
-	// Expire's state, expired set). It runs on a reader goroutine with
-	// the forwarder's lock held: it must not block.
-	DeadLetterAnnotations func(st *DeliveryState, expired bool) []wire.Annotated
+	// sent to DeadLetter gets: st is the destination's rejection,
+	// Expire's state, or the decoder's refusal (amqp:decode-error), as
+	// cause says. It runs on a reader goroutine with the forwarder's
+	// lock held: it must not block.
+	DeadLetterAnnotations func(st *DeliveryState, cause DeadLetterCause) []wire.Annotated
+	// UndecodableKey: with DeadLetter, a message whose message
+	// annotations do not decode (a key neither symbol nor ulong) is
+	// dead-lettered too, its annotations section kept whole, encoded, as
+	// a binary annotation under this key (they cannot be rewritten).
+	UndecodableKey string
 }
 
 // ErrFenced: ForwardOptions.Fence said no; the forwarder sends nothing
@@ -58,6 +64,9 @@ type Forwarder struct {
 	opts ForwardOptions
 	dst  *Sender
 	dl   *Sender // ForwardOptions.DeadLetter's sender; nil without
+	// lastDst is the destination delivery-id last sent: an undecodable
+	// message's place in the send order (it has none of its own).
+	lastDst uint32
 
 	mu       sync.Mutex
 	inflight []inflight // sent to dst, waiting for its outcome, in send order
@@ -93,6 +102,9 @@ type inflight struct {
 	dlSent  bool   // sent to the dead-letter queue, its outcome awaited
 	dlID    uint32 // its delivery-id there
 	dead    bool   // the dead-letter queue accepted it
+	// undecodable: never sent, its annotations do not decode; it goes
+	// to the dead-letter queue with them kept whole (deadletter.go).
+	undecodable bool
 }
 
 type parked struct {
@@ -210,7 +222,7 @@ func (f *Forwarder) onMessage(d *Delivery) {
 			return
 		}
 		if !errors.Is(err, ErrNoCredit) {
-			f.fail(d.Receiver, d.ID, d.Settled, err)
+			f.fail(d.Receiver, d.ID, d.Settled, d.Payload, err)
 			return
 		}
 	}
@@ -261,13 +273,18 @@ func (f *Forwarder) push(dstID, srcID uint32, srcSettled bool, payload []byte) {
 	}
 	f.inflight = append(f.inflight, inflight{dst: dstID, src: srcID, srcSettled: srcSettled, sent: time.Now().UnixNano(), payload: payload})
 	f.forwarded++
+	f.lastDst = dstID
 }
 
 // fail handles a send that failed for good: a message that does not
 // decode is rejected at the source; a dead destination stops the
 // forwarder and the delivery is released (the source keeps it).
-func (f *Forwarder) fail(src *Receiver, id uint32, settled bool, err error) {
+func (f *Forwarder) fail(src *Receiver, id uint32, settled bool, payload []byte, err error) {
 	var r *refusal
+	if errors.As(err, &r) && f.dl != nil {
+		f.pushUndecodable(id, settled, payload, r)
+		return
+	}
 	if errors.As(err, &r) {
 		f.refused++
 		if !settled {
@@ -452,7 +469,7 @@ func (f *Forwarder) drainParked() {
 			break
 		}
 		if err != nil {
-			f.fail(f.src, p.src, p.srcSettled, err)
+			f.fail(f.src, p.src, p.srcSettled, p.payload, err)
 			f.free = append(f.free, p.payload)
 		} else if f.dl != nil {
 			f.push(id, p.src, p.srcSettled, p.payload) // the parked copy is the one kept
