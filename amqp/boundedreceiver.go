@@ -110,14 +110,9 @@ type BoundedStats struct {
 // messages (the ones waiting for Receive), none of them over maxSize.
 func (b Broker) NewBoundedReceiver(ctx context.Context, spec LinkSpec, maxSize uint64, credit uint32) (*BoundedReceiver, error) {
 	name := b.Conn.cfg.Name
-	unsettled := spec.Unsettled // asked for below: the engine's routes do not yet
-	spec.Unsettled = false
 	opts, err := spec.EngineReceiver(b.Profile)
 	if err != nil {
 		return nil, &Error{Op: "attach receiver", Broker: name, Err: err}
-	}
-	if unsettled {
-		opts.Mode = engine.SettleAskUnsettled
 	}
 	conn, err := b.Conn.Engine(ctx)
 	if err != nil {

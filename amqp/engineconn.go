@@ -178,8 +178,8 @@ func (b *BrokerConfig) engineTargets(o ConnOptions) ([]engineTarget, error) {
 }
 
 // ErrEngineUnsupported: a link the engine data path does not carry yet
-// (a filter set, a subject set on every message, asking the source for
-// unsettled deliveries); the route runs on go-amqp instead.
+// (a filter other than the legacy topic filter, a subject set on every
+// message); the route runs on go-amqp instead.
 var ErrEngineUnsupported = errors.New("not supported on the engine data path yet")
 
 // EngineReceiver returns the engine receiver options for s, a source
@@ -188,11 +188,17 @@ var ErrEngineUnsupported = errors.New("not supported on the engine data path yet
 // grant only once the credit is spent, so that no more than the credit
 // is ever unsettled there (what a router killed mid-stream sends twice).
 func (s LinkSpec) EngineReceiver(p Profile) (engine.ReceiverOptions, error) {
-	if len(s.Filters) > 0 || s.Unsettled {
-		return engine.ReceiverOptions{}, fmt.Errorf("source %s: filters or unsettled mode: %w", s.Address, ErrEngineUnsupported)
+	if len(s.Filters) > 0 && s.topicKey == "" {
+		return engine.ReceiverOptions{}, fmt.Errorf("source %s: a filter other than a topic binding: %w", s.Address, ErrEngineUnsupported)
 	}
 	o := engine.ReceiverOptions{Name: s.LinkName, Address: s.Address, Capabilities: s.Capabilities,
 		GrantWhenSpent: p != nil && p.Name() == "rabbitmq"}
+	if s.topicKey != "" {
+		o.Filter = engineFilter(s.topicKey)
+	}
+	if s.Unsettled { // qpidd sends an exchange subscription settled otherwise
+		o.Mode = engine.SettleAskUnsettled
+	}
 	if s.Durable { // as ReceiverOptions: the source keeps unsettled state, never expires
 		o.Durable, o.ExpiryPolicy = 2, "never"
 	}

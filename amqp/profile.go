@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	goamqp "github.com/Azure/go-amqp"
+
+	"github.com/fedrouter/fedrouter/amqp/wire"
 )
 
 // NodeKind is the kind of logical endpoint a route names.
@@ -117,8 +119,12 @@ type LinkSpec struct {
 	Address      string
 	Capabilities []string // source capabilities (receiver) / target capabilities (sender)
 	Filters      []goamqp.LinkFilter
-	LinkName     string // fixed link name: durable subscriptions re-attach by name
-	Durable      bool   // source terminus durability unsettled-state + expiry never
+	// topicKey is the binding key of Filters when they are the one
+	// legacy topic filter (withTopicFilter): the engine encodes it
+	// itself (EngineReceiver).
+	topicKey string
+	LinkName string // fixed link name: durable subscriptions re-attach by name
+	Durable  bool   // source terminus durability unsettled-state + expiry never
 	// Unsettled: the receiver asks the source to send unsettled (qpidd
 	// sends exchange subscriptions pre-settled otherwise: at-most-once).
 	// Not asked everywhere: the Proton brokers refuse the request.
@@ -255,11 +261,23 @@ const (
 	filterTopicCode = 0x0000468C00000001
 )
 
-func topicFilter(key string) []goamqp.LinkFilter {
-	if key == "" {
-		return nil
+// withTopicFilter is s filtered by the binding key key ("" for none).
+func (s LinkSpec) withTopicFilter(key string) LinkSpec {
+	if key != "" {
+		s.Filters = []goamqp.LinkFilter{goamqp.NewLinkFilter(filterTopicName, filterTopicCode, key)}
+		s.topicKey = key
 	}
-	return []goamqp.LinkFilter{goamqp.NewLinkFilter(filterTopicName, filterTopicCode, key)}
+	return s
+}
+
+// engineFilter is the filter set of a source with the topic filter
+// for key, encoded as go-amqp encodes withTopicFilter's.
+func engineFilter(key string) []byte {
+	b, mark := wire.BeginMap(nil)
+	b = wire.AppendSymbol(b, filterTopicName)
+	b = wire.AppendDescriptor(b, filterTopicCode)
+	b = wire.AppendString(b, key)
+	return wire.EndMap(b, mark, 2)
 }
 
 func selectorFilter(sel string) []goamqp.LinkFilter {

@@ -65,7 +65,7 @@ func (p *qpidProfile) Source(ctx context.Context, n Node, sub Subscription) (Lin
 			return LinkSpec{}, err
 		}
 	}
-	spec := LinkSpec{Address: n.Name, Filters: topicFilter(n.Key), LinkName: sub.Name, Durable: sub.Durable, Unsettled: true}
+	spec := LinkSpec{Address: n.Name, LinkName: sub.Name, Durable: sub.Durable, Unsettled: true}.withTopicFilter(n.Key)
 	if sub.Durable {
 		spec.Capabilities = []string{"shared"}
 	}

@@ -88,7 +88,7 @@ func (genericProfile) Source(_ context.Context, n Node, sub Subscription) (LinkS
 	}
 	spec := LinkSpec{Address: n.Name}
 	if n.Kind != Queue {
-		spec.Filters = topicFilter(n.Key)
+		spec = spec.withTopicFilter(n.Key)
 		spec.LinkName = sub.Name
 		spec.Durable = sub.Durable
 		if n.Kind == Control {

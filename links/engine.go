@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/amqp/engine"
 	"github.com/fedrouter/fedrouter/amqp/wire"
 )
@@ -21,17 +22,26 @@ import (
 // Config.OutcomeTimeout and MaxAbandoned act as on go-amqp, checked
 // every engineTick: a message without the destination's outcome in time
 // is rejected at the source (NoOutcome and Rejected count it), and the
-// run ends with ErrTooManyAbandoned after MaxAbandoned of them. Not
-// carried yet (a route needing them runs on go-amqp, routes/ decides):
-// Config.DeadLetter and Prepare. Config.Fence is asked by the engine's
-// forwarder before each message (engine.ForwardOptions.Fence); a no ends
-// the run with ErrFenced, as on go-amqp.
+// run ends with ErrTooManyAbandoned after MaxAbandoned of them. With
+// EngineLinks.DeadLetter, a message the destination rejected or gave no
+// outcome for goes to that queue instead, with the annotations
+// links.Forward gives it (the reason, the condition, the time and
+// Config.DeadLetterAnnotations), and is accepted at the source once the
+// dead-letter queue accepted it (engine/deadletter.go). Not carried yet
+// (a route needing it runs on go-amqp, routes/ decides): Prepare, and
+// Config.DeadLetter (the go-amqp Sink; EngineLinks.DeadLetter stands for
+// it). Config.Fence is asked by the engine's forwarder before each
+// message (engine.ForwardOptions.Fence); a no ends the run with
+// ErrFenced, as on go-amqp.
 
 // EngineLinks are one run's sessions on the engine and its two termini.
 type EngineLinks struct {
 	Src, Dst *engine.Session
 	Source   engine.ReceiverOptions
 	Target   engine.SenderOptions
+	// DeadLetter, when set, is the dead-letter queue at the source's
+	// broker: its sender is attached on Src.
+	DeadLetter *engine.SenderOptions
 }
 
 // EngineForwarder is one run's links on the engine, attached.
@@ -53,7 +63,11 @@ type EngineForwarder struct {
 func AttachEngine(ctx context.Context, l EngineLinks, cfg Config, ack int) (*EngineForwarder, error) {
 	ro := l.Source
 	ro.Credit = uint32(max(1, cfg.Window))
-	f, rcv, snd, err := engine.Forward(ctx, l.Src, ro, l.Dst, l.Target, engine.ForwardOptions{AckN: ack, Fence: cfg.Fence})
+	fo := engine.ForwardOptions{AckN: ack, Fence: cfg.Fence}
+	if l.DeadLetter != nil {
+		fo.DeadLetter, fo.DeadLetterAnnotations, fo.UndecodableKey = l.DeadLetter, deadLetterAnnotations(cfg), AnnotationUndecodable
+	}
+	f, rcv, snd, err := engine.Forward(ctx, l.Src, ro, l.Dst, l.Target, fo)
 	if err != nil {
 		return nil, err
 	}
@@ -80,6 +94,10 @@ func (e *EngineForwarder) Run(ctx context.Context, cfg Config, c *Counters) erro
 	}()
 	drain := cfg.Drain
 	draining := false
+	var dlDone <-chan struct{} // nil without a dead-letter queue: never ready
+	if dl := e.f.DeadLetterSender(); dl != nil {
+		dlDone = dl.Done()
+	}
 	if cfg.MaxAbandoned <= 0 {
 		cfg.MaxAbandoned = 1000
 	}
@@ -95,6 +113,8 @@ func (e *EngineForwarder) Run(ctx context.Context, cfg Config, c *Counters) erro
 			return fmt.Errorf("links: receive: %w", e.rcv.Err())
 		case <-e.snd.Done():
 			return fmt.Errorf("links: send: %w", e.snd.Err())
+		case <-dlDone:
+			return fmt.Errorf("links: dead-letter send: %w", e.f.DeadLetterSender().Err())
 		case <-e.l.Src.Done():
 			return fmt.Errorf("links: source session: %w", e.l.Src.Err())
 		case <-e.l.Dst.Done():
@@ -106,7 +126,7 @@ func (e *EngineForwarder) Run(ctx context.Context, cfg Config, c *Counters) erro
 			e.f.Expire(time.Now().Add(-cfg.OutcomeTimeout), expired)
 		}
 		st := e.count(c)
-		if int(st.Expired) >= cfg.MaxAbandoned {
+		if int(st.Abandoned) >= cfg.MaxAbandoned {
 			return ErrTooManyAbandoned
 		}
 		if err := e.f.Err(); errors.Is(err, engine.ErrFenced) {
@@ -131,12 +151,13 @@ func (e *EngineForwarder) count(c *Counters) engine.ForwardStats {
 	c.Sent.Add(st.Forwarded - p.Forwarded)
 	c.Forwarded.Add(st.Accepted - p.Accepted)
 	c.Rejected.Add(st.Rejected - p.Rejected + st.Refused - p.Refused + st.Expired - p.Expired)
-	c.NoOutcome.Add(st.Expired - p.Expired)
+	c.NoOutcome.Add(st.Abandoned - p.Abandoned)
+	c.DeadLettered.Add(st.DeadLettered - p.DeadLettered)
 	// Released at the source: outcomes other than accepted or rejected,
 	// and deliveries that were never sent (the forwarder stopping, or
 	// beyond what it may park).
 	redelivered := func(s engine.ForwardStats) uint64 {
-		return s.Settled - s.Accepted - s.Rejected - s.Expired + s.Released
+		return s.Settled - s.Accepted - s.Rejected - s.Expired - s.DeadLettered + s.Released
 	}
 	c.Redelivered.Add(redelivered(st) - redelivered(p))
 	c.InFlight.Store(int64(st.InFlight + st.Parked))
@@ -149,6 +170,9 @@ func (e *EngineForwarder) count(c *Counters) engine.ForwardStats {
 func (e *EngineForwarder) Close(ctx context.Context) {
 	_ = e.rcv.Close(ctx) // the sessions end next: an error here changes nothing
 	_ = e.snd.Close(ctx)
+	if dl := e.f.DeadLetterSender(); dl != nil {
+		_ = dl.Close(ctx)
+	}
 }
 
 // noOutcome is the state a message without the destination's outcome in
@@ -157,4 +181,36 @@ func (e *EngineForwarder) Close(ctx context.Context) {
 func noOutcome(timeout time.Duration) *engine.DeliveryState {
 	return &engine.DeliveryState{Kind: wire.StateRejected, Error: &wire.Error{Condition: "amqp:not-allowed",
 		Description: fmt.Sprintf("fedrouter: no outcome from the destination within %s (unroutable?)", timeout)}}
+}
+
+// AnnotationUndecodable holds, on a message dead-lettered on the engine
+// because its message annotations do not decode, that section as it
+// came (encoded, a binary): it cannot be rewritten, and nothing is lost.
+const AnnotationUndecodable = "x-fedrouter-undecodable-annotations"
+
+// deadLetterAnnotations are the annotations a message dead-lettered on
+// the engine gets: those refuse gives one on go-amqp, encoded. A
+// message that does not decode (go-amqp cannot take it at all: a poison
+// message there) is said so, with amqp:decode-error.
+func deadLetterAnnotations(cfg Config) func(st *engine.DeliveryState, cause engine.DeadLetterCause) []wire.Annotated {
+	return func(st *engine.DeliveryState, cause engine.DeadLetterCause) []wire.Annotated {
+		reason, condition := "rejected by the destination", "amqp:not-allowed"
+		switch {
+		case cause == engine.CauseNoOutcome:
+			reason = fmt.Sprintf("no outcome from the destination within %s (unroutable?)", cfg.OutcomeTimeout)
+		case cause == engine.CauseUndecodable:
+			reason, condition = "the message does not decode: "+st.Error.Description, st.Error.Condition
+		case st.Error != nil && (st.Error.Condition != "" || st.Error.Description != ""):
+			reason += ": " + amqp.Refused(st.Error.Condition, st.Error.Description).Reason()
+		}
+		set := make([]wire.Annotated, 0, 3+len(cfg.DeadLetterAnnotations))
+		set = append(set,
+			wire.Annotated{Key: AnnotationReason, Value: wire.AppendString(nil, reason)},
+			wire.Annotated{Key: AnnotationCondition, Value: wire.AppendString(nil, condition)},
+			wire.Annotated{Key: AnnotationTime, Value: wire.AppendTimestamp(nil, wire.Timestamp(time.Now().UnixMilli()))})
+		for k, v := range cfg.DeadLetterAnnotations {
+			set = append(set, wire.Annotated{Key: k, Value: wire.AppendString(nil, v)})
+		}
+		return set
+	}
 }

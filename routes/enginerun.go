@@ -29,9 +29,16 @@ func CheckDataPath(p string) error {
 }
 
 // onEngine says whether this run goes on the engine: the router asks for
-// it, and the route needs nothing the engine path does not carry yet — a
-// queue route straight to one of this router's brokers (not through
-// transit, not a global destination's flow), rejecting at the source.
+// it, and the route needs nothing the engine path does not carry yet. A
+// direct route (not rerouted through transit) to one of this router's
+// brokers, rejecting at the source or dead-lettering (on_reject): a
+// queue route to an exchange, or to a queue without a global
+// destination's gate; an exchange route without link-state flooding
+// (with it, meshHop judges and annotates every message). Not a global
+// destination's flow (MaxMoves: each message's moves counted), fan-out,
+// dynamic or transit routes. A link the engine cannot attach (qpidd's
+// subject on every message of an exchange route with a literal key:
+// amqp.ErrEngineUnsupported) makes that run go on go-amqp (runLinks).
 func (r *route) onEngine(path pathpolicy.Path) bool {
 	if r.m.opts.DataPath != DataPathEngine || path == pathpolicy.Transit {
 		return false
@@ -40,7 +47,15 @@ func (r *route) onEngine(path pathpolicy.Path) bool {
 		return false
 	}
 	s := r.spec
-	return s.Kind == KindQueue && s.DestQueue == "" && s.MaxMoves == 0 && s.OnReject != DeadLetter
+	switch {
+	case s.MaxMoves != 0:
+		return false
+	case s.Kind == KindQueue:
+		return s.DestQueue == "" || r.m.opts.Gates == nil || r.m.opts.Gates.Gate(s.Dest, s.DestQueue) == nil
+	case s.Kind == KindExchange:
+		return r.env.table == nil
+	}
+	return false
 }
 
 // engineDetail is an Operational engine run's detail in route list.
@@ -67,6 +82,9 @@ func (r *route) runEngine(ctx context.Context, drain <-chan struct{}, credit, li
 	}
 	defer endSessions(l.Src, l.Dst)
 	cfg := links.Config{Window: credit, Limit: limit, Drain: drain, OutcomeTimeout: r.spec.OutcomeTimeout, Fence: r.fence}
+	if l.DeadLetter != nil {
+		cfg.DeadLetterAnnotations = r.routeAnnotation()
+	}
 	fw, err := links.AttachEngine(setup, l, cfg, r.spec.Ack)
 	if err != nil {
 		return r.attachRefused(fmt.Errorf("route %s > %s on the engine: %w", r.spec.Src, r.spec.Dest, err), l)
@@ -116,11 +134,16 @@ func (r *route) engineLinks(setup context.Context) (links.EngineLinks, error) {
 	if err != nil {
 		return l, err
 	}
-	if l.Source, err = srcSpec.EngineReceiver(r.src.Profile); err != nil {
+	if l.Source, err = srcSpec.EngineReceiver(r.src.Profile); err != nil { // ErrEngineUnsupported: runLinks goes on go-amqp
 		return l, err
 	}
 	if l.Target, err = dstSpec.EngineSender(); err != nil {
 		return l, err
+	}
+	if r.spec.OnReject == DeadLetter {
+		if l.DeadLetter, err = r.engineDeadLetter(setup); err != nil {
+			return l, err
+		}
 	}
 	if l.Src, err = engineSession(setup, r.src.Conn); err != nil {
 		return l, err
@@ -130,6 +153,24 @@ func (r *route) engineLinks(setup context.Context) (links.EngineLinks, error) {
 		return links.EngineLinks{}, err
 	}
 	return l, nil
+}
+
+// engineDeadLetter resolves the route's dead-letter queue on the source
+// broker (as deadLetterSink does on go-amqp).
+func (r *route) engineDeadLetter(setup context.Context) (*engine.SenderOptions, error) {
+	n := amqp.Node{Kind: amqp.Queue, Name: r.spec.DeadLetterQueue}
+	if err := r.src.Profile.CheckTarget(setup, n); err != nil {
+		return nil, fmt.Errorf("dead-letter queue on %s: %w", r.spec.Src, err)
+	}
+	spec, err := r.src.Profile.Target(n)
+	if err != nil {
+		return nil, err
+	}
+	o, err := spec.EngineSender()
+	if err != nil {
+		return nil, err
+	}
+	return &o, nil
 }
 
 // engineSession begins a session on c's engine connection.

@@ -170,12 +170,16 @@ func queueRouteRabbitToProton(t *testing.T, dataPath string) {
 }
 
 func TestIntegrationExchangeRouteKey(t *testing.T) {
-	h := newHarness(t, "rabbit1", "rabbit2")
+	onEachDataPath(t, exchangeRouteKey)
+}
+
+func exchangeRouteKey(t *testing.T, dataPath string) {
+	h := newHarnessOn(t, dataPath, "rabbit1", "rabbit2")
 	ex, dq := brokertest.UniqueName(t, "ex"), brokertest.UniqueName(t, "dq")
 	h.exchangeWithQueue("rabbit1", ex, "topic", "", "")
 	h.exchangeWithQueue("rabbit2", ex, "topic", dq, "#")
 	st := h.add(routes.Spec{Kind: routes.KindExchange, Dest: "rabbit2", Src: "rabbit1", Exchange: ex, Key: "eu.orders"})
-	h.waitState(st.ID, routes.StateOperational)
+	h.waitDataPath(st.ID, dataPath)
 	s := h.session("rabbit1")
 	for i, key := range []string{"us.orders", "eu.orders", "eu.refunds", "eu.orders"} {
 		brokertest.SendAll(t, s, "/exchange/"+ex+"/"+key, 1, 1, func(int) *goamqp.Message {
@@ -197,6 +201,9 @@ func TestIntegrationExchangeRouteKey(t *testing.T) {
 		}
 		if q.Messages != 0 {
 			return fmt.Errorf("%d more messages at the destination", q.Messages)
+		}
+		if g, _ := h.m.Get(st.ID); g.Forwarded != 2 || g.Sent != 2 || g.InFlight != 0 {
+			return fmt.Errorf("counters %+v", g.Counters)
 		}
 		return nil
 	})
@@ -387,12 +394,7 @@ func TestIntegrationUndecodableOnEngine(t *testing.T) {
 	cfg := h.brokers["rabbit1"].Config()
 	brokertest.DeclareQueue(t, cfg, src)
 	h.exchangeWithQueue("rabbit2", ex, "fanout", dq, "")
-	s := h.session("rabbit1")
-	brokertest.SendAll(t, s, "/amq/queue/"+src, 10, 5, brokertest.Numbered)
-	b1 := h.brokers["rabbit1"]
-	b1.URL = strings.Replace(b1.URL, "amqp://", "amqp://"+cfg.Username+":"+cfg.Password+"@", 1) // badkey.py takes the credentials from the URL
-	pyproton(t, "badkey.py", b1, "/amq/queue/"+src)
-	brokertest.SendAll(t, s, "/amq/queue/"+src, 10, 5, func(i int) *goamqp.Message { return brokertest.Numbered(5 + i) })
+	h.fillAroundBadKey(src)
 	st := h.add(routes.Spec{Kind: routes.KindQueue, Dest: "rabbit2", Src: "rabbit1", Exchange: ex, Queue: src})
 	h.waitDataPath(st.ID, routes.DataPathEngine)
 	got := brokertest.Collect(t, h.conns["rabbit2"], "/amq/queue/"+dq, 10, 30*time.Second)

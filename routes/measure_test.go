@@ -23,7 +23,12 @@ import (
 // when the route has forwarded everything (accepted by the destination).
 // CPU is this test process's user + system time (getrusage): the route
 // manager, both paths' connections, and the test's polling, alike on
-// both sides.
+// both sides. ROUTES_MEASURE_KIND picks the route: "" a queue route to
+// an exchange, "destqueue" one into a named queue (Spec.DestQueue),
+// "deadletter" one with on_reject dead-letter (every message accepted:
+// what the dead-letter queue costs on the way, the engine's copy of
+// each message in flight). ROUTES_MEASURE_ONLY picks the source broker,
+// ROUTES_MEASURE_SIZE the message size.
 func TestMeasureRouteDataPath(t *testing.T) {
 	if os.Getenv("ROUTES_MEASURE") == "" {
 		t.Skip("a measurement: set ROUTES_MEASURE=1")
@@ -36,6 +41,9 @@ func TestMeasureRouteDataPath(t *testing.T) {
 		{"qpidd1", "qpidd2", 256, 20000}, {"qpidd1", "qpidd2", 16 << 10, 5000},
 	} {
 		if only := os.Getenv("ROUTES_MEASURE_ONLY"); only != "" && only != c.src {
+			continue
+		}
+		if size := os.Getenv("ROUTES_MEASURE_SIZE"); size != "" && size != fmt.Sprint(c.size) {
 			continue
 		}
 		t.Run(fmt.Sprintf("%s to %s %d B x %d", c.src, c.dst, c.size, c.n), func(t *testing.T) {
@@ -80,14 +88,28 @@ func measureRoute(t *testing.T, dataPath string, ack int, src, dst string, size,
 	h := newHarnessOn(t, dataPath, src, dst)
 	q, ex, dq := brokertest.UniqueName(t, "src"), brokertest.UniqueName(t, "ex"), brokertest.UniqueName(t, "dq")
 	brokertest.DeclareQueue(t, h.brokers[src].Config(), q)
-	brokertest.DeclareExchangeQueue(t, h.brokers[dst].Config(), ex, "fanout", dq, "")
+	spec := routes.Spec{Kind: routes.KindQueue, Dest: dst, Src: src, Exchange: ex, Queue: q, Ack: ack}
+	switch kind := os.Getenv("ROUTES_MEASURE_KIND"); kind {
+	case "":
+		brokertest.DeclareExchangeQueue(t, h.brokers[dst].Config(), ex, "fanout", dq, "")
+	case "destqueue":
+		brokertest.DeclareQueue(t, h.brokers[dst].Config(), dq)
+		spec.Exchange, spec.DestQueue = "", dq
+	case "deadletter":
+		brokertest.DeclareExchangeQueue(t, h.brokers[dst].Config(), ex, "fanout", dq, "")
+		dlq := brokertest.UniqueName(t, "dlq")
+		brokertest.DeclareQueue(t, h.brokers[src].Config(), dlq)
+		spec.OnReject, spec.DeadLetterQueue = routes.DeadLetter, dlq
+	default:
+		t.Fatalf("ROUTES_MEASURE_KIND %q: want destqueue or deadletter", kind)
+	}
 	body := make([]byte, size)
 	brokertest.SendAll(t, h.session(src), queueAddress(h.brokers[src], q), 500, n, func(int) *goamqp.Message {
 		return &goamqp.Message{Data: [][]byte{body}}
 	})
 	runtime.GC()
 	cpu0, t0 := processCPU(t), time.Now()
-	st := h.add(routes.Spec{Kind: routes.KindQueue, Dest: dst, Src: src, Exchange: ex, Queue: q, Ack: ack})
+	st := h.add(spec)
 	h.waitState(st.ID, routes.StateOperational)
 	setup := time.Since(t0)
 	brokertest.Eventually(t, 5*time.Minute, 20*time.Millisecond, func() error {

@@ -258,7 +258,11 @@ func (r *route) runOnce(ctx context.Context, path pathpolicy.Path, credit, limit
 // (once) when it has nothing left to move.
 func (r *route) runLinks(ctx context.Context, path pathpolicy.Path, drain <-chan struct{}, lapped func(), credit, limit int) error {
 	if r.onEngine(path) {
-		return r.runEngine(ctx, drain, credit, limit)
+		err := r.runEngine(ctx, drain, credit, limit)
+		if !errors.Is(err, amqp.ErrEngineUnsupported) {
+			return err
+		}
+		r.log.Debug().Err(err).Msg("this route's links are not for the engine: forwarding on go-amqp")
 	}
 	release, err := r.m.setupSlot(ctx)
 	if err != nil {
@@ -290,7 +294,7 @@ func (r *route) runLinks(ctx context.Context, path pathpolicy.Path, drain <-chan
 		if cfg.DeadLetter, err = r.deadLetterSink(setup, srcSess); err != nil {
 			return err
 		}
-		cfg.DeadLetterAnnotations = map[string]string{links.AnnotationRoute: r.id + " " + r.spec.String()}
+		cfg.DeadLetterAnnotations = r.routeAnnotation()
 	}
 	srcSpec, err := r.mode.source(setup)
 	if err != nil {
@@ -322,6 +326,12 @@ func (r *route) runLinks(ctx context.Context, path pathpolicy.Path, drain <-chan
 		}
 	}
 	return links.Forward(ctx, rcv, w.sink, cfg, &r.c)
+}
+
+// routeAnnotation is what a message dead-lettered by the route's runs
+// says of the route, besides the reason.
+func (r *route) routeAnnotation() map[string]string {
+	return map[string]string{links.AnnotationRoute: r.id + " " + r.spec.String()}
 }
 
 // status is the route as route list shows it.

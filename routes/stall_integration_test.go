@@ -200,8 +200,9 @@ func TestIntegrationStalledRoute(t *testing.T) {
 // startNoSettle starts testdata/nosettle.py, a peer that takes messages
 // and settles none until it is sent SIGUSR1, on a free loopback port of
 // its own; it is killed at cleanup. It returns the peer's process and
-// its broker configuration.
-func startNoSettle(t *testing.T) (*os.Process, famqp.BrokerConfig) {
+// its broker configuration. args go to the script (--reject: it rejects
+// every message instead).
+func startNoSettle(t *testing.T, args ...string) (*os.Process, famqp.BrokerConfig) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -211,7 +212,7 @@ func startNoSettle(t *testing.T) (*os.Process, famqp.BrokerConfig) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("/usr/bin/python3", "../testdata/nosettle.py", addr)
+	cmd := exec.Command("/usr/bin/python3", append([]string{"../testdata/nosettle.py", addr}, args...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

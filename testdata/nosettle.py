@@ -2,14 +2,19 @@
 """An AMQP 1.0 peer that takes messages and never settles them: a
 destination that accepts the attach, grants credit, and then decides
 nothing — what makes a route stall for fedrouter's tests. On SIGUSR1 it
-accepts every message it holds, and every one after.
+accepts every message it holds, and every one after. With --reject it
+rejects every message at once instead (amqp:resource-limit-exceeded,
+"queue full"): a destination that refuses, which RabbitMQ 3.10 and qpidd
+do not give over AMQP 1.0 (RabbitMQ's plugin crashes the session on a
+reject-publish overflow; qpidd accepts and drops).
 
-usage: nosettle.py HOST:PORT
+usage: nosettle.py HOST:PORT [--reject]
 It prints "listening" once it listens, then "accepting" after SIGUSR1.
 """
 import signal
 import sys
 
+from proton import Condition
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
@@ -39,12 +44,16 @@ class NoSettle(MessagingHandler):
         self.container.schedule(0.1, self)
 
     def on_message(self, event):
-        if self.accepting:
+        if REJECT:
+            event.delivery.local.condition = Condition("amqp:resource-limit-exceeded", "queue full")
+            self.reject(event.delivery)
+        elif self.accepting:
             self.accept(event.delivery)
         else:
             self.held.append(event.delivery)
 
 
+REJECT = "--reject" in sys.argv[2:]
 handler = NoSettle(sys.argv[1])
 
 

@@ -62,21 +62,7 @@ func TestConformanceForwardExpire(t *testing.T) {
 	if st := f.Stats(); st.Expired != n || st.Settled != n || st.InFlight != 0 || st.Accepted != 0 {
 		t.Fatalf("stats after Expire: %+v", st)
 	}
-	m, err := famqp.NewRabbitManagement(b.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	brokertest.Eventually(t, 10*time.Second, 50*time.Millisecond, func() error {
-		q, err := m.Queue(context.Background(), strings.TrimPrefix(src, "/amq/queue/"))
-		if err != nil {
-			return err
-		}
-		if q.Messages != 0 {
-			return fmt.Errorf("%d messages at the source", q.Messages)
-		}
-		return nil
-	})
+	sourceEmpty(t, b, src)
 }
 
 // A fence that says no after ten questions (it is asked before each

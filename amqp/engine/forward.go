@@ -28,6 +28,22 @@ type ForwardOptions struct {
 	// released at the source. A router cluster's lease: a member past
 	// it must not forward a single message.
 	Fence func() bool
+	// DeadLetter, when set, is the target of a sender the forwarder
+	// attaches on the source's session: a message the destination
+	// rejected, or Expire gave up on, goes there instead of being
+	// rejected at the source (deadletter.go).
+	DeadLetter *SenderOptions
+	// DeadLetterAnnotations says which message annotations a message
+	// sent to DeadLetter gets: st is the destination's rejection,
+	// Expire's state, or the decoder's refusal (amqp:decode-error), as
+	// cause says. It runs on a reader goroutine with the forwarder's
+	// lock held: it must not block.
+	DeadLetterAnnotations func(st *DeliveryState, cause DeadLetterCause) []wire.Annotated
+	// UndecodableKey: with DeadLetter, a message whose message
+	// annotations do not decode (a key neither symbol nor ulong) is
+	// dead-lettered too, its annotations section kept whole, encoded, as
+	// a binary annotation under this key (they cannot be rewritten).
+	UndecodableKey string
 }
 
 // ErrFenced: ForwardOptions.Fence said no; the forwarder sends nothing
@@ -47,6 +63,10 @@ var ErrFenced = errors.New("engine: the forwarder's fence refused to send")
 type Forwarder struct {
 	opts ForwardOptions
 	dst  *Sender
+	dl   *Sender // ForwardOptions.DeadLetter's sender; nil without
+	// lastDst is the destination delivery-id last sent: an undecodable
+	// message's place in the send order (it has none of its own).
+	lastDst uint32
 
 	mu       sync.Mutex
 	inflight []inflight // sent to dst, waiting for its outcome, in send order
@@ -61,6 +81,8 @@ type Forwarder struct {
 	forwarded, settled, released, refused, parks uint64
 	accepted, rejected                           uint64 // the destination's outcomes, of settled
 	expired                                      uint64 // settled by Expire: no outcome in time
+	abandoned                                    uint64 // given a state by Expire (dead-lettered or not)
+	deadLettered                                 uint64 // accepted by the dead-letter queue, then at the source
 
 	progress chan struct{} // poked (never blocking) when the source is settled
 	nParked  atomic.Int64  // len(parked), read by limit without f.mu
@@ -74,6 +96,15 @@ type inflight struct {
 	expired    bool  // Expire gave it its state, not the destination
 	sent       int64 // when it was sent, Unix nanoseconds (Expire)
 	state      wire.DeliveryState
+	// With a dead-letter queue: the message as sent (a pooled copy), and
+	// where its dead-lettering stands (deadletter.go).
+	payload []byte
+	dlSent  bool   // sent to the dead-letter queue, its outcome awaited
+	dlID    uint32 // its delivery-id there
+	dead    bool   // the dead-letter queue accepted it
+	// undecodable: never sent, its annotations do not decode; it goes
+	// to the dead-letter queue with them kept whole (deadletter.go).
+	undecodable bool
 }
 
 type parked struct {
@@ -93,6 +124,10 @@ func Forward(ctx context.Context, src *Session, ro ReceiverOptions, dst *Session
 		return nil, nil, nil, fmt.Errorf("engine: attach sender to %s: %w", so.Address, err)
 	}
 	f.dst = snd
+	if err := f.attachDeadLetter(ctx, src); err != nil {
+		_ = snd.Close(ctx)
+		return nil, nil, nil, err
+	}
 	if ro.Credit == 0 {
 		ro.Credit = 100
 	}
@@ -102,7 +137,10 @@ func Forward(ctx context.Context, src *Session, ro ReceiverOptions, dst *Session
 	} else {
 		ro.AckN = fo.AckN
 	}
-	ro.OnMessage, ro.Mode = f.onMessage, SettleUnsettled
+	ro.OnMessage = f.onMessage
+	if ro.Mode != SettleAskUnsettled { // asked for (qpidd's exchange subscriptions), or the default
+		ro.Mode = SettleUnsettled
+	}
 	// Credit follows the destination's: the source is asked for no more
 	// than can be sent on at once, so little is parked (Proton's broker
 	// grants 5, qpidd 500).
@@ -110,6 +148,9 @@ func Forward(ctx context.Context, src *Session, ro ReceiverOptions, dst *Session
 	rcv, err := src.NewReceiver(ctx, ro)
 	if err != nil {
 		_ = snd.Close(ctx)
+		if f.dl != nil {
+			_ = f.dl.Close(ctx)
+		}
 		return nil, nil, nil, fmt.Errorf("engine: attach receiver to %s: %w", ro.Address, err)
 	}
 	f.mu.Lock()
@@ -123,11 +164,15 @@ func Forward(ctx context.Context, src *Session, ro ReceiverOptions, dst *Session
 // destination, Settled of those with the destination's outcome (Accepted
 // and Rejected by it, the rest released at the source), Released at the
 // source without being sent, Refused (rejected at the source: they do
-// not decode).
+// not decode). With a dead-letter queue, DeadLettered of the settled
+// went there (and were accepted at the source), not counted in Accepted,
+// Rejected or Expired.
 type ForwardStats struct {
 	Forwarded, Settled, Released, Refused uint64
 	Accepted, Rejected                    uint64
 	Expired                               uint64 // settled at the source with Expire's state
+	Abandoned                             uint64 // given up on by Expire: Expired, or dead-lettered
+	DeadLettered                          uint64
 	Parks                                 uint64 // messages that waited (copied) for destination credit
 	InFlight, Parked                      int
 }
@@ -137,7 +182,7 @@ func (f *Forwarder) Stats() ForwardStats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return ForwardStats{Forwarded: f.forwarded, Settled: f.settled, Released: f.released, Refused: f.refused, Parks: f.parks,
-		Accepted: f.accepted, Rejected: f.rejected, Expired: f.expired,
+		Accepted: f.accepted, Rejected: f.rejected, Expired: f.expired, Abandoned: f.abandoned, DeadLettered: f.deadLettered,
 		InFlight: len(f.inflight) - f.head, Parked: len(f.parked)}
 }
 
@@ -173,11 +218,11 @@ func (f *Forwarder) onMessage(d *Delivery) {
 	if len(f.parked) == 0 {
 		id, err := f.send(d.Payload)
 		if err == nil {
-			f.push(id, d.ID, d.Settled)
+			f.push(id, d.ID, d.Settled, f.keep(d.Payload))
 			return
 		}
 		if !errors.Is(err, ErrNoCredit) {
-			f.fail(d.Receiver, d.ID, d.Settled, err)
+			f.fail(d.Receiver, d.ID, d.Settled, d.Payload, err)
 			return
 		}
 	}
@@ -218,21 +263,28 @@ type refusal struct{ err error }
 func (r *refusal) Error() string { return r.err.Error() }
 func (r *refusal) Unwrap() error { return r.err }
 
-func (f *Forwarder) push(dstID, srcID uint32, srcSettled bool) {
+// push records a message sent to the destination; payload is its copy
+// kept for the dead-letter queue (nil without one).
+func (f *Forwarder) push(dstID, srcID uint32, srcSettled bool, payload []byte) {
 	if f.head > 0 && (f.head == len(f.inflight) || f.head >= 1024 && f.head*2 >= len(f.inflight)) {
 		// Reuse the front: the slice stays as long as what is in flight.
 		n := copy(f.inflight, f.inflight[f.head:])
 		f.inflight, f.head = f.inflight[:n], 0
 	}
-	f.inflight = append(f.inflight, inflight{dst: dstID, src: srcID, srcSettled: srcSettled, sent: time.Now().UnixNano()})
+	f.inflight = append(f.inflight, inflight{dst: dstID, src: srcID, srcSettled: srcSettled, sent: time.Now().UnixNano(), payload: payload})
 	f.forwarded++
+	f.lastDst = dstID
 }
 
 // fail handles a send that failed for good: a message that does not
 // decode is rejected at the source; a dead destination stops the
 // forwarder and the delivery is released (the source keeps it).
-func (f *Forwarder) fail(src *Receiver, id uint32, settled bool, err error) {
+func (f *Forwarder) fail(src *Receiver, id uint32, settled bool, payload []byte, err error) {
 	var r *refusal
+	if errors.As(err, &r) && f.dl != nil {
+		f.pushUndecodable(id, settled, payload, r)
+		return
+	}
 	if errors.As(err, &r) {
 		f.refused++
 		if !settled {
@@ -265,7 +317,7 @@ func (f *Forwarder) onSettled(first, last uint32, st *DeliveryState) {
 		if int32(e.dst-last) > 0 {
 			break
 		}
-		if int32(e.dst-first) >= 0 {
+		if int32(e.dst-first) >= 0 && !e.done { // done: Expire's state stands
 			e.done, e.state = true, *st
 		}
 	}
@@ -279,10 +331,17 @@ func (f *Forwarder) settleHeadLocked() {
 	n := 0
 	for f.head < len(f.inflight) && f.inflight[f.head].done {
 		e := &f.inflight[f.head]
+		if f.dl != nil && e.state.Kind == wire.StateRejected && !e.dead && !f.deadLetterLocked(e) {
+			break // waiting for the dead-letter queue
+		}
 		f.head++
 		n++
 		f.settled++
+		out := sourceOutcome(&e.state)
 		switch {
+		case e.dead:
+			f.deadLettered++
+			out = Accepted
 		case e.expired:
 			f.expired++
 		case e.state.Kind == wire.StateAccepted:
@@ -291,7 +350,11 @@ func (f *Forwarder) settleHeadLocked() {
 			f.rejected++
 		}
 		if !e.srcSettled {
-			src.Settle(e.src, sourceOutcome(&e.state))
+			src.Settle(e.src, out)
+		}
+		if e.payload != nil {
+			f.free = append(f.free, e.payload[:0])
+			e.payload = nil
 		}
 	}
 	if n > 0 && f.opts.AckN == 0 {
@@ -322,6 +385,7 @@ func (f *Forwarder) Expire(before time.Time, st *DeliveryState) int {
 			n++
 		}
 	}
+	f.abandoned += uint64(n)
 	if n > 0 {
 		f.settleHeadLocked()
 	}
@@ -405,11 +469,14 @@ func (f *Forwarder) drainParked() {
 			break
 		}
 		if err != nil {
-			f.fail(f.src, p.src, p.srcSettled, err)
+			f.fail(f.src, p.src, p.srcSettled, p.payload, err)
+			f.free = append(f.free, p.payload)
+		} else if f.dl != nil {
+			f.push(id, p.src, p.srcSettled, p.payload) // the parked copy is the one kept
 		} else {
-			f.push(id, p.src, p.srcSettled)
+			f.push(id, p.src, p.srcSettled, nil)
+			f.free = append(f.free, p.payload)
 		}
-		f.free = append(f.free, p.payload)
 		sent++
 	}
 	if sent > 0 {

@@ -24,24 +24,40 @@ type Sections struct {
 // keys must be symbols or ulongs (part 3.2.10, 3.2.3): any other key is
 // an error naming the section and the key's type.
 func ScanSections(payload []byte) (Sections, error) {
+	s, _, err := scanSections(payload, false)
+	return s, err
+}
+
+// ScanSectionsLenient is ScanSections for a message that is to be kept
+// whole whatever its annotations hold (a dead-letter queue's): an
+// annotations section whose keys break the rule is still located, and
+// badAnnotations says the message annotations did (a delivery
+// annotations section that did is dropped on the way on anyway). Other
+// errors (a section that does not parse at all) are returned.
+func ScanSectionsLenient(payload []byte) (s Sections, badAnnotations bool, err error) {
+	return scanSections(payload, true)
+}
+
+func scanSections(payload []byte, lenient bool) (Sections, bool, error) {
 	var s Sections
+	bad := false
 	d := NewDecoder(payload)
 	last := uint64(0)
 	for d.Len() > 0 {
 		start := d.off
 		if d.Peek() != codeDescribed {
-			return s, fmt.Errorf("%w: at byte %d: a message section must be a described type, found 0x%02x", ErrDecode, start, d.Peek())
+			return s, bad, fmt.Errorf("%w: at byte %d: a message section must be a described type, found 0x%02x", ErrDecode, start, d.Peek())
 		}
 		desc := d.Descriptor()
 		if d.err != nil {
-			return s, d.err
+			return s, bad, d.err
 		}
 		if desc < DescHeader || desc > DescMessageAnnotations {
 			s.Bare = start
-			return s, nil
+			return s, bad, nil
 		}
 		if desc <= last {
-			return s, fmt.Errorf("%w: at byte %d: section 0x%x out of order or repeated", ErrDecode, start, desc)
+			return s, bad, fmt.Errorf("%w: at byte %d: section 0x%x out of order or repeated", ErrDecode, start, desc)
 		}
 		last = desc
 		valueStart := d.off
@@ -50,8 +66,14 @@ func ScanSections(payload []byte) (Sections, error) {
 		} else {
 			d.annotationKeys(desc)
 		}
+		if d.err != nil && lenient && desc != DescHeader {
+			// Read over it again without the key rule.
+			d.err, d.off, d.depth = nil, valueStart, 0
+			d.Skip()
+			bad = bad || desc == DescMessageAnnotations && d.err == nil
+		}
 		if d.err != nil {
-			return s, d.err
+			return s, bad, d.err
 		}
 		span := Span{start, d.off}
 		switch desc {
@@ -65,7 +87,7 @@ func ScanSections(payload []byte) (Sections, error) {
 		}
 	}
 	s.Bare = len(payload)
-	return s, nil
+	return s, bad, nil
 }
 
 // annotationKeys reads over an annotations map, checking every key.

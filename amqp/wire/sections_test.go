@@ -85,3 +85,25 @@ func TestSectionsRefuseBadKeys(t *testing.T) {
 		t.Errorf("ulong and symbol keys refused: %v", err)
 	}
 }
+
+// The lenient scan locates annotations sections whose keys break the
+// rule (a dead-letter queue keeps such a message whole), says whether
+// the message annotations did, and still refuses what does not parse.
+func TestSectionsLenient(t *testing.T) {
+	badMA := message(t, nil, Map{{"x-str", "v"}}, []byte("body"))
+	s, bad, err := ScanSectionsLenient(badMA)
+	if err != nil || !bad || !s.MessageAnnotations.Present() || !bytes.HasPrefix(badMA[s.MessageAnnotations.Start:], []byte{0x00, 0x53, 0x72}) {
+		t.Fatalf("bad message annotations: %+v bad %v err %v", s, bad, err)
+	}
+	out := AppendRewritten(nil, badMA, &Sections{Header: s.Header, Bare: s.Bare}, true, Annotated{Key: "x-why", Value: AppendString(nil, "k")})
+	if got, err := ScanSections(out); err != nil || !got.MessageAnnotations.Present() || !bytes.HasSuffix(out, badMA[s.Bare:]) {
+		t.Fatalf("rewritten without the bad section: %+v %v", got, err)
+	}
+	badDA := message(t, Map{{"bad", "v"}}, Map{{Symbol("x-ok"), "v"}}, nil)
+	if s, bad, err := ScanSectionsLenient(badDA); err != nil || bad || !s.DeliveryAnnotations.Present() || !s.MessageAnnotations.Present() {
+		t.Fatalf("bad delivery annotations: %+v bad %v err %v", s, bad, err)
+	}
+	if _, _, err := ScanSectionsLenient(badMA[:s.MessageAnnotations.End-2]); err == nil {
+		t.Fatal("a truncated section accepted")
+	}
+}

@@ -179,8 +179,10 @@ func TestQpidRouteKinds(t *testing.T) {
 }
 
 // qpidRouteKinds runs every route kind between qpidd and RabbitMQ on
-// dataPath: the queue routes on the engine when it is asked for, the
-// exchange routes on go-amqp whatever it says (docs/engine.md).
+// dataPath. Asked for the engine, every route runs on it but the
+// exchange routes with a literal key to qpidd, which give each message
+// that key as its subject: the engine does not rewrite the bare
+// message, so they stay on go-amqp (docs/engine.md).
 func qpidRouteKinds(t *testing.T, dataPath string) {
 	const n = 300
 	bs := brokertest.Require(t, "qpidd1", "qpidd2", "rabbit1")
@@ -212,8 +214,8 @@ func qpidRouteKinds(t *testing.T, dataPath string) {
 	}
 	brokertest.Eventually(t, 60*time.Second, 100*time.Millisecond, func() error {
 		for _, st := range p.routes() {
-			ok := operational
-			if dataPath == routes.DataPathEngine && st.Spec.Kind == routes.KindQueue {
+			ok := onGoAMQP
+			if dataPath == routes.DataPathEngine && !(st.Spec.Kind == routes.KindExchange && st.Spec.Key == "orders.created" && st.Spec.Dest != r1.Name) {
 				ok = onEngine
 			}
 			if err := ok(st); err != nil {
