@@ -48,7 +48,7 @@ test-short:
 test: lint vulncheck postgres qpidd chromium
 	$(BROKERS) start $(TEST_BROKERS)
 	DATABASE_URL=$$($(POSTGRES) start) && export DATABASE_URL && \
-	  $(GO) test -p 1 -race -count=1 -timeout 20m ./... ; rc=$$?; \
+	  $(GO) test -p 1 -race -count=1 -timeout 30m ./... ; rc=$$?; \
 	  if [ "$(KEEP_BROKERS)" != 1 ]; then $(BROKERS) stop; $(POSTGRES) stop; $(MAKE) -s qpidd-stop; fi; exit $$rc
 
 # Headless Chromium for the web console's browser tests (docs/console.md):
