@@ -43,11 +43,11 @@ func apiCommands() []*cli.Command {
 		},
 		{
 			Name:  "link",
-			Usage: "show links (broker pairs that routes run over)",
+			Usage: "links between brokers, the pairs routes run over: list, add, del",
 			Subcommands: []*cli.Command{
 				apiCommand("link", "list", "list the links", "", 0, 0, true, listLinks),
 				linkAddCommand(),
-				apiCommand("link", "del", "delete a link link add added", "<dest> <src>", 2, 2, false, deleteLink),
+				apiCommand("link", "del", "delete a link that link add added", "<dest> <src>", 2, 2, false, deleteLink),
 			},
 		},
 		{
