@@ -153,11 +153,12 @@ func (e *EngineForwarder) count(c *Counters) engine.ForwardStats {
 	c.Rejected.Add(st.Rejected - p.Rejected + st.Refused - p.Refused + st.Expired - p.Expired)
 	c.NoOutcome.Add(st.Abandoned - p.Abandoned)
 	c.DeadLettered.Add(st.DeadLettered - p.DeadLettered)
+	c.Looped.Add(st.Looped - p.Looped)
 	// Released at the source: outcomes other than accepted or rejected,
 	// and deliveries that were never sent (the forwarder stopping, or
 	// beyond what it may park).
 	redelivered := func(s engine.ForwardStats) uint64 {
-		return s.Settled - s.Accepted - s.Rejected - s.Expired - s.DeadLettered + s.Released
+		return s.Settled - s.Accepted - s.Rejected - s.Expired - s.DeadLettered - s.Looped + s.Released
 	}
 	c.Redelivered.Add(redelivered(st) - redelivered(p))
 	c.InFlight.Store(int64(st.InFlight + st.Parked))
@@ -198,6 +199,8 @@ func deadLetterAnnotations(cfg Config) func(st *engine.DeliveryState, cause engi
 		switch {
 		case cause == engine.CauseNoOutcome:
 			reason = fmt.Sprintf("no outcome from the destination within %s (unroutable?)", cfg.OutcomeTimeout)
+		case cause == engine.CauseUndecodable && st.Error.Condition == CondInvalidField: // refused by the route's hook
+			reason, condition = "refused: "+st.Error.Description, st.Error.Condition
 		case cause == engine.CauseUndecodable:
 			reason, condition = "the message does not decode: "+st.Error.Description, st.Error.Condition
 		case st.Error != nil && (st.Error.Condition != "" || st.Error.Description != ""):

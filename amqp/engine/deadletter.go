@@ -30,7 +30,7 @@ type DeadLetterCause uint8
 const (
 	CauseRejected    DeadLetterCause = iota // the destination rejected it
 	CauseNoOutcome                          // Expire gave up waiting for the destination
-	CauseUndecodable                        // its annotations do not decode: never sent
+	CauseUndecodable                        // its annotations do not decode, or Rewrite refused it: never sent
 )
 
 // ErrDeadLetterRefused: the dead-letter queue did not accept a message;
@@ -167,6 +167,6 @@ func (f *Forwarder) pushUndecodable(id uint32, settled bool, payload []byte, r *
 	f.forwarded-- // not sent
 	e := &f.inflight[len(f.inflight)-1]
 	e.done, e.undecodable = true, true
-	e.state = wire.DeliveryState{Kind: wire.StateRejected, Error: &wire.Error{Condition: condDecodeError, Description: r.Error()}}
+	e.state = wire.DeliveryState{Kind: wire.StateRejected, Error: r.wireError()}
 	f.settleHeadLocked()
 }

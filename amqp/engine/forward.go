@@ -15,9 +15,13 @@ import (
 type ForwardOptions struct {
 	// Rewrite, when set, names message annotations to set on each
 	// message (e.g. a hop count); it reads them from payload through s.
-	// It runs on the source's reader goroutine. Without it the payload
-	// is forwarded as it came, delivery annotations dropped.
-	Rewrite func(payload []byte, s *wire.Sections) []wire.Annotated
+	// It runs on the source's reader goroutine with the forwarder's lock
+	// held (one call at a time: it may reuse its buffers; what it
+	// returns is used before its next call). Without it the payload is
+	// forwarded as it came, delivery annotations dropped. Its error:
+	// ErrDrop, the message is not sent and is accepted at the source in
+	// its turn, counted Looped; any other refuses it (rewrite.go).
+	Rewrite func(payload []byte, s *wire.Sections) ([]wire.Annotated, error)
 	// AckN: 0 settles the source once per outcome the destination sends
 	// (one disposition per range it acknowledged); N > 0 leaves it to
 	// the source receiver's ack policy (AckN, AckDelay).
@@ -82,6 +86,7 @@ type Forwarder struct {
 	accepted, rejected                           uint64 // the destination's outcomes, of settled
 	expired                                      uint64 // settled by Expire: no outcome in time
 	abandoned                                    uint64 // given a state by Expire (dead-lettered or not)
+	looped                                       uint64 // dropped by Rewrite (ErrDrop), accepted at the source
 	deadLettered                                 uint64 // accepted by the dead-letter queue, then at the source
 
 	progress chan struct{} // poked (never blocking) when the source is settled
@@ -105,6 +110,7 @@ type inflight struct {
 	// undecodable: never sent, its annotations do not decode; it goes
 	// to the dead-letter queue with them kept whole (deadletter.go).
 	undecodable bool
+	looped      bool // never sent: Rewrite dropped it (rewrite.go)
 }
 
 type parked struct {
@@ -164,15 +170,18 @@ func Forward(ctx context.Context, src *Session, ro ReceiverOptions, dst *Session
 // destination, Settled of those with the destination's outcome (Accepted
 // and Rejected by it, the rest released at the source), Released at the
 // source without being sent, Refused (rejected at the source: they do
-// not decode). With a dead-letter queue, DeadLettered of the settled
-// went there (and were accepted at the source), not counted in Accepted,
-// Rejected or Expired.
+// not decode, or Rewrite refused them). With a dead-letter queue,
+// DeadLettered of the settled went there (and were accepted at the
+// source), not counted in Accepted, Rejected or Expired. Looped of the
+// settled were dropped by Rewrite (never sent, accepted at the source),
+// not counted in Forwarded or Accepted.
 type ForwardStats struct {
 	Forwarded, Settled, Released, Refused uint64
 	Accepted, Rejected                    uint64
 	Expired                               uint64 // settled at the source with Expire's state
 	Abandoned                             uint64 // given up on by Expire: Expired, or dead-lettered
 	DeadLettered                          uint64
+	Looped                                uint64
 	Parks                                 uint64 // messages that waited (copied) for destination credit
 	InFlight, Parked                      int
 }
@@ -182,7 +191,7 @@ func (f *Forwarder) Stats() ForwardStats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return ForwardStats{Forwarded: f.forwarded, Settled: f.settled, Released: f.released, Refused: f.refused, Parks: f.parks,
-		Accepted: f.accepted, Rejected: f.rejected, Expired: f.expired, Abandoned: f.abandoned, DeadLettered: f.deadLettered,
+		Accepted: f.accepted, Rejected: f.rejected, Expired: f.expired, Abandoned: f.abandoned, DeadLettered: f.deadLettered, Looped: f.looped,
 		InFlight: len(f.inflight) - f.head, Parked: len(f.parked)}
 }
 
@@ -221,6 +230,10 @@ func (f *Forwarder) onMessage(d *Delivery) {
 			f.push(id, d.ID, d.Settled, f.keep(d.Payload))
 			return
 		}
+		if errors.Is(err, ErrDrop) {
+			f.pushLooped(d.ID, d.Settled)
+			return
+		}
 		if !errors.Is(err, ErrNoCredit) {
 			f.fail(d.Receiver, d.ID, d.Settled, d.Payload, err)
 			return
@@ -248,7 +261,9 @@ func (f *Forwarder) send(payload []byte) (uint32, error) {
 	}
 	var set []wire.Annotated
 	if f.opts.Rewrite != nil {
-		set = f.opts.Rewrite(payload, sec)
+		if set, err = f.opts.Rewrite(payload, sec); err != nil {
+			return 0, rewriteErr(err)
+		}
 	}
 	if len(set) == 0 && !sec.DeliveryAnnotations.Present() {
 		return f.dst.TrySend(payload)
@@ -257,8 +272,12 @@ func (f *Forwarder) send(payload []byte) (uint32, error) {
 }
 
 // refusal is a message the forwarder cannot forward as it is (its
-// sections do not decode): rejected at the source, not retried.
-type refusal struct{ err error }
+// sections do not decode, or Rewrite refused it): rejected at the
+// source with cond (amqp:decode-error when empty), not retried.
+type refusal struct {
+	err  error
+	cond string
+}
 
 func (r *refusal) Error() string { return r.err.Error() }
 func (r *refusal) Unwrap() error { return r.err }
@@ -288,8 +307,7 @@ func (f *Forwarder) fail(src *Receiver, id uint32, settled bool, payload []byte,
 	if errors.As(err, &r) {
 		f.refused++
 		if !settled {
-			src.Settle(id, &DeliveryState{Kind: wire.StateRejected,
-				Error: &wire.Error{Condition: condDecodeError, Description: err.Error()}})
+			src.Settle(id, &DeliveryState{Kind: wire.StateRejected, Error: r.wireError()})
 			src.Flush()
 		}
 		return
@@ -342,6 +360,8 @@ func (f *Forwarder) settleHeadLocked() {
 		case e.dead:
 			f.deadLettered++
 			out = Accepted
+		case e.looped:
+			f.looped++
 		case e.expired:
 			f.expired++
 		case e.state.Kind == wire.StateAccepted:
@@ -468,12 +488,16 @@ func (f *Forwarder) drainParked() {
 		if errors.Is(err, ErrNoCredit) {
 			break
 		}
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrDrop):
+			f.pushLooped(p.src, p.srcSettled)
+			f.free = append(f.free, p.payload)
+		case err != nil:
 			f.fail(f.src, p.src, p.srcSettled, p.payload, err)
 			f.free = append(f.free, p.payload)
-		} else if f.dl != nil {
+		case f.dl != nil:
 			f.push(id, p.src, p.srcSettled, p.payload) // the parked copy is the one kept
-		} else {
+		default:
 			f.push(id, p.src, p.srcSettled, nil)
 			f.free = append(f.free, p.payload)
 		}

@@ -49,7 +49,13 @@ func session(t testing.TB, c *engine.Conn, opts engine.SessionOptions) *engine.S
 // queue makes a queue unique to the test on b and returns its address.
 func queue(t testing.TB, b brokertest.Broker) string {
 	t.Helper()
-	q := brokertest.UniqueName(t, "h-engine")
+	return queuePrefixed(t, b, "h-engine")
+}
+
+// queuePrefixed is queue with its name starting with prefix.
+func queuePrefixed(t testing.TB, b brokertest.Broker, prefix string) string {
+	t.Helper()
+	q := brokertest.UniqueName(t, prefix)
 	brokertest.DeclareQueue(t, b.Config(), q)
 	if b.Kind == "rabbitmq" {
 		return "/amq/queue/" + q

@@ -1,0 +1,103 @@
+package engine_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/fedrouter/fedrouter/amqp/brokertest"
+	"github.com/fedrouter/fedrouter/amqp/engine"
+	"github.com/fedrouter/fedrouter/amqp/wire"
+)
+
+// hookQueue makes a queue unique to this branch's tests on b.
+func hookQueue(t testing.TB, b brokertest.Broker) string {
+	t.Helper()
+	return queuePrefixed(t, b, "h-enghook")
+}
+
+// numberOf is message i's number, read from its data ("m-000042-...").
+func numberOf(payload []byte) (int, error) {
+	data, err := dataOf(payload)
+	if err != nil || len(data) < 8 {
+		return 0, fmt.Errorf("no numbered data: %v", err)
+	}
+	return strconv.Atoi(string(data[2:8]))
+}
+
+// dropOrRefuse is a Rewrite that drops every third message, refuses
+// every 50th from the 7th, and counts a hop on the rest.
+func dropOrRefuse(payload []byte, s *wire.Sections) ([]wire.Annotated, error) {
+	i, err := numberOf(payload)
+	switch {
+	case err != nil:
+		return nil, err
+	case i%3 == 0:
+		return nil, engine.ErrDrop
+	case i%50 == 7:
+		return nil, errors.New("test: refused")
+	}
+	return hopRewrite(payload, s)
+}
+
+// A Rewrite that drops or refuses messages: those are not sent; the
+// dropped ones are accepted at the source, the refused rejected there
+// (amqp:invalid-field), each in its turn, and everything else crosses
+// byte for byte in order. Proton C grants 5 credits: most messages park
+// and are dropped from the parked list; ack 100 settles in ranges.
+func TestConformanceForwardRewriteDrop(t *testing.T) {
+	for _, c := range []struct {
+		src, dst string
+		ack      int
+	}{{"rabbit1", "rabbit2", 0}, {"rabbit1", "rabbit2", 100}, {"qpidd1", "proton1", 0}} {
+		t.Run(fmt.Sprintf("%s-%s/ack%d", c.src, c.dst, c.ack), func(t *testing.T) {
+			bs := brokertest.Require(t, c.src, c.dst)
+			src, dst := bs[0], bs[1]
+			srcAddr, dstAddr := hookQueue(t, src), hookQueue(t, dst)
+			const n = 600
+			var want []int
+			dropped, refused := 0, 0
+			for i := range n {
+				switch {
+				case i%3 == 0:
+					dropped++
+				case i%50 == 7:
+					refused++
+				default:
+					want = append(want, i)
+				}
+			}
+			fill(t, src, srcAddr, n, 64)
+			f := startForward(t, src, dst, srcAddr, dstAddr, 100, engine.ForwardOptions{Rewrite: dropOrRefuse, AckN: c.ack})
+			brokertest.Eventually(t, 30*time.Second, 10*time.Millisecond, func() error {
+				if st := f.Stats(); st.Settled+st.Refused != n {
+					return fmt.Errorf("%+v, err %v", st, f.Err())
+				}
+				return nil
+			})
+			st := f.Stats()
+			t.Logf("%+v", st)
+			if st.Looped != uint64(dropped) || st.Refused != uint64(refused) || st.Forwarded != uint64(len(want)) ||
+				st.Accepted != uint64(len(want)) || st.Released != 0 {
+				t.Fatalf("stats %+v: want %d looped, %d refused, %d forwarded", st, dropped, refused, len(want))
+			}
+			col := newCollector(len(want))
+			if _, err := session(t, dial(t, dst, engine.Options{}), engine.SessionOptions{}).NewReceiver(t.Context(),
+				engine.ReceiverOptions{Address: dstAddr, Credit: 100, OnMessage: col.onMessage}); err != nil {
+				t.Fatal(err)
+			}
+			for k, p := range col.take(t, len(want), 20*time.Second) {
+				got, err := dataOf(p)
+				if err != nil || !bytes.Equal(got, body(want[k], 64)) {
+					t.Fatalf("message %d: want number %d: %v", k, want[k], err)
+				}
+			}
+			if src.Kind == "rabbitmq" {
+				sourceEmpty(t, src, srcAddr)
+			}
+		})
+	}
+}
