@@ -27,10 +27,9 @@ import (
 // outcome for goes to that queue instead, with the annotations
 // links.Forward gives it (the reason, the condition, the time and
 // Config.DeadLetterAnnotations), and is accepted at the source once the
-// dead-letter queue accepted it (engine/deadletter.go). Not carried yet
-// (a route needing it runs on go-amqp, routes/ decides): Prepare, and
-// Config.DeadLetter (the go-amqp Sink; EngineLinks.DeadLetter stands for
-// it). Config.Fence is asked by the engine's forwarder before each
+// dead-letter queue accepted it (engine/deadletter.go). Config.Prepare
+// and Config.DeadLetter are go-amqp's: EngineLinks.Rewrite (on bytes)
+// and EngineLinks.DeadLetter stand for them. Config.Fence is asked by the engine's forwarder before each
 // message (engine.ForwardOptions.Fence); a no ends the run with
 // ErrFenced, as on go-amqp.
 
@@ -42,6 +41,11 @@ type EngineLinks struct {
 	// DeadLetter, when set, is the dead-letter queue at the source's
 	// broker: its sender is attached on Src.
 	DeadLetter *engine.SenderOptions
+	// Rewrite, when set, is the run's per-message hook (a route's
+	// meshHop or traceHop on bytes, routes/enginehook.go): the
+	// annotations to set, engine.ErrDrop for a message that would loop
+	// (accepted at the source, counted Looped), or an error refusing it.
+	Rewrite func(payload []byte, s *wire.Sections) ([]wire.Annotated, error)
 }
 
 // EngineForwarder is one run's links on the engine, attached.
@@ -63,7 +67,7 @@ type EngineForwarder struct {
 func AttachEngine(ctx context.Context, l EngineLinks, cfg Config, ack int) (*EngineForwarder, error) {
 	ro := l.Source
 	ro.Credit = uint32(max(1, cfg.Window))
-	fo := engine.ForwardOptions{AckN: ack, Fence: cfg.Fence}
+	fo := engine.ForwardOptions{AckN: ack, Fence: cfg.Fence, Rewrite: l.Rewrite}
 	if l.DeadLetter != nil {
 		fo.DeadLetter, fo.DeadLetterAnnotations, fo.UndecodableKey = l.DeadLetter, deadLetterAnnotations(cfg), AnnotationUndecodable
 	}

@@ -33,17 +33,20 @@ func CheckDataPath(p string) error {
 // direct route (not rerouted through transit) to one of this router's
 // brokers, rejecting at the source or dead-lettering (on_reject): a
 // queue route to an exchange, or to a queue without a global
-// destination's gate; an exchange route without link-state flooding
-// (with it, meshHop judges and annotates every message). Not a global
-// destination's flow (MaxMoves: each message's moves counted), fan-out,
-// dynamic or transit routes. A link the engine cannot attach (qpidd's
-// subject on every message of an exchange route with a literal key:
+// destination's gate; an exchange route (on a link-state mesh with
+// meshHop on the message's bytes: enginehook.go); a dynamic route (its
+// traceHop likewise, its demand followed beside the run). Not a global
+// destination's flow (MaxMoves: each message's moves counted), fan-out
+// or transit routes. A link the engine cannot attach (qpidd's subject
+// on every message of an exchange route with a literal key:
 // amqp.ErrEngineUnsupported) makes that run go on go-amqp (runLinks).
 func (r *route) onEngine(path pathpolicy.Path) bool {
 	if r.m.opts.DataPath != DataPathEngine || path == pathpolicy.Transit {
 		return false
 	}
-	if _, direct := r.mode.(*directMode); !direct {
+	switch r.mode.(type) {
+	case *directMode, *dynamicMode:
+	default:
 		return false
 	}
 	s := r.spec
@@ -52,8 +55,8 @@ func (r *route) onEngine(path pathpolicy.Path) bool {
 		return false
 	case s.Kind == KindQueue:
 		return s.DestQueue == "" || r.m.opts.Gates == nil || r.m.opts.Gates.Gate(s.Dest, s.DestQueue) == nil
-	case s.Kind == KindExchange:
-		return r.env.table == nil
+	case s.Kind == KindExchange, s.Kind == KindDynamic:
+		return true
 	}
 	return false
 }
@@ -69,6 +72,10 @@ const engineClose = 5 * time.Second
 // source's queue forwarded to the destination as bytes, the source
 // settled in ranges (spec.Ack).
 func (r *route) runEngine(ctx context.Context, drain <-chan struct{}, credit, limit int) error {
+	hook, err := r.engineHook(ctx)
+	if err != nil {
+		return err
+	}
 	release, err := r.m.setupSlot(ctx)
 	if err != nil {
 		return err
@@ -81,6 +88,13 @@ func (r *route) runEngine(ctx context.Context, drain <-chan struct{}, credit, li
 		return err
 	}
 	defer endSessions(l.Src, l.Dst)
+	l.Rewrite = hook.rewrite
+	if hook.follow != nil { // once subscribed (engineLinks), as on go-amqp
+		fctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); hook.follow(fctx) }() // owned by this run: stopped and waited for below
+		defer func() { stop(); <-done }()
+	}
 	cfg := links.Config{Window: credit, Limit: limit, Drain: drain, OutcomeTimeout: r.spec.OutcomeTimeout, Fence: r.fence}
 	if l.DeadLetter != nil {
 		cfg.DeadLetterAnnotations = r.routeAnnotation()

@@ -107,6 +107,12 @@ func AppendString(b []byte, v string) []byte {
 	return append(appendVarHeader(b, codeStr8, codeStr32, len(v)), v...)
 }
 
+// AppendStringBytes is AppendString for UTF-8 held in a byte slice
+// (no conversion to a string, no allocation).
+func AppendStringBytes(b []byte, v []byte) []byte {
+	return append(appendVarHeader(b, codeStr8, codeStr32, len(v)), v...)
+}
+
 // AppendSymbol appends a symbol in its smallest form.
 func AppendSymbol(b []byte, v string) []byte {
 	return append(appendVarHeader(b, codeSym8, codeSym32, len(v)), v...)
