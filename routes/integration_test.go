@@ -43,17 +43,29 @@ func onEachDataPath(t *testing.T, test func(t *testing.T, dataPath string)) {
 // newHarnessOn is newHarness with the routes on dataPath.
 func newHarnessOn(t *testing.T, dataPath string, names ...string) *harness {
 	t.Helper()
+	as := map[string]string{}
+	for _, n := range names {
+		as[n] = n
+	}
+	return newHarnessNamed(t, dataPath, as)
+}
+
+// newHarnessNamed is newHarnessOn with the brokers under other names:
+// name in the routes → registered broker.
+func newHarnessNamed(t *testing.T, dataPath string, as map[string]string) *harness {
+	t.Helper()
 	h := &harness{t: t, brokers: map[string]brokertest.Broker{}, conns: map[string]*famqp.Conn{}}
 	h.opts = routes.Options{
 		RouterID: "test", Brokers: map[string]famqp.Broker{}, DataPath: dataPath,
 		Log:     zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel),
 		Backoff: famqp.Backoff{Min: 200 * time.Millisecond, Max: time.Second},
 	}
-	for _, b := range brokertest.Require(t, names...) {
-		h.brokers[b.Name] = b
+	for name, registered := range as {
+		b := brokertest.Require(t, registered)[0]
+		h.brokers[name] = b
 		c := brokertest.Dial(t, b.Config(), famqp.ConnOptions{Backoff: famqp.Backoff{Min: 200 * time.Millisecond, Max: time.Second}})
-		h.conns[b.Name] = c
-		h.opts.Brokers[b.Name] = famqp.Broker{Conn: c, Profile: brokertest.Profile(t, b.Config())}
+		h.conns[name] = c
+		h.opts.Brokers[name] = famqp.Broker{Conn: c, Profile: brokertest.Profile(t, b.Config())}
 	}
 	h.start()
 	return h
