@@ -27,8 +27,10 @@ import (
 // an exchange, "destqueue" one into a named queue (Spec.DestQueue),
 // "deadletter" one with on_reject dead-letter (every message accepted:
 // what the dead-letter queue costs on the way, the engine's copy of
-// each message in flight). ROUTES_MEASURE_ONLY picks the source broker,
-// ROUTES_MEASURE_SIZE the message size.
+// each message in flight); "dynamic" and "mesh" the routes with a
+// per-message hook, "exchange" the mesh's route without one
+// (measure_hook_test.go). ROUTES_MEASURE_ONLY picks
+// the source broker, ROUTES_MEASURE_SIZE the message size.
 func TestMeasureRouteDataPath(t *testing.T) {
 	if os.Getenv("ROUTES_MEASURE") == "" {
 		t.Skip("a measurement: set ROUTES_MEASURE=1")
@@ -85,6 +87,9 @@ func processCPU(t *testing.T) time.Duration {
 // measureRoute forwards n messages of size bytes through one queue route
 // on dataPath with --ack ack and returns its rate and CPU per message.
 func measureRoute(t *testing.T, dataPath string, ack int, src, dst string, size, n int) figure {
+	if kind := os.Getenv("ROUTES_MEASURE_KIND"); kind == "dynamic" || kind == "mesh" || kind == "exchange" {
+		return measureHookRoute(t, kind, dataPath, ack, src, dst, size, n)
+	}
 	h := newHarnessOn(t, dataPath, src, dst)
 	q, ex, dq := brokertest.UniqueName(t, "src"), brokertest.UniqueName(t, "ex"), brokertest.UniqueName(t, "dq")
 	brokertest.DeclareQueue(t, h.brokers[src].Config(), q)
@@ -101,12 +106,18 @@ func measureRoute(t *testing.T, dataPath string, ack int, src, dst string, size,
 		brokertest.DeclareQueue(t, h.brokers[src].Config(), dlq)
 		spec.OnReject, spec.DeadLetterQueue = routes.DeadLetter, dlq
 	default:
-		t.Fatalf("ROUTES_MEASURE_KIND %q: want destqueue or deadletter", kind)
+		t.Fatalf("ROUTES_MEASURE_KIND %q: want destqueue, deadletter, dynamic, mesh or exchange", kind)
 	}
 	body := make([]byte, size)
 	brokertest.SendAll(t, h.session(src), queueAddress(h.brokers[src], q), 500, n, func(int) *goamqp.Message {
 		return &goamqp.Message{Data: [][]byte{body}}
 	})
+	return timeRoute(t, h, spec, dataPath, n)
+}
+
+// timeRoute adds spec to h (its source filled) and times it until it
+// has forwarded n messages; the route is deleted after.
+func timeRoute(t *testing.T, h *harness, spec routes.Spec, dataPath string, n int) figure {
 	runtime.GC()
 	cpu0, t0 := processCPU(t), time.Now()
 	st := h.add(spec)
@@ -123,7 +134,7 @@ func measureRoute(t *testing.T, dataPath string, ack int, src, dst string, size,
 		t.Fatal(err)
 	}
 	f := figure{rate: float64(n) / wall.Seconds(), cpuUs: float64(used.Microseconds()) / float64(n)}
-	t.Logf("%s ack %d: %.0f msg/s, %.1f µs/msg (Operational after %s)", dataPath, ack, f.rate, f.cpuUs, setup.Round(time.Millisecond))
+	t.Logf("%s %s ack %d: %.0f msg/s, %.1f µs/msg (Operational after %s)", spec.Kind, dataPath, spec.Ack, f.rate, f.cpuUs, setup.Round(time.Millisecond))
 	return f
 }
 
