@@ -25,11 +25,13 @@ func measureHookRoute(t *testing.T, kind, dataPath string, ack int, src, dst str
 	h := newHarnessNamed(t, dataPath, as)
 	ex, dq := brokertest.UniqueName(t, "h-enghook-ex"), brokertest.UniqueName(t, "h-enghook-dq")
 	brokertest.DeclareExchangeQueue(t, h.brokers["hk1"].Config(), ex, "topic", "", "")
-	brokertest.DeclareExchangeQueue(t, h.brokers["hk2"].Config(), ex, "topic", dq, "k")
+	brokertest.DeclareExchangeQueue(t, h.brokers["hk2"].Config(), ex, "topic", dq, "k.#")
 	spec := routes.Spec{Kind: routes.KindDynamic, Src: "hk1", Dest: "hk2", Exchange: ex, Durable: true, Ack: ack}
-	pub := "/exchange/" + ex + "/k"
+	pub := "/exchange/" + ex + "/k.x"
 	if kind != "dynamic" {
-		spec.Kind, spec.Key, pub = routes.KindExchange, "k", ex
+		// A wildcard: a literal key on qpidd sets the subject of every
+		// message, which the engine does not do yet (go-amqp would run).
+		spec.Kind, spec.Key, pub = routes.KindExchange, "k.#", ex
 	}
 	if kind == "mesh" {
 		h.m.Stop(context.Background())
@@ -42,14 +44,16 @@ func measureHookRoute(t *testing.T, kind, dataPath string, ack int, src, dst str
 	st := h.add(spec)
 	h.waitState(st.ID, routes.StateOperational)
 	if kind == "dynamic" {
-		h.waitDemand(st.ID, `"k" (from hk2)`)
+		h.waitDemand(st.ID, `"k.#" (from hk2)`)
 	}
 	h.m.Stop(context.Background()) // the durable subscription stays
 	body := make([]byte, size)
 	brokertest.SendAll(t, h.session("hk1"), pub, 500, n, func(int) *goamqp.Message {
-		k := "k"
+		k := "k.x"
 		return &goamqp.Message{Properties: &goamqp.MessageProperties{Subject: &k}, Data: [][]byte{body}}
 	})
 	h.start()
-	return timeRoute(t, h, spec, dataPath, n)
+	f := timeRoute(t, h, spec, dataPath, n)
+	h.m.Stop(context.Background()) // its transit forwarders too: the next run measures its own alone
+	return f
 }

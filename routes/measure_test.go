@@ -121,7 +121,7 @@ func timeRoute(t *testing.T, h *harness, spec routes.Spec, dataPath string, n in
 	runtime.GC()
 	cpu0, t0 := processCPU(t), time.Now()
 	st := h.add(spec)
-	h.waitState(st.ID, routes.StateOperational)
+	h.waitDataPath(st.ID, dataPath) // not a run that went to go-amqp
 	setup := time.Since(t0)
 	brokertest.Eventually(t, 5*time.Minute, 20*time.Millisecond, func() error {
 		if s, _ := h.m.Get(st.ID); s.Forwarded < uint64(n) {

@@ -15,6 +15,8 @@ import (
 
 	"github.com/fedrouter/fedrouter/amqp/brokertest"
 	"github.com/fedrouter/fedrouter/amqp/engine"
+	"github.com/fedrouter/fedrouter/amqp/wire"
+	"github.com/fedrouter/fedrouter/links"
 )
 
 // cpu is the process's user+system CPU time so far.
@@ -108,11 +110,17 @@ func median(fs []figure) figure {
 // startForwardIdle dials both brokers now (outside the measurement) and
 // returns what forwards n messages from one address to another.
 func startForwardIdle(t testing.TB, src, dst brokertest.Broker) func(sa, da string, n int) {
+	return startForwardIdleWith(t, src, dst, func() engine.ForwardOptions { return engine.ForwardOptions{} })
+}
+
+// startForwardIdleWith is startForwardIdle with each forwarder's options
+// from fo.
+func startForwardIdleWith(t testing.TB, src, dst brokertest.Broker, fo func() engine.ForwardOptions) func(sa, da string, n int) {
 	ss := session(t, dial(t, src, engine.Options{}), engine.SessionOptions{})
 	ds := session(t, dial(t, dst, engine.Options{}), engine.SessionOptions{})
 	return func(sa, da string, n int) {
 		f, r, s, err := engine.Forward(t.Context(), ss, engine.ReceiverOptions{Address: sa, Credit: 2000},
-			ds, engine.SenderOptions{Address: da}, engine.ForwardOptions{})
+			ds, engine.SenderOptions{Address: da}, fo())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,14 +213,43 @@ func goamqpPipe(t testing.TB, src, dst brokertest.Broker) func(sa, da string, n 
 // the engine (filled before the clock starts): ns/op and allocs/op are
 // per forwarded message, everything in this process counted.
 func BenchmarkForward(b *testing.B) {
+	benchmarkForward(b, func() engine.ForwardOptions { return engine.ForwardOptions{} })
+}
+
+// BenchmarkForwardTraceRewrite is BenchmarkForward with a per-message
+// hook as a route's (routes/enginehook.go): the trace read with
+// links.ReadHop and written back with the source broker added, in
+// buffers reused from message to message; every message is rewritten
+// (TrySendRewritten).
+func BenchmarkForwardTraceRewrite(b *testing.B) {
+	benchmarkForward(b, func() engine.ForwardOptions { return engine.ForwardOptions{Rewrite: traceRewrite("qpidd1")} })
+}
+
+func benchmarkForward(b *testing.B, fo func() engine.ForwardOptions) {
 	bs := brokertest.Require(b, "qpidd1", "qpidd2")
 	src, dst := bs[0], bs[1]
 	sa, da := queue(b, src), queue(b, dst)
 	n := b.N
 	fill(b, src, sa, n, 256)
-	fwd := startForwardIdle(b, src, dst)
+	fwd := startForwardIdleWith(b, src, dst, fo)
 	b.ReportAllocs()
 	b.ResetTimer()
 	fwd(sa, da, n)
 	b.StopTimer()
+}
+
+// traceRewrite adds broker to each message's trace, as a route's hook
+// does, reusing its buffers.
+func traceRewrite(broker string) func(payload []byte, s *wire.Sections) ([]wire.Annotated, error) {
+	var scratch, value []byte
+	set := make([]wire.Annotated, 1)
+	return func(payload []byte, s *wire.Sections) ([]wire.Annotated, error) {
+		hop, err := links.ReadHop(payload, s)
+		if err != nil {
+			return nil, err
+		}
+		value, scratch = links.AppendTraceValue(value[:0], scratch, hop.Trace, broker)
+		set[0] = wire.Annotated{Key: links.AnnotationTrace, Value: value}
+		return set, nil
+	}
 }
