@@ -198,15 +198,10 @@ func (m *mesh) converged(want string) {
 			}
 			// Every router must hold the same paths between all brokers,
 			// not only this one: tests judge exactly-once by them.
-			var all strings.Builder
-			for _, a := range p.Brokers() {
-				for _, b := range p.Brokers() {
-					fmt.Fprintf(&all, "%s>%s:%v ", a, b, p.Path(a, b))
-				}
-			}
+			all := pathsText(p)
 			if first == "" {
-				first, firstID = all.String(), id
-			} else if all.String() != first {
+				first, firstID = all, id
+			} else if all != first {
 				return fmt.Errorf("%s and %s hold different paths", id, firstID)
 			}
 		}
