@@ -3,6 +3,7 @@ package routes_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -235,4 +236,53 @@ func badTrace(t *testing.T, h *harness, ex string, queues map[string]string, dat
 			t.Errorf("%s: got %v", alias, got)
 		}
 	}
+}
+
+// On the engine, a message whose trace is not a string, on a route that
+// dead-letters (on_reject: dead-letter), goes to the dead-letter queue in
+// its turn, said refused with amqp:invalid-field naming the annotation;
+// the messages around it cross (a dynamic route: traceHop).
+func TestIntegrationBadTraceDeadLetteredOnEngine(t *testing.T) {
+	h := newHarnessOn(t, routes.DataPathEngine, "rabbit1", "rabbit2")
+	ex, dq, dlq := brokertest.UniqueName(t, "h-enghook-ex"), brokertest.UniqueName(t, "h-enghook-dq"), brokertest.UniqueName(t, "h-enghook-dlq")
+	h.exchangeWithQueue("rabbit1", ex, "topic", "", "")
+	h.exchangeWithQueue("rabbit2", ex, "topic", dq, "k")
+	brokertest.DeclareQueue(t, h.brokers["rabbit1"].Config(), dlq)
+	st := h.add(routes.Spec{Kind: routes.KindDynamic, Src: "rabbit1", Dest: "rabbit2", Exchange: ex, OnReject: routes.DeadLetter, DeadLetterQueue: dlq})
+	h.waitDemand(st.ID, `"k" (from rabbit2)`)
+	h.waitDataPath(st.ID, routes.DataPathEngine)
+	s := h.session("rabbit1")
+	for i := range 7 {
+		brokertest.SendAll(t, s, "/exchange/"+ex+"/k", 1, 1, func(int) *goamqp.Message {
+			m := keyed("k", i)
+			if i == 3 {
+				m.Annotations[links.AnnotationTrace] = int64(5)
+			}
+			return m
+		})
+	}
+	if got := brokertest.Collect(t, h.conns["rabbit2"], "/amq/queue/"+dq, 6, 30*time.Second); fmt.Sprint(got) != "[0 1 2 4 5 6]" {
+		t.Fatalf("crossed %v, want all but 3", got)
+	}
+	r := brokertest.OpenReceiver(t, s, famqp.LinkSpec{Address: "/amq/queue/" + dlq}, 5)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	msg, err := r.Receive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := msg.GoAMQP().Annotations
+	if reason, _ := a[links.AnnotationReason].(string); !strings.HasPrefix(reason, "refused: annotation "+links.AnnotationTrace+": want a string") ||
+		a[links.AnnotationCondition] != "amqp:invalid-field" || msg.Property("seq") != int64(3) {
+		t.Fatalf("dead-lettered seq %v with annotations %v", msg.Property("seq"), a)
+	}
+	if err := r.Accept(context.Background(), msg); err != nil {
+		t.Fatal(err)
+	}
+	brokertest.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if g, _ := h.m.Get(st.ID); g.Forwarded != 6 || g.DeadLettered != 1 || g.Rejected != 0 || g.InFlight != 0 {
+			return fmt.Errorf("counters %+v", g.Counters)
+		}
+		return nil
+	})
 }
