@@ -65,7 +65,7 @@ func fullCluster() api.ClusterStatus {
 	return api.ClusterStatus{
 		Name: "eu", Self: "paris-1", Heartbeat: "1s", Lease: "10s", ReadAt: at, Joined: true,
 		Members: []api.MemberStatus{{
-			ID: "paris-1", State: cluster.Suspect, LastBeat: at, BeatAgo: "3.2s", AdminURL: "https://paris-1:9595",
+			ID: "paris-1", State: string(cluster.Suspect), LastBeat: at, BeatAgo: "3.2s", AdminURL: "https://paris-1:9595",
 			Brokers: []string{"paris", "london"}, Local: []string{"paris"}, Routes: 4, MaxEpoch: 9, Incarnate: "i-1",
 		}},
 		Metrics: api.ClusterCounters{Held: 4, Takeovers: 1, StoreErrors: 2, LastRenewal: "3ms"},
