@@ -84,7 +84,7 @@ func newRoute(m *Manager, spec Spec, steps []pathpolicy.Step, origin Origin, pic
 		policy: pathpolicy.Policy{Src: spec.Src, Dest: spec.Dest, Mode: pathpolicy.Direct, Steps: steps, Table: m.opts.Table != nil,
 			Started: m.started, Grace: m.opts.TableGrace, DeadLetterQueue: spec.DeadLetterQueue}}
 	_, attached := m.opts.Brokers[spec.Dest]
-	edge, edgeOK := spec.fanoutEdge()
+	edge, edgeOK := fanoutEdge(spec)
 	switch {
 	case spec.Kind == KindDynamic:
 		r.mode = &dynamicMode{directMode: directMode{routeBase: b}}
