@@ -3,7 +3,7 @@
 // verbs, fedbench and fedchaos all go through it, so the paths, the bearer
 // token and the error body are handled in one place.
 //
-// Answers decode into the types the server encodes (routes.Status,
+// Answers decode into the types the server encodes (routespec.Status,
 // api.BrokerStatus, topology.Snapshot, ...) rather than copies of them:
 // a field the server adds reaches every client with nothing to update.
 package adminclient
@@ -26,7 +26,7 @@ import (
 	"time"
 
 	"github.com/fedrouter/fedrouter/api"
-	"github.com/fedrouter/fedrouter/routes"
+	"github.com/fedrouter/fedrouter/routes/routespec"
 	"github.com/fedrouter/fedrouter/topology"
 )
 
@@ -60,7 +60,7 @@ type Options struct {
 	// Only a failed dial moves on — the request was never sent — so a
 	// change is never made twice.
 	Fallbacks []string
-	// Socket, when set, is the router's Unix socket (LocalSocket): every
+	// Socket, when set, is the router's Unix socket (UsableSocket): every
 	// call goes there, whatever the URL's host, and never over TCP.
 	Socket string
 }
@@ -161,7 +161,7 @@ const PageSize = 1000
 // number of routes; from a router older than paging, in one answer. A
 // route added or deleted meanwhile may or may not be listed; the others
 // are listed once each.
-func (c *Client) Routes(ctx context.Context) ([]routes.Status, error) {
+func (c *Client) Routes(ctx context.Context) ([]routespec.Status, error) {
 	all, _, err := c.RoutesPartial(ctx)
 	return all, err
 }
@@ -169,8 +169,8 @@ func (c *Client) Routes(ctx context.Context) ([]routes.Status, error) {
 // RoutesPartial is Routes, and why the list is not the whole one when a
 // page said so (api.RoutePage.Partial: a cluster member whose store
 // cannot be read lists its own routes only).
-func (c *Client) RoutesPartial(ctx context.Context) (all []routes.Status, partial string, err error) {
-	all = []routes.Status{} // none is [], as the router answers it
+func (c *Client) RoutesPartial(ctx context.Context) (all []routespec.Status, partial string, err error) {
+	all = []routespec.Status{} // none is [], as the router answers it
 	after := ""
 	for {
 		p, err := c.RoutesPage(ctx, after, PageSize)
@@ -217,15 +217,15 @@ func (c *Client) RoutesPage(ctx context.Context, after string, limit int) (api.R
 // AddRoute adds a runtime route and returns its status. A route that
 // exists already is an *Error with Status 409 and Code api.CodeDuplicate,
 // which qpid-route-style callers treat as success.
-func (c *Client) AddRoute(ctx context.Context, spec routes.Spec) (routes.Status, error) {
-	var st routes.Status
+func (c *Client) AddRoute(ctx context.Context, spec routespec.Spec) (routespec.Status, error) {
+	var st routespec.Status
 	err := c.do(ctx, http.MethodPost, "/api/v1/routes", spec, &st)
 	return st, err
 }
 
 // DeleteRoute deletes the runtime route spec names (the fields that make
 // its ID; options are ignored).
-func (c *Client) DeleteRoute(ctx context.Context, spec routes.Spec) error {
+func (c *Client) DeleteRoute(ctx context.Context, spec routespec.Spec) error {
 	return c.do(ctx, http.MethodPost, "/api/v1/routes/delete", spec, nil)
 }
 
@@ -258,8 +258,8 @@ func (c *Client) FlushRoutes(ctx context.Context, dest string) (int, error) {
 }
 
 // Links lists the links routes run over, with their transit queues.
-func (c *Client) Links(ctx context.Context) ([]routes.LinkStatus, error) {
-	var ls []routes.LinkStatus
+func (c *Client) Links(ctx context.Context) ([]routespec.LinkStatus, error) {
+	var ls []routespec.LinkStatus
 	err := c.do(ctx, http.MethodGet, "/api/v1/links", nil, &ls)
 	return ls, err
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	goamqp "github.com/Azure/go-amqp"
+
+	"github.com/fedrouter/fedrouter/internal/redact"
 )
 
 // SASL mechanisms a broker connection may use.
@@ -161,28 +163,8 @@ func parseBrokerURL(raw string) (*url.URL, error) {
 }
 
 // Redact hides the password of a broker address for logs, errors and
-// API answers — the one place secrets in addresses are removed: a URL
-// ("amqp://user:xxxxx@host"), qpid-route's "user/pass@host:port" and
-// "user:pass@host:port", and strings that do not parse. The user information is taken to end at the
-// last '@': a password holding '/', '?' or an unescaped '@' is hidden too
-// (a path holding '@' is hidden with it: better than a leak).
-func Redact(s string) string {
-	rest, scheme := s, ""
-	if i := strings.Index(s, "://"); i >= 0 {
-		scheme, rest = s[:i+3], s[i+3:]
-	}
-	at := strings.LastIndex(rest, "@")
-	if at < 0 {
-		return s
-	}
-	// A URL's password follows ':'; qpid-route's follows '/'
-	// (user/pass@host): the first of either starts it.
-	sep := strings.IndexAny(rest[:at], ":/")
-	if sep < 0 {
-		return s
-	}
-	return scheme + rest[:sep+1] + "xxxxx" + rest[at:]
-}
+// API answers (internal/redact, which the route vocabulary shares).
+func Redact(s string) string { return redact.Address(s) }
 
 // urlParseError is url.Parse's complaint about raw without the URL it
 // repeats (password and all). When raw carries a password the complaint

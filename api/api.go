@@ -4,23 +4,27 @@
 // It holds types only, so a client of the API needs neither the router
 // nor what the router is built on (PostgreSQL, Prometheus).
 //
-// Route specs and statuses are routes.Spec and routes.Status, the link
-// state view topology.Snapshot, a global destination globaldest.Status:
-// the API serves those packages' own types, with the JSON they define.
+// Route specs and statuses are routespec.Spec and routespec.Status (which
+// package routes re-exports), the link state view topology.Snapshot, a
+// global destination globaldest.Status: the API serves those packages'
+// own types, with the JSON they define. Each is a leaf of the standard
+// library (globaldest adds internal/glob), and adminclient/deps_test.go fails
+// when a client of the API would again import go-amqp, pgx, Prometheus or
+// any other module's package.
 package api
 
 import (
 	"time"
 
-	"github.com/fedrouter/fedrouter/routes"
+	"github.com/fedrouter/fedrouter/routes/routespec"
 )
 
 // RoutePage is a page of GET /api/v1/routes?limit=N&after=CURSOR: the
 // routes in list order, and the cursor of the next page ("" after the
 // last).
 type RoutePage struct {
-	Routes []routes.Status `json:"routes"`
-	Next   string          `json:"next,omitempty"`
+	Routes []routespec.Status `json:"routes"`
+	Next   string             `json:"next,omitempty"`
 	// Partial, when set, says why the list is not the whole one: a
 	// cluster member whose store cannot be read lists its own routes only.
 	Partial string `json:"partial,omitempty"`

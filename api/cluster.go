@@ -1,10 +1,6 @@
 package api
 
-import (
-	"time"
-
-	"github.com/fedrouter/fedrouter/cluster"
-)
+import "time"
 
 // ClusterStatus is GET /api/v1/cluster (`fedrouter cluster status`): the
 // members as this member last read them from the store, and its own
@@ -22,16 +18,16 @@ type ClusterStatus struct {
 
 // MemberStatus is one member of the cluster.
 type MemberStatus struct {
-	ID        string              `json:"id"`
-	State     cluster.MemberState `json:"state"`
-	LastBeat  time.Time           `json:"last_beat"`
-	BeatAgo   string              `json:"beat_ago"`
-	AdminURL  string              `json:"admin_url,omitempty"`
-	Brokers   []string            `json:"brokers"`
-	Local     []string            `json:"local,omitempty"`
-	Routes    int                 `json:"routes"`    // leases held
-	MaxEpoch  int64               `json:"max_epoch"` // the highest epoch among them
-	Incarnate string              `json:"incarnation"`
+	ID        string    `json:"id"`
+	State     string    `json:"state"` // alive, suspect, failed or left (cluster.MemberState)
+	LastBeat  time.Time `json:"last_beat"`
+	BeatAgo   string    `json:"beat_ago"`
+	AdminURL  string    `json:"admin_url,omitempty"`
+	Brokers   []string  `json:"brokers"`
+	Local     []string  `json:"local,omitempty"`
+	Routes    int       `json:"routes"`    // leases held
+	MaxEpoch  int64     `json:"max_epoch"` // the highest epoch among them
+	Incarnate string    `json:"incarnation"`
 }
 
 // ClusterCounters are this member's lease counters.

@@ -55,7 +55,8 @@ type Member struct {
 	storeLog, supersededLog *ratelog.Limiter
 
 	// report, when set (Publish), gives the statuses of the routes this
-	// member runs, sent with each beat (store.Member.Routes).
+	// member runs, sent with a beat (store.Member.Routes; nil: the last
+	// ones stand).
 	report func() []byte
 
 	// handoffs are the handoffs under way, each in a goroutine of its own
@@ -95,8 +96,8 @@ func NewMember(p Params, info store.Member, st store.Store, runner Runner, log z
 }
 
 // Publish has every beat carry report's answer: the statuses of the
-// routes this member runs, for the others to list (store.Member.Routes).
-// Call it before Run.
+// routes this member runs, for the others to list (store.Member.Routes);
+// nil leaves what the member published last. Call it before Run.
 func (m *Member) Publish(report func() []byte) { m.report = report }
 
 // Run beats every heartbeat until ctx ends, then hands its routes off and

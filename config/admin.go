@@ -18,7 +18,7 @@ import (
 // The admin API's rules, written once: what a token must be, which
 // listen addresses need one and TLS, and where the router keeps the token
 // it generates. check-config applies them (validateAdmin); the router
-// (router.AdminServer.Start) and the CLI (adminclient.FromConfig) call the
+// (router.AdminServer.Start) and the CLI (AdminEndpoint, admin_endpoint.go) call the
 // same functions.
 
 // MinAdminTokenLen is the shortest admin token accepted, in bytes: a

@@ -45,8 +45,8 @@ func (m member) Cluster(context.Context) (api.ClusterStatus, error) {
 	beat := time.Now().Add(-400 * time.Millisecond)
 	return api.ClusterStatus{Name: "paris", Self: "paris-1", Heartbeat: "1s", Lease: "10s", ReadAt: time.Now(), Joined: true,
 		Members: []api.MemberStatus{
-			{ID: "paris-1", State: cluster.Alive, LastBeat: beat, BeatAgo: "400ms", Brokers: []string{"paris", "london"}, Routes: 1},
-			{ID: "paris-2", State: cluster.Suspect, LastBeat: beat, BeatAgo: "3.2s", Brokers: []string{"paris", "london"}, Routes: 1},
+			{ID: "paris-1", State: string(cluster.Alive), LastBeat: beat, BeatAgo: "400ms", Brokers: []string{"paris", "london"}, Routes: 1},
+			{ID: "paris-2", State: string(cluster.Suspect), LastBeat: beat, BeatAgo: "3.2s", Brokers: []string{"paris", "london"}, Routes: 1},
 		}}, nil
 }
 

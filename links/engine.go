@@ -170,6 +170,14 @@ func (e *EngineForwarder) count(c *Counters) engine.ForwardStats {
 	return st
 }
 
+// Holding is what the source receiver holds unsettled (received, not
+// yet settled at the source) and the credit it has granted and not yet
+// received against.
+func (e *EngineForwarder) Holding() (held, credit int64) {
+	h, c := e.rcv.Holding()
+	return int64(h), int64(c)
+}
+
 // Close detaches the run's links, the receiver first (bounded by ctx):
 // what is unsettled at the source is released by the broker.
 func (e *EngineForwarder) Close(ctx context.Context) {

@@ -106,7 +106,8 @@ func (c *clusterPart) run(ctx context.Context, url string, st store.Store, err e
 	c.putConfigured(ctx, st)
 	c.st = st
 	c.member = cluster.NewMember(c.params, c.info, st, runner{c.r}, c.log)
-	c.member.Publish(c.report)
+	cadence := &reportCadence{own: c.own, now: time.Now}
+	c.member.Publish(cadence.report)
 	close(c.ready)
 	c.log.Info().Str("member", c.params.Self).Dur("heartbeat", c.params.Heartbeat).Dur("lease", c.params.Lease).Msg("joined the router cluster")
 	c.member.Run(ctx)

@@ -1,6 +1,8 @@
 package router
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -15,12 +17,12 @@ import (
 // reported yet.
 func TestHeldElsewhere(t *testing.T) {
 	now := time.Date(2026, 12, 4, 18, 0, 0, 0, time.UTC)
-	snap := store.Snapshot{Now: now, Members: []store.MemberRow{
-		{Member: store.Member{ID: "m2", Routes: []byte(`{"r1":{"epoch":3,"state":"Operational","detail":"multi-hop via a > b","counters":{"forwarded":42,"in_flight":2}},
-			"r2":{"epoch":1,"state":"Operational","counters":{"forwarded":7}}}`)}, LastBeat: now.Add(-1200 * time.Millisecond)},
-		{Member: store.Member{ID: "m3", Routes: []byte(`["not", "a", "map"]`)}, LastBeat: now},
-	}}
-	by, age := published(snap)
+	reps := []store.Report{
+		{Member: "m2", Routes: []byte(`{"r1":{"epoch":3,"state":"Operational","detail":"multi-hop via a > b","counters":{"forwarded":42,"in_flight":2}},
+			"r2":{"epoch":1,"state":"Operational","counters":{"forwarded":7}}}`), At: now.Add(-1200 * time.Millisecond)},
+		{Member: "m3", Routes: []byte(`["not", "a", "map"]`), At: now},
+	}
+	by, age := published(reps, now)
 	for _, c := range []struct {
 		rr                store.RouteRow
 		state             routes.State
@@ -49,4 +51,65 @@ func TestClipReported(t *testing.T) {
 	if got := clipReported("short"); got != "short" {
 		t.Fatalf("short text changed: %q", got)
 	}
+}
+
+// reportRoutes are n statuses as a busy member's look: Operational, a
+// detail, every counter in the millions.
+func reportRoutes(n int) []routes.Status {
+	out := make([]routes.Status, n)
+	since := time.Date(2026, 12, 4, 18, 0, 0, 0, time.UTC)
+	for i := range out {
+		s := &out[i]
+		s.ID, s.Epoch, s.State, s.Since = fmt.Sprintf("q-%08d", i), 12, routes.StateOperational, since
+		s.Detail = "forwarding on the engine data path"
+		s.Sent, s.Forwarded, s.Redelivered, s.InFlight = 123456789, 123456700, 89, 200
+	}
+	return out
+}
+
+// BenchmarkClusterReport: what a member with 10,000 routes writes with
+// each beat (bytes per beat, b.ReportMetric) and what encoding it costs.
+func BenchmarkClusterReport(b *testing.B) {
+	own := reportRoutes(maxReported)
+	var n int
+	for b.Loop() {
+		n = len(reportOf(own))
+	}
+	b.ReportMetric(float64(n), "bytes/beat")
+	b.ReportMetric(float64(n)/float64(len(own)), "bytes/route")
+}
+
+// A member publishes its routes' statuses when a state, detail or last
+// error changed, at once; counters alone, once reportEvery has passed.
+func TestReportCadence(t *testing.T) {
+	own := reportRoutes(3)
+	now := time.Date(2026, 12, 4, 18, 0, 0, 0, time.UTC)
+	p := &reportCadence{}
+	step := func(what string, at time.Duration, want bool) {
+		t.Helper()
+		got := p.next(own, now.Add(at))
+		if (got != nil) != want {
+			t.Fatalf("%s (at +%s): published %v, want %v", what, at, got != nil, want)
+		}
+		if got != nil {
+			var m map[string]heldStatus
+			if err := json.Unmarshal(got, &m); err != nil || len(m) != len(own) || m[own[1].ID].Counters.Forwarded != own[1].Forwarded {
+				t.Fatalf("%s: published %s (%v)", what, got, err)
+			}
+		}
+	}
+	step("the first beat", 0, true)
+	step("nothing changed", time.Second, false)
+	own[1].Forwarded++
+	step("counters only", 2*time.Second, false)
+	step("counters, reportEvery later", reportEvery, true)
+	own[2].State = routes.StateFailed
+	step("a state", reportEvery+time.Second, true)
+	own[0].Detail = "rerouting"
+	step("a detail", reportEvery+2*time.Second, true)
+	own[0].LastError = "refused"
+	step("a last error", reportEvery+3*time.Second, true)
+	own = own[:2]
+	step("a route gone", reportEvery+4*time.Second, true)
+	step("and then nothing", reportEvery+5*time.Second, false)
 }

@@ -215,7 +215,11 @@ func (c *clusterPart) read(ctx context.Context) ([]routes.Status, error) {
 	if err != nil {
 		return nil, storeErr(err)
 	}
-	by, age := published(snap)
+	reps, now, err := st.Reports(ctx)
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	by, age := published(reps, now)
 	out := make([]routes.Status, 0, len(snap.Routes))
 	for _, rr := range snap.Routes {
 		if s, ok := local[rr.ID]; ok {

@@ -36,7 +36,7 @@ func (r *Router) Cluster(context.Context) (api.ClusterStatus, error) {
 		}
 	}
 	for _, m := range view.Members {
-		out.Members = append(out.Members, api.MemberStatus{ID: m.ID, State: c.params.State(m, view.Now), LastBeat: m.LastBeat,
+		out.Members = append(out.Members, api.MemberStatus{ID: m.ID, State: string(c.params.State(m, view.Now)), LastBeat: m.LastBeat,
 			BeatAgo: view.Now.Sub(m.LastBeat).Round(time.Millisecond).String(), AdminURL: m.AdminURL, Brokers: nonNil(m.Brokers), Local: m.Local,
 			Routes: held[m.ID], MaxEpoch: epochs[m.ID], Incarnate: m.Incarnation})
 	}

@@ -12,23 +12,27 @@ import (
 	"github.com/fedrouter/fedrouter/topology"
 )
 
+// idleBroker is a generic broker whose connection never comes up (port
+// 1, retried hourly): admission needs a broker, not a peer.
+func idleBroker(t *testing.T, name string) amqp.Broker {
+	t.Helper()
+	cfg := amqp.BrokerConfig{Name: name, URLs: []string{"amqp://127.0.0.1:1"}, Profile: "generic"}
+	c, err := amqp.Dial(t.Context(), cfg, amqp.ConnOptions{Backoff: amqp.Backoff{Min: time.Hour, Max: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	p, err := amqp.NewProfile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return amqp.Broker{Conn: c, Profile: p}
+}
+
 // A dynamic route between brokers whose profiles cannot follow demand is
 // refused at add, naming them, instead of added to fail for ever.
 func TestDynamicAddRefusedWithoutDemandSupport(t *testing.T) {
-	brokers := map[string]amqp.Broker{}
-	for _, name := range []string{"a", "b"} {
-		cfg := amqp.BrokerConfig{Name: name, URLs: []string{"amqp://127.0.0.1:1"}, Profile: "generic"}
-		c, err := amqp.Dial(t.Context(), cfg, amqp.ConnOptions{Backoff: amqp.Backoff{Min: time.Hour, Max: time.Hour}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
-		p, err := amqp.NewProfile(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		brokers[name] = amqp.Broker{Conn: c, Profile: p}
-	}
+	brokers := map[string]amqp.Broker{"a": idleBroker(t, "a"), "b": idleBroker(t, "b")}
 	m := NewManager(t.Context(), Options{RouterID: "r", Brokers: brokers})
 	t.Cleanup(func() { m.Stop(context.Background()) })
 	_, err := m.Add(t.Context(), Spec{Kind: KindDynamic, Dest: "b", Src: "a", Exchange: "amq.topic"})
@@ -57,21 +61,11 @@ func (t namedTable) Advertised() []ExchangeEdge                { return nil }
 // refused at add, naming the broker as typed, unless forced; the route
 // added with force keeps no trace of it. A named one is admitted without.
 func TestRemoteAddRefusedUnlessNamed(t *testing.T) {
-	cfg := amqp.BrokerConfig{Name: "a", URLs: []string{"amqp://127.0.0.1:1"}, Profile: "generic"}
-	c, err := amqp.Dial(t.Context(), cfg, amqp.ConnOptions{Backoff: amqp.Backoff{Min: time.Hour, Max: time.Hour}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	p, err := amqp.NewProfile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := NewManager(t.Context(), Options{RouterID: "r", Brokers: map[string]amqp.Broker{"a": {Conn: c, Profile: p}},
+	m := NewManager(t.Context(), Options{RouterID: "r", Brokers: map[string]amqp.Broker{"a": idleBroker(t, "a")},
 		Table: namedTable{named: []string{"a", "tokyo"}}})
 	t.Cleanup(func() { m.Stop(context.Background()) })
 	spec := Spec{Kind: KindQueue, Dest: "tokio", Src: "a", Exchange: "x", Queue: "q"}
-	_, err = m.Admit(spec)
+	_, err := m.Admit(spec)
 	var se *SpecError
 	if !errors.As(err, &se) || len(se.Problems) != 1 || !strings.Contains(se.Problems[0], `broker "tokio" is not in brokers and no router has advertised it`) ||
 		!strings.Contains(se.Problems[0], "--force") {

@@ -109,6 +109,7 @@ func (r *route) runEngine(ctx context.Context, drain <-chan struct{}, credit, li
 		fw.Close(cctx)
 	}()
 	release()
+	defer r.attached(fw.Holding)()
 	r.state.setState(StateOperational, nil, 0)
 	r.state.setDetail(engineDetail)
 	return fw.Run(ctx, cfg, &r.c)

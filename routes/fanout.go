@@ -75,7 +75,7 @@ func (e ExchangeEdge) sameGroup(o ExchangeEdge) bool {
 // edge: exchange routes to the exchange of the same name. One with another
 // destination exchange copies between two exchanges, not within one: it
 // is judged hop by hop (meshHop).
-func (s Spec) fanoutEdge() (ExchangeEdge, bool) {
+func fanoutEdge(s Spec) (ExchangeEdge, bool) {
 	if s.Kind != KindExchange || s.DestNode() != s.Exchange {
 		return ExchangeEdge{}, false
 	}

@@ -74,7 +74,7 @@ func TestFanoutGroupsAndEligibility(t *testing.T) {
 		{Spec{Kind: KindQueue, Src: "r1", Dest: "r2", Exchange: "orders", Queue: "q"}, false},
 		{Spec{Kind: KindDynamic, Src: "r1", Dest: "r2", Exchange: "orders"}, false},
 	} {
-		e, ok := tc.spec.fanoutEdge()
+		e, ok := fanoutEdge(tc.spec)
 		if ok != tc.ok || (ok && (e.Src != tc.spec.Src || e.Dest != tc.spec.Dest || e.Exchange != "orders" || e.Key != tc.spec.Key)) {
 			t.Errorf("%s: fanoutEdge = %+v, %v; want ok %v", tc.spec, e, ok, tc.ok)
 		}

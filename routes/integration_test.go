@@ -320,7 +320,9 @@ func poisonFailsOnlyItsRoute(t *testing.T, script, words string) {
 		goodN     = 100
 		goodBound = 0 // its connection, sessions and links are untouched
 	)
-	h := newHarness(t, "rabbit1", "rabbit2")
+	// go-amqp's behaviour: on the engine nothing is decoded and such a
+	// message is refused alone (TestIntegrationUndecodableOnEngine).
+	h := newHarnessOn(t, routes.DataPathGoAMQP, "rabbit1", "rabbit2")
 	h.m.Stop(context.Background())
 	h.opts.FailedRetry = time.Second
 	h.start()

@@ -42,15 +42,27 @@ type route struct {
 	haltOnce sync.Once
 	moves    moveCounts // a global destination's flow (move.go)
 
-	// runs counts the runs that attached; rcv is the current run's
-	// receiver (nil between runs): what the stall watcher reads
-	// (stallwatch.go).
-	runs atomic.Uint64
-	rcv  atomic.Pointer[amqp.Receiver]
+	// runs counts the runs that attached, on either data path; holding
+	// reads the current run's source link (nil between runs): what the
+	// stall watcher reads (stallwatch.go).
+	runs    atomic.Uint64
+	holding atomic.Pointer[holdingFunc]
 	// reattach, signalled by the stall watcher, ends the run numbered
 	// reattachRun as a path change does, and the route attaches again.
 	reattach    chan struct{}
 	reattachRun atomic.Uint64
+}
+
+// holdingFunc says how many messages a run's source link holds unsettled
+// and how much credit it has granted and not yet received against.
+type holdingFunc func() (held, credit int64)
+
+// attached counts a run that attached its source link, which holding
+// reads from now on; the function it returns is called when the run ends.
+func (r *route) attached(holding holdingFunc) (ended func()) {
+	r.runs.Add(1)
+	r.holding.Store(&holding)
+	return func() { r.holding.Store(nil) }
 }
 
 // stableRun: a run that forwarded for this long resets the backoff.
@@ -72,7 +84,7 @@ func newRoute(m *Manager, spec Spec, steps []pathpolicy.Step, origin Origin, pic
 		policy: pathpolicy.Policy{Src: spec.Src, Dest: spec.Dest, Mode: pathpolicy.Direct, Steps: steps, Table: m.opts.Table != nil,
 			Started: m.started, Grace: m.opts.TableGrace, DeadLetterQueue: spec.DeadLetterQueue}}
 	_, attached := m.opts.Brokers[spec.Dest]
-	edge, edgeOK := spec.fanoutEdge()
+	edge, edgeOK := fanoutEdge(spec)
 	switch {
 	case spec.Kind == KindDynamic:
 		r.mode = &dynamicMode{directMode: directMode{routeBase: b}}
@@ -315,9 +327,10 @@ func (r *route) runLinks(ctx context.Context, path pathpolicy.Path, drain <-chan
 		return err
 	}
 	release() // attached: the next route's turn
-	r.runs.Add(1)
-	r.rcv.Store(rcv)
-	defer r.rcv.Store(nil)
+	defer r.attached(func() (int64, int64) {
+		st := rcv.Stats()
+		return int64(st.Unsettled), int64(max(st.Credit, 0))
+	})()
 	r.state.setState(StateOperational, nil, 0)
 	if detail := r.mode.detail(path); detail != "" {
 		r.state.setDetail(detail)

@@ -42,8 +42,8 @@ func (b *logBuffer) count(s string) int {
 
 // stallHarness is a harness on rabbit1 and rabbit2 with stall_after
 // after, whose log is also kept.
-func stallHarness(t *testing.T, after time.Duration) (*harness, *logBuffer) {
-	h := newHarness(t, "rabbit1", "rabbit2")
+func stallHarness(t *testing.T, dataPath string, after time.Duration) (*harness, *logBuffer) {
+	h := newHarnessOn(t, dataPath, "rabbit1", "rabbit2")
 	h.m.Stop(context.Background())
 	logs := &logBuffer{}
 	h.opts.Log = zerolog.New(zerolog.MultiLevelWriter(zerolog.NewTestWriter(t), logs)).Level(zerolog.InfoLevel)
@@ -99,7 +99,11 @@ func (h *harness) waitFor(id string, state routes.State, detail string) routes.S
 // A route whose source queue does not exist yet waits for it, says so in
 // plain words, and starts by itself once it is declared.
 func TestIntegrationRouteWaitsForSourceQueue(t *testing.T) {
-	h, _ := stallHarness(t, time.Minute)
+	onEachDataPath(t, routeWaitsForSourceQueue)
+}
+
+func routeWaitsForSourceQueue(t *testing.T, dataPath string) {
+	h, _ := stallHarness(t, dataPath, time.Minute)
 	src, ex, dq := brokertest.UniqueName(t, "h-stall-src"), brokertest.UniqueName(t, "h-stall-ex"), brokertest.UniqueName(t, "h-stall-dq")
 	h.exchangeWithQueue("rabbit2", ex, "fanout", dq, "")
 	r := h.add(routes.Spec{Kind: routes.KindQueue, Src: "rabbit1", Dest: "rabbit2", Exchange: ex, Queue: src})
@@ -119,7 +123,11 @@ func TestIntegrationRouteWaitsForSourceQueue(t *testing.T) {
 // forwards what waited at its source once the exchange is back: nothing
 // is lost.
 func TestIntegrationRouteWaitsForDestinationExchange(t *testing.T) {
-	h, _ := stallHarness(t, time.Minute)
+	onEachDataPath(t, routeWaitsForDestinationExchange)
+}
+
+func routeWaitsForDestinationExchange(t *testing.T, dataPath string) {
+	h, _ := stallHarness(t, dataPath, time.Minute)
 	src, ex, dq := brokertest.UniqueName(t, "h-stall-src"), brokertest.UniqueName(t, "h-stall-ex"), brokertest.UniqueName(t, "h-stall-dq")
 	brokertest.DeclareQueue(t, h.brokers["rabbit1"].Config(), src)
 	h.exchangeWithQueue("rabbit2", ex, "fanout", dq, "")
@@ -156,9 +164,11 @@ func TestIntegrationRouteWaitsForDestinationExchange(t *testing.T) {
 // is attached with credit granted, and nothing arrives. It is re-attached
 // once, then left attached (one log line each), and is Operational again
 // as soon as it forwards.
-func TestIntegrationStalledRoute(t *testing.T) {
+func TestIntegrationStalledRoute(t *testing.T) { onEachDataPath(t, stalledRoute) }
+
+func stalledRoute(t *testing.T, dataPath string) {
 	const after = 3 * time.Second
-	h, logs := stallHarness(t, after)
+	h, logs := stallHarness(t, dataPath, after)
 	src, ex, dq := brokertest.UniqueName(t, "h-stall-src"), brokertest.UniqueName(t, "h-stall-ex"), brokertest.UniqueName(t, "h-stall-dq")
 	m := h.mgmt("rabbit1")
 	if err := m.DeclareQueue(t.Context(), src, famqp.QueueArgs{Durable: true, Arguments: map[string]any{"x-single-active-consumer": true}}); err != nil {
@@ -245,9 +255,13 @@ func startNoSettle(t *testing.T, args ...string) (*os.Process, famqp.BrokerConfi
 // (a profile-independent sign: what the route itself holds); re-attached
 // once, then left; Operational again once the destination settles.
 func TestIntegrationStalledRouteDestinationNeverSettles(t *testing.T) {
+	onEachDataPath(t, stalledRouteDestinationNeverSettles)
+}
+
+func stalledRouteDestinationNeverSettles(t *testing.T, dataPath string) {
 	const after = 2 * time.Second
 	peer, cfg := startNoSettle(t)
-	h := newHarness(t, "rabbit1")
+	h := newHarnessOn(t, dataPath, "rabbit1")
 	h.m.Stop(context.Background())
 	logs := &logBuffer{}
 	h.opts.Log = zerolog.New(zerolog.MultiLevelWriter(zerolog.NewTestWriter(t), logs)).Level(zerolog.InfoLevel)

@@ -145,9 +145,8 @@ func (r *route) stallObs() stallObs {
 	attached, _ := r.state.attached()
 	o := stallObs{Attached: attached, Run: r.runs.Load(), Progress: r.c.Forwarded.Load() + r.c.Looped.Load(),
 		InFlight: r.c.InFlight.Load(), Depth: -1}
-	if rcv := r.rcv.Load(); rcv != nil {
-		st := rcv.Stats()
-		o.Held, o.Credit = st.Unsettled, max(st.Credit, 0)
+	if h := r.holding.Load(); h != nil {
+		o.Held, o.Credit = (*h)()
 	}
 	if gs := r.m.opts.Gates; gs != nil {
 		if _, _, dst := r.nodes(); dst.Kind == amqp.Queue {

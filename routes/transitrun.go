@@ -21,28 +21,6 @@ import (
 // reconciler is started by NewManager and stopped by Stop, and it stops
 // every forwarder it started.
 
-// TransitStatus is one transit forwarder, for `link list` and the API.
-type TransitStatus struct {
-	Broker    string    `json:"broker"`         // where it takes messages from
-	Dest      string    `json:"dest,omitempty"` // the destination broker of the queue ("" for the ingress)
-	Via       string    `json:"via,omitempty"`  // the next hop it writes to
-	Queue     string    `json:"queue"`          // the queue on Broker
-	State     State     `json:"state"`          // Connecting, Operational, Waiting
-	Since     time.Time `json:"since"`          // in this state since
-	LastError string    `json:"last_error,omitempty"`
-	Counters
-	// IngressRefused counts the ingress's refusals (nil for a transit
-	// queue).
-	IngressRefused *IngressRefusals `json:"ingress_refused,omitempty"`
-}
-
-// IngressRefusals are the requests an ingress refused, by reason: for one
-// of the routers' own addresses, or matching no allow rule.
-type IngressRefusals struct {
-	RouterOwned uint64 `json:"router_owned"`
-	NotAllowed  uint64 `json:"not_allowed"`
-}
-
 // forwarder is one running transit queue or ingress: a goroutine that
 // attaches, forwards until something fails, and retries with backoff.
 type forwarder struct {

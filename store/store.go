@@ -30,8 +30,15 @@ type Store interface {
 	// that beat less than a lease ago is not taken: ErrSuperseded, nothing
 	// renewed (two processes with one router_id never both hold a lease).
 	Beat(ctx context.Context, m Member, held []Lease, lease time.Duration) (Renewal, error)
-	// Snapshot reads the members, the route definitions and their leases.
+	// Snapshot reads the members, the route definitions and their leases;
+	// not the members' published statuses (MemberRow.Routes is nil):
+	// every member reads a snapshot with every beat, and the statuses of
+	// thousands of routes are megabytes that only a route list needs.
 	Snapshot(ctx context.Context) (Snapshot, error)
+	// Reports reads each member's last published statuses
+	// (Member.Routes), with the store's time of that publication and
+	// the store's time now.
+	Reports(ctx context.Context) ([]Report, time.Time, error)
 	// Claim takes the routes ids whose lease is free or expired, for lease:
 	// epoch + 1, first wins. It returns the leases won (a subset of ids).
 	Claim(ctx context.Context, member string, ids []string, lease time.Duration) ([]Lease, error)
@@ -62,10 +69,19 @@ type Member struct {
 	AdminURL    string   // where CLI and API clients are redirected
 	Brokers     []string // the brokers this member is attached to
 	Local       []string // the brokers near it (placement prefers it for them)
-	// Routes are the statuses of the routes the member runs, written with
-	// every beat so that any member can list them as their holder sees
+	// Routes are the statuses of the routes the member runs, published
+	// with a beat so that any member can list them as their holder sees
 	// them: JSON the store keeps without reading (the router's, bounded
-	// there); nil: none.
+	// there). nil: what the member published last stands (a member
+	// publishes when its routes' states change, and now and then for
+	// their counters, not with every beat).
+	Routes []byte
+}
+
+// Report is what one member last published of its routes' statuses.
+type Report struct {
+	Member string
+	At     time.Time // the store's time of the beat that carried it
 	Routes []byte
 }
 

@@ -375,6 +375,14 @@ func (r *Receiver) Flush() {
 	s.mu.Unlock()
 }
 
+// Holding says how many deliveries the receiver holds unsettled and how
+// much credit the sender has left: what a stall watcher reads.
+func (r *Receiver) Holding() (held, credit uint32) {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	return r.held, r.credit
+}
+
 // Dispositions is how many disposition frames the receiver has sent.
 func (r *Receiver) Dispositions() uint64 {
 	r.s.mu.Lock()

@@ -89,12 +89,11 @@ func apiClient(configPath, addr string, timeout time.Duration) (*adminclient.Cli
 	if err != nil {
 		return nil, err
 	}
-	_, o, err := adminclient.FromConfig(cfg)
+	e, err := cfg.AdminEndpoint()
 	if err != nil {
 		return nil, err
 	}
-	o.Timeout = timeout
-	return adminclient.New("http://"+addr, o)
+	return adminclient.New("http://"+addr, adminclient.Options{Token: e.Token, CAFile: e.CAFile, Timeout: timeout})
 }
 
 // kill sends SIGKILL — the fault, or the last resort — and waits until the

@@ -47,13 +47,15 @@ func newAPIClient(c *cli.Context) (*adminclient.Client, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--config: %w", err)
 		}
-		if sock, ok := adminclient.LocalSocket(cfg); ok && !c.IsSet("router") && !c.IsSet("token") && !c.IsSet("token-file") {
+		if sock, ok := cfg.AdminSocketPath(); ok && adminclient.UsableSocket(sock) && !c.IsSet("router") && !c.IsSet("token") && !c.IsSet("token-file") {
 			// Beside the router: its Unix socket, no token sent anywhere.
 			return adminclient.New(adminclient.LocalURL, localOptions(c, sock))
 		}
-		if s, o, err = adminclient.FromConfig(cfg); err != nil {
+		e, err := cfg.AdminEndpoint()
+		if err != nil {
 			return nil, fmt.Errorf("--config %s: %w", f, err)
 		}
+		s, o = e.URL, adminclient.Options{Token: e.Token, CAFile: e.CAFile}
 	}
 	var more []string
 	if r := c.String("router"); r != "" {

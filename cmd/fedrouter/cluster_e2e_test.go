@@ -51,11 +51,11 @@ func (p *routerProc) api() *adminclient.Client {
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	_, o, err := adminclient.FromConfig(cfg)
+	e, err := cfg.AdminEndpoint()
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	api, err := adminclient.New(p.admin, o)
+	api, err := adminclient.New(p.admin, adminclient.Options{Token: e.Token, CAFile: e.CAFile})
 	if err != nil {
 		p.t.Fatal(err)
 	}

@@ -65,7 +65,7 @@ func TestClusterChangeRefusedDuringTakeover(t *testing.T) {
 			return fmt.Errorf("cluster status: exit %d, %v: %s", code, err, out)
 		}
 		for _, mb := range cs.Members {
-			if mb.ID == "ghost" && mb.State != cluster.Alive {
+			if mb.ID == "ghost" && mb.State != string(cluster.Alive) {
 				return nil
 			}
 		}

@@ -81,11 +81,11 @@ func apiOf(t *testing.T, p *routerProc) *adminclient.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, o, err := adminclient.FromConfig(cfg)
+	e, err := cfg.AdminEndpoint()
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := adminclient.New(p.admin, o)
+	api, err := adminclient.New(p.admin, adminclient.Options{Token: e.Token, CAFile: e.CAFile})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,6 @@ package pathpolicy
 import (
 	"fmt"
 	"time"
-
-	"github.com/fedrouter/fedrouter/links"
 )
 
 // The path policy: what a route does about its path at one moment —
@@ -112,6 +110,12 @@ const (
 	// ActReject: reject what the source has with links.CondNoPath.
 	ActReject
 )
+
+// condNoPath is links.CondNoPath, named in ActReject's detail. This
+// package does not import links: it is a leaf, the vocabulary of a
+// route's no_path (routespec) that API clients import. condition_test.go
+// holds the two equal.
+const condNoPath = "fed:no-path"
 
 var actionNames = [...]string{"forward", "wait", StepHold, StepDeadLetter, StepReject}
 
@@ -217,7 +221,7 @@ func correct(p Policy, why string, st State, now time.Time) (Decision, State) {
 	case StepDeadLetter:
 		d.Action, d.Detail = ActDeadLetter, why+": dead-lettering to "+p.DeadLetterQueue
 	case StepReject:
-		d.Action, d.Detail = ActReject, why+": rejecting at the source with "+links.CondNoPath
+		d.Action, d.Detail = ActReject, why+": rejecting at the source with "+condNoPath
 	default:
 		d.Action, d.Detail = ActHold, why+": holding at the source"
 		if left > 0 {

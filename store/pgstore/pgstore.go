@@ -150,11 +150,11 @@ func (s *Store) Beat(ctx context.Context, m store.Member, held []store.Lease, le
 	}
 	rows, err := s.pool.Query(ctx, `
 WITH m AS (
-	INSERT INTO fedrouter_members AS t (cluster, id, incarnation, admin_url, brokers, local, beat, left_at, routes)
-	VALUES ($1, $2, $3, $4, $5, $9, now(), NULL, $10::jsonb)
+	INSERT INTO fedrouter_members AS t (cluster, id, incarnation, admin_url, brokers, local, beat, left_at, routes, routes_at)
+	VALUES ($1, $2, $3, $4, $5, $9, now(), NULL, $10::jsonb, CASE WHEN $10::jsonb IS NULL THEN NULL ELSE now() END)
 	ON CONFLICT (cluster, id) DO UPDATE SET incarnation = excluded.incarnation,
 		admin_url = excluded.admin_url, brokers = excluded.brokers, local = excluded.local, beat = now(), left_at = NULL,
-		routes = excluded.routes
+		routes = coalesce(excluded.routes, t.routes), routes_at = coalesce(excluded.routes_at, t.routes_at)
 	WHERE t.incarnation = excluded.incarnation OR t.left_at IS NOT NULL OR t.beat < now() - $6 * interval '1 microsecond'
 	RETURNING beat
 ), r AS (
@@ -321,7 +321,7 @@ func (s *Store) Snapshot(ctx context.Context) (store.Snapshot, error) {
 		if err := tx.QueryRow(ctx, `SELECT now()`).Scan(&snap.Now); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT id, incarnation, admin_url, brokers, local, beat, left_at IS NOT NULL AND left_at >= beat, routes::text
+		rows, err := tx.Query(ctx, `SELECT id, incarnation, admin_url, brokers, local, beat, left_at IS NOT NULL AND left_at >= beat
 			FROM fedrouter_members WHERE cluster = $1 ORDER BY id`, s.cluster)
 		if err != nil {
 			return err
@@ -346,12 +346,29 @@ func (s *Store) Snapshot(ctx context.Context) (store.Snapshot, error) {
 
 func scanMember(r pgx.CollectableRow) (store.MemberRow, error) {
 	var m store.MemberRow
-	var routes *string
-	err := r.Scan(&m.ID, &m.Incarnation, &m.AdminURL, &m.Brokers, &m.Local, &m.LastBeat, &m.Left, &routes)
-	if routes != nil {
-		m.Routes = []byte(*routes)
-	}
+	err := r.Scan(&m.ID, &m.Incarnation, &m.AdminURL, &m.Brokers, &m.Local, &m.LastBeat, &m.Left)
 	return m, err
+}
+
+// Reports reads the members' published statuses, in one statement.
+func (s *Store) Reports(ctx context.Context) ([]store.Report, time.Time, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, routes_at, routes::text, now() FROM fedrouter_members
+		WHERE cluster = $1 AND routes IS NOT NULL ORDER BY id`, s.cluster)
+	if err != nil {
+		return nil, time.Time{}, s.wrap("reading the members' route statuses", err)
+	}
+	var now time.Time
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Report, error) {
+		var rep store.Report
+		var text string
+		err := r.Scan(&rep.Member, &rep.At, &text, &now)
+		rep.Routes = []byte(text)
+		return rep, err
+	})
+	if err != nil {
+		return nil, time.Time{}, s.wrap("reading the members' route statuses", err)
+	}
+	return out, now, nil
 }
 
 func scanRoute(r pgx.CollectableRow) (store.RouteRow, error) {

@@ -266,31 +266,46 @@ func TestBeatRefusesASecondIncarnation(t *testing.T) {
 	}
 }
 
-// A member's routes' statuses go with its beat and come back in the
-// snapshot as written; a beat without them clears them.
+// A member's routes' statuses go with a beat and come back from Reports
+// as written, with the store's time of that beat; a beat without them
+// leaves them (and their time); the snapshot every beat reads does not
+// carry them.
 func TestBeatCarriesRouteStatuses(t *testing.T) {
 	s := open(t, storetest.Schema(t), "c1")
 	ctx := context.Background()
 	report := []byte(`{"r1":{"state":"Operational","forwarded":42}}`)
-	if _, err := s.Beat(ctx, store.Member{ID: "A", Incarnation: "i1", Routes: report}, nil, 6*time.Second); err != nil {
+	renewal, err := s.Beat(ctx, store.Member{ID: "A", Incarnation: "i1", Routes: report}, nil, 6*time.Second)
+	if err != nil {
 		t.Fatal(err)
 	}
-	snap, err := s.Snapshot(ctx)
-	if err != nil || len(snap.Members) != 1 {
-		t.Fatalf("snapshot: %+v, %v", snap, err)
+	if _, err := s.Beat(ctx, store.Member{ID: "B", Incarnation: "i1"}, nil, 6*time.Second); err != nil {
+		t.Fatal(err)
 	}
-	var got, want map[string]map[string]any
-	if err := json.Unmarshal(snap.Members[0].Routes, &got); err != nil {
-		t.Fatalf("routes %q: %v", snap.Members[0].Routes, err)
+	check := func(when string) {
+		t.Helper()
+		reps, now, err := s.Reports(ctx)
+		if err != nil || len(reps) != 1 || reps[0].Member != "A" {
+			t.Fatalf("%s: reports %+v, %v; want A's only", when, reps, err)
+		}
+		if !reps[0].At.Equal(renewal.Now) || now.Before(reps[0].At) {
+			t.Fatalf("%s: published at %s, now %s; want the first beat's time %s", when, reps[0].At, now, renewal.Now)
+		}
+		var got, want map[string]map[string]any
+		if err := json.Unmarshal(reps[0].Routes, &got); err != nil {
+			t.Fatalf("%s: routes %q: %v", when, reps[0].Routes, err)
+		}
+		_ = json.Unmarshal(report, &want)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: routes %s, want %s", when, reps[0].Routes, report)
+		}
 	}
-	_ = json.Unmarshal(report, &want)
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("routes %s, want %s", snap.Members[0].Routes, report)
-	}
+	check("after the beat that carried them")
 	if _, err := s.Beat(ctx, store.Member{ID: "A", Incarnation: "i1"}, nil, 6*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if snap, _ := s.Snapshot(ctx); snap.Members[0].Routes != nil {
-		t.Fatalf("routes after a beat without: %q", snap.Members[0].Routes)
+	check("after a beat without")
+	snap, err := s.Snapshot(ctx)
+	if err != nil || len(snap.Members) != 2 || snap.Members[0].Routes != nil {
+		t.Fatalf("snapshot: %+v, %v; want two members, no statuses", snap.Members, err)
 	}
 }

@@ -46,6 +46,10 @@ var migrations = []string{
 	// 2: each member's routes' statuses, written with its beats
 	// (store.Member.Routes).
 	`ALTER TABLE fedrouter_members ADD COLUMN routes jsonb;`,
+	// 3: when the statuses were published: a beat without them leaves
+	// the last ones (store.Member.Routes nil).
+	`ALTER TABLE fedrouter_members ADD COLUMN routes_at timestamptz;
+	UPDATE fedrouter_members SET routes_at = beat WHERE routes IS NOT NULL;`,
 }
 
 // SchemaVersion is the version this fedrouter migrates stores to.
