@@ -101,3 +101,84 @@ func TestConformanceForwardRewriteDrop(t *testing.T) {
 		})
 	}
 }
+
+// A dropped message is accepted at the source in its turn: behind a
+// message still waiting for the destination's outcome it waits too (in
+// flight, not yet counted looped), and both go out in one range once
+// that outcome comes. Scripted peers: the destination answers only when
+// the test says.
+func TestForwardDropSettledInTurn(t *testing.T) {
+	answer := make(chan struct{})
+	dstAddr := fakePeer(t, func(p *peer) {
+		p.open(wire.Open{})
+		p.beginAttach(0)
+		p.send(0, func(b []byte) []byte {
+			return wire.AppendFlow(b, &wire.Flow{NextIncomingID: 0, HasNextIncomingID: true, IncomingWindow: 100, NextOutgoingID: 0, OutgoingWindow: 100,
+				Handle: 0, HasHandle: true, DeliveryCount: 0, HasDeliveryCount: true, LinkCredit: 100, HasLinkCredit: true})
+		})
+		d, ch := p.expect(wire.DescTransfer)
+		if d == nil {
+			return
+		}
+		var tr wire.Transfer
+		d.Transfer(&tr)
+		select {
+		case <-answer:
+		case <-time.After(15 * time.Second):
+			return
+		}
+		disp := wire.Disposition{Role: wire.RoleReceiver, First: tr.DeliveryID, Settled: true, State: wire.DeliveryState{Kind: wire.StateAccepted}}
+		p.send(ch, func(b []byte) []byte { return wire.AppendDisposition(b, &disp) })
+		p.expect(wire.DescClose)
+	})
+	dispositions := make(chan wire.Disposition, 4)
+	srcAddr := fakePeer(t, func(p *peer) {
+		p.open(wire.Open{})
+		p.beginAttach(0)
+		p.expect(wire.DescFlow) // the receiver's credit
+		for i, id := range []uint32{1, 2} { // message 1 is sent on, 0 (i%3 == 0) dropped
+			p.send(0, func(b []byte) []byte {
+				b = wire.AppendTransfer(b, &wire.Transfer{Handle: 0, DeliveryID: id, HasDeliveryID: true, DeliveryTag: []byte{byte(id)}})
+				return append(b, encodeMessage(fmt.Sprint(i), body(1-i, 64))...)
+			})
+		}
+		for {
+			d, _ := p.expect(wire.DescDisposition)
+			if d == nil {
+				return
+			}
+			var got wire.Disposition
+			d.Disposition(&got)
+			dispositions <- got
+		}
+	})
+	ss := session(t, dialFake(t, srcAddr, engine.Options{}), engine.SessionOptions{})
+	ds := session(t, dialFake(t, dstAddr, engine.Options{}), engine.SessionOptions{})
+	f, _, _, err := engine.Forward(t.Context(), ss, engine.ReceiverOptions{Address: "src", Credit: 10}, ds, engine.SenderOptions{Address: "dst"},
+		engine.ForwardOptions{Rewrite: dropOrRefuse})
+	if err != nil {
+		t.Fatal(err)
+	}
+	brokertest.Eventually(t, 10*time.Second, 5*time.Millisecond, func() error {
+		if st := f.Stats(); st.Forwarded != 1 || st.InFlight != 2 || st.Looped != 0 || st.Settled != 0 {
+			return fmt.Errorf("%+v: want 1 sent and the dropped one waiting behind it", st)
+		}
+		return nil
+	})
+	close(answer)
+	select {
+	case d := <-dispositions:
+		last := d.First
+		if d.HasLast {
+			last = d.Last
+		}
+		if d.First != 1 || last != 2 || !d.Settled || d.State.Kind != wire.StateAccepted {
+			t.Fatalf("source disposition %+v: want 1..2 accepted, settled", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no disposition at the source: %+v", f.Stats())
+	}
+	if st := f.Stats(); st.Looped != 1 || st.Accepted != 1 || st.Settled != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+}
