@@ -135,7 +135,7 @@ func TestForwardDropSettledInTurn(t *testing.T) {
 	srcAddr := fakePeer(t, func(p *peer) {
 		p.open(wire.Open{})
 		p.beginAttach(0)
-		p.expect(wire.DescFlow) // the receiver's credit
+		p.expect(wire.DescFlow)             // the receiver's credit
 		for i, id := range []uint32{1, 2} { // message 1 is sent on, 0 (i%3 == 0) dropped
 			p.send(0, func(b []byte) []byte {
 				b = wire.AppendTransfer(b, &wire.Transfer{Handle: 0, DeliveryID: id, HasDeliveryID: true, DeliveryTag: []byte{byte(id)}})
