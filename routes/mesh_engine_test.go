@@ -28,8 +28,8 @@ var squareSides = [][2]string{{"hk1", "hk2"}, {"hk2", "hk3"}, {"hk3", "hk4"}, {"
 // qpidd brokers under squareNames, with a link-state table of the square
 // (cost 1 each way): its exchange routes are direct, each message judged
 // by meshHop (qpidd's subscriptions are not shared: no fan-out). Its
-// connection to hk2 goes through the returned proxy (the test's own
-// connections do not).
+// connections are not the test's; the one to hk2 goes through the
+// returned proxy.
 func newSquareHarness(t *testing.T, dataPath string) (*harness, *brokertest.FaultProxy) {
 	t.Helper()
 	h := newHarnessNamed(t, dataPath, squareNames)
@@ -42,11 +42,18 @@ func newSquareHarness(t *testing.T, dataPath string) (*harness, *brokertest.Faul
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close() }) // its only error is the listener's close
-	cfg := h.brokers["hk2"].Config()
-	cfg.URLs = []string{"amqp://" + p.Addr()}
-	b := h.opts.Brokers["hk2"]
-	b.Conn = brokertest.Dial(t, cfg, famqp.ConnOptions{Backoff: famqp.Backoff{Min: 100 * time.Millisecond, Max: 500 * time.Millisecond}})
-	h.opts.Brokers["hk2"] = b
+	// The manager's connections are its own: the test's (h.conns) are
+	// not cut, and a route's connection lost mid-stream does not end the
+	// test's collecting (the routes recover; what it costs is counted).
+	for alias, br := range h.brokers {
+		cfg := br.Config()
+		if alias == "hk2" {
+			cfg.URLs = []string{"amqp://" + p.Addr()}
+		}
+		b := h.opts.Brokers[alias]
+		b.Conn = brokertest.Dial(t, cfg, famqp.ConnOptions{Backoff: famqp.Backoff{Min: 100 * time.Millisecond, Max: 500 * time.Millisecond}})
+		h.opts.Brokers[alias] = b
+	}
 	h.opts.RouterID, h.opts.Table = "h-enghook", newTable(meshPaths(t, squareSides...))
 	h.start()
 	return h, p
