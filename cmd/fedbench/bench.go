@@ -168,16 +168,9 @@ func (b *bench) run(ctx context.Context) error {
 		rep.Control = cp
 	}
 	if b.opt.Backlog > 0 && !b.opt.OnlyCtl && byName["RabbitMQ->RabbitMQ"].Src.Name != "" {
-		fmt.Fprintf(os.Stderr, "[%s] backlog: %d messages ...\n", time.Since(start).Round(time.Second), b.opt.Backlog)
-		bl, err := b.runBacklog(ctx, byName["RabbitMQ->RabbitMQ"])
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			fmt.Fprintf(os.Stderr, "backlog FAILED: %v\n", err)
-			bl = &backlogResult{Error: err.Error()}
+		if rep.Backlogs, err = b.runBacklogs(ctx, byName["RabbitMQ->RabbitMQ"], start); err != nil {
+			return err
 		}
-		rep.Backlog = bl
 	}
 	if b.opt.Topology && !b.opt.OnlyCtl {
 		fmt.Fprintf(os.Stderr, "[%s] topology benchmarks ...\n", time.Since(start).Round(time.Second))

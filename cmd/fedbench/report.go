@@ -25,7 +25,7 @@ type report struct {
 	Versions map[string]string `json:"versions"`
 	Options  options           `json:"options"`
 	Results  []*result         `json:"results"`
-	Backlog  *backlogResult    `json:"backlog,omitempty"`
+	Backlogs []*backlogResult  `json:"backlogs,omitempty"` // one per data path (--backlog-data-path)
 	Topology *topoResult       `json:"topology,omitempty"` // full recompute
 	// TopologyUpdate is one changed advertisement up to the updated next
 	// hops of 20 origins.
@@ -135,8 +135,10 @@ func (r *report) failures() error {
 			}
 		}
 	}
-	if r.Backlog != nil && (r.Backlog.Error != "" || r.Backlog.Verified != "ok") {
-		return errFailures
+	for _, bl := range r.Backlogs {
+		if bl.Error != "" || bl.Verified != "ok" {
+			return errFailures
+		}
 	}
 	if r.Control != nil && r.Control.Error != "" {
 		return errFailures
@@ -173,13 +175,15 @@ func (r *report) print(out io.Writer) error {
 			fmt.Fprintf(&b, "FAILED: %s: %s\n", res.caseSpec, e)
 		}
 	}
-	if bl := r.Backlog; bl != nil {
+	if len(r.Backlogs) > 0 {
 		fmt.Fprintln(&b)
+	}
+	for _, bl := range r.Backlogs {
 		if bl.Error != "" {
-			fmt.Fprintf(&b, "backlog: FAILED: %s\n", bl.Error)
+			fmt.Fprintf(&b, "backlog on %s: FAILED: %s\n", bl.DataPath, bl.Error)
 		} else {
-			fmt.Fprintf(&b, "backlog: %d x %s filled in %.0f s, drained by one route in %.0f s (%.0f msg/s); router RSS while draining min %.1f / max %.1f / final %.1f MiB (peak VmHWM %.1f MiB, %d samples every 500 ms); verified: %s\n",
-				bl.Messages, sizeName(bl.Size), bl.FillSeconds, bl.DrainSeconds, bl.Rate,
+			fmt.Fprintf(&b, "backlog on %s: %d x %s filled in %.0f s, drained by one route in %.0f s (%.0f msg/s); router RSS while draining min %.1f / max %.1f / final %.1f MiB (peak VmHWM %.1f MiB, %d samples every 500 ms); verified: %s\n",
+				bl.DataPath, bl.Messages, sizeName(bl.Size), bl.FillSeconds, bl.DrainSeconds, bl.Rate,
 				kib(bl.RSSMinKiB), kib(bl.RSSMaxKiB), kib(bl.RSSFinalKiB), kib(bl.PeakKiB), len(bl.Samples), bl.Verified)
 		}
 	}
