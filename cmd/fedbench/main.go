@@ -93,7 +93,7 @@ func runFlags() []cli.Flag {
 		&cli.IntFlag{Name: "backlog", Value: 1000000, EnvVars: []string{"BENCH_BACKLOG"}, Usage: "messages waiting at the source in the backlog case (0: skip)"},
 		&cli.StringSliceFlag{Name: "backlog-data-path", Value: cli.NewStringSlice(routes.DataPathGoAMQP, routes.DataPathEngine), EnvVars: []string{"BENCH_BACKLOG_DATA_PATHS"}, Usage: "data paths the backlog case runs on, one run each: go-amqp, engine"},
 		&cli.StringSliceFlag{Name: "pair", Value: cli.NewStringSlice("rabbitmq", "proton", kindQpidd), EnvVars: []string{"BENCH_PAIRS"}, Usage: "broker pairs: rabbitmq (rabbit1->rabbit2), proton (proton1->proton2), qpidd (qpidd1->qpidd2 of testdata/qpidd.sh; left out of the default when the shared build is absent)"},
-		&cli.StringSliceFlag{Name: "variant", Value: cli.NewStringSlice("raw", "fedrouter", "engine", "engine-ack", "qdrouterd", "shovel091", "shovel10", "fanout", "transit", "qpidfed"), EnvVars: []string{"BENCH_VARIANTS"}, Usage: "variants: raw, fedrouter (queue routes, data_path go-amqp), engine (the same, data_path engine), engine-ack (data_path engine, the routes with --engine-ack), qdrouterd (Qpid Dispatch Router 1.19 from the shared build, one worker thread, auto-links; left out of the default when the build is absent), shovel091, shovel10, fanout (an exchange route fanning out through transit, RabbitMQ), transit (a queue route rabbit1 -> rabbit3 across two routers through rabbit2's transit queue), qpidfed (qpidd's own federation: a link and bridges made through QMF, qpidd)"},
+		&cli.StringSliceFlag{Name: "variant", Value: cli.NewStringSlice("raw", "fedrouter", "engine", "engine-ack", "qdrouterd", "shovel091", "shovel10", "fanout", "transit", "transit-engine", "qpidfed"), EnvVars: []string{"BENCH_VARIANTS"}, Usage: "variants: raw, fedrouter (queue routes, data_path go-amqp), engine (the same, data_path engine), engine-ack (data_path engine, the routes with --engine-ack), qdrouterd (Qpid Dispatch Router 1.19 from the shared build, one worker thread, auto-links; left out of the default when the build is absent), shovel091, shovel10, fanout (an exchange route fanning out through transit, RabbitMQ), transit (a queue route rabbit1 -> rabbit3 across two routers through rabbit2's transit queue), transit-engine (the same, both routers on data_path engine; a run some forwarder of which the engine did not carry is reported as not on the engine, without figures), qpidfed (qpidd's own federation: a link and bridges made through QMF, qpidd)"},
 		&cli.StringFlag{Name: "out", Value: "bench-results.json", EnvVars: []string{"BENCH_OUT"}, Usage: "write the results as JSON to `FILE`"},
 		&cli.StringFlag{Name: "fedrouter", Value: "bin/fedrouter", Usage: "the fedrouter binary to measure"},
 		&cli.StringFlag{Name: "go", Value: "go", Usage: "go command, for the topology benchmark"},
@@ -104,7 +104,7 @@ func runFlags() []cli.Flag {
 	}
 }
 
-var variantNames = map[string]string{"raw": vRaw, "fedrouter": vFedrouter, "engine": vEngine, "engine-ack": vEngineAck, "shovel091": vShovel091, "shovel10": vShovel10, "fanout": vFanout, "transit": vTransit, "qpidfed": vQpidFed, "qdrouterd": vQdrouterd}
+var variantNames = map[string]string{"raw": vRaw, "fedrouter": vFedrouter, "engine": vEngine, "engine-ack": vEngineAck, "shovel091": vShovel091, "shovel10": vShovel10, "fanout": vFanout, "transit": vTransit, "transit-engine": vTransitEngine, "qpidfed": vQpidFed, "qdrouterd": vQdrouterd}
 
 func runBench(c *cli.Context) error {
 	o := options{
@@ -117,7 +117,7 @@ func runBench(c *cli.Context) error {
 	for _, v := range c.StringSlice("variant") {
 		name, ok := variantNames[v]
 		if !ok {
-			return fmt.Errorf("--variant %q: want raw, fedrouter, engine, engine-ack, qdrouterd, shovel091, shovel10, fanout, transit or qpidfed", v)
+			return fmt.Errorf("--variant %q: want raw, fedrouter, engine, engine-ack, qdrouterd, shovel091, shovel10, fanout, transit, transit-engine or qpidfed", v)
 		}
 		o.Variants = append(o.Variants, name)
 	}
