@@ -5,8 +5,10 @@
 // --ack),
 // Qpid Dispatch Router (qdrouterd, the other AMQP 1.0 router) moving the
 // same messages, the RabbitMQ shovel plugin in its AMQP 0-9-1 and AMQP
-// 1.0 modes and qpidd's own federation; memory
-// under a large backlog; and the topology benchmarks (a full recompute, and
+// 1.0 modes and qpidd's own federation; a message across two routers
+// (transit, on each data path, with the data path each forwarder ran on);
+// memory under a large backlog, on each data path; and the topology
+// benchmarks (a full recompute, and
 // one advertisement up to the updated next hops). It prints a table and
 // writes the figures as JSON. `make bench` runs it; method and results are
 // in docs/performance.md.
