@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/fedrouter/fedrouter/amqp"
@@ -30,20 +31,27 @@ func CheckDataPath(p string) error {
 
 // onEngine says whether this run goes on the engine: the router asks for
 // it, and the route needs nothing the engine path does not carry yet. A
-// direct route (not rerouted through transit) to one of this router's
-// brokers, rejecting at the source or dead-lettering (on_reject): a
-// queue route to an exchange, or to a queue without a global
-// destination's gate; an exchange route without link-state flooding
-// (with it, meshHop judges and annotates every message). Not a global
-// destination's flow (MaxMoves: each message's moves counted), fan-out,
-// dynamic or transit routes. A link the engine cannot attach (qpidd's
-// subject on every message of an exchange route with a literal key:
-// amqp.ErrEngineUnsupported) makes that run go on go-amqp (runLinks).
+// route to one of this router's brokers, direct or rerouted through
+// transit, and a route through transit to a broker known only from the
+// link-state network (transitMode), rejecting at the source or
+// dead-lettering (on_reject): a queue route to an exchange, or to a
+// queue without a global destination's gate; an exchange route, but a
+// direct one with link-state flooding (meshHop judges and annotates
+// every message). Not a global destination's flow (MaxMoves: each
+// message's moves counted), fan-out or dynamic routes. A link the
+// engine cannot attach (qpidd's subject on every message of an exchange
+// route with a literal key: amqp.ErrEngineUnsupported) makes that run
+// go on go-amqp (runLinks).
 func (r *route) onEngine(path pathpolicy.Path) bool {
-	if r.m.opts.DataPath != DataPathEngine || path == pathpolicy.Transit {
+	if r.m.opts.DataPath != DataPathEngine {
 		return false
 	}
-	if _, direct := r.mode.(*directMode); !direct {
+	transit := path == pathpolicy.Transit
+	switch r.mode.(type) {
+	case *transitMode:
+		transit = true
+	case *directMode:
+	default:
 		return false
 	}
 	s := r.spec
@@ -53,7 +61,7 @@ func (r *route) onEngine(path pathpolicy.Path) bool {
 	case s.Kind == KindQueue:
 		return s.DestQueue == "" || r.m.opts.Gates == nil || r.m.opts.Gates.Gate(s.Dest, s.DestQueue) == nil
 	case s.Kind == KindExchange:
-		return r.env.table == nil
+		return transit || r.env.table == nil
 	}
 	return false
 }
@@ -68,7 +76,7 @@ const engineClose = 5 * time.Second
 // engine connection (dialled on first use, again after it ended), the
 // source's queue forwarded to the destination as bytes, the source
 // settled in ranges (spec.Ack).
-func (r *route) runEngine(ctx context.Context, drain <-chan struct{}, credit, limit int) error {
+func (r *route) runEngine(ctx context.Context, path pathpolicy.Path, drain <-chan struct{}, credit, limit int) error {
 	release, err := r.m.setupSlot(ctx)
 	if err != nil {
 		return err
@@ -76,7 +84,7 @@ func (r *route) runEngine(ctx context.Context, drain <-chan struct{}, credit, li
 	defer release()
 	setup, cancel := context.WithTimeout(ctx, r.m.opts.SetupTimeout)
 	defer cancel()
-	l, err := r.engineLinks(setup)
+	l, err := r.engineLinks(setup, path)
 	if err != nil {
 		return err
 	}
@@ -95,8 +103,10 @@ func (r *route) runEngine(ctx context.Context, drain <-chan struct{}, credit, li
 		fw.Close(cctx)
 	}()
 	release()
+	r.onEngineRun.Store(true)
+	defer r.onEngineRun.Store(false)
 	r.state.setState(StateOperational, nil, 0)
-	r.state.setDetail(engineDetail)
+	r.state.setDetail(r.runDetail(path))
 	return fw.Run(ctx, cfg, &r.c)
 }
 
@@ -119,14 +129,27 @@ func (r *route) attachRefused(err error, l links.EngineLinks) error {
 }
 
 // engineLinks resolves the run's termini and begins its two sessions.
-func (r *route) engineLinks(setup context.Context) (links.EngineLinks, error) {
+// Through transit (path, or a transitMode route), the destination is the
+// source broker's transit queue for the destination broker, and each
+// message enters transit on the way (links.EngineEnterTransit).
+func (r *route) engineLinks(setup context.Context, path pathpolicy.Path) (links.EngineLinks, error) {
 	var l links.EngineLinks
 	_, _, dstNode := r.nodes()
-	// RabbitMQ accepts and drops sends to a missing node: look first.
-	if err := r.dst.Profile.CheckTarget(setup, dstNode); err != nil {
-		return l, missing(fmt.Errorf("destination %s on %s: %w", dstNode, r.spec.Dest, err), dstNode, r.spec.Dest)
+	target, at := dstNode, r.dst
+	if _, transit := r.mode.(*transitMode); transit || path == pathpolicy.Transit {
+		var count *atomic.Uint64
+		if d, ok := r.mode.(*directMode); ok {
+			count = &d.rerouted
+		}
+		l.Dispatch = links.EngineEnterTransit(r.spec.Src, r.spec.Dest, dstNode, count)
+		target, at = links.TransitNode(r.spec.Dest), r.src
 	}
-	dstSpec, err := r.dst.Profile.Target(dstNode)
+	// RabbitMQ accepts and drops sends to a missing node: look first (a
+	// transit queue is created).
+	if err := at.Profile.CheckTarget(setup, target); err != nil {
+		return l, missing(fmt.Errorf("destination %s on %s: %w", target, at.Conn.Name(), err), target, r.spec.Dest)
+	}
+	dstSpec, err := at.Profile.Target(target)
 	if err != nil {
 		return l, err
 	}
@@ -148,7 +171,7 @@ func (r *route) engineLinks(setup context.Context) (links.EngineLinks, error) {
 	if l.Src, err = engineSession(setup, r.src.Conn); err != nil {
 		return l, err
 	}
-	if l.Dst, err = engineSession(setup, r.dst.Conn); err != nil {
+	if l.Dst, err = engineSession(setup, at.Conn); err != nil {
 		endSessions(l.Src)
 		return links.EngineLinks{}, err
 	}
