@@ -56,6 +56,20 @@ type EngineLinks struct {
 	Resolve func(ctx context.Context, key string) (*engine.Session, engine.SenderOptions, *wire.Error, error)
 	// AttachTimeout bounds each Resolve and attach (default 30 s).
 	AttachTimeout time.Duration
+	// Early, with Dispatch and no Dst, are destinations attached before
+	// the source (their keys what Dispatch names); one whose attach
+	// fails is left out. Attached, when set, is told the keys attached
+	// before the first message can come.
+	Early    []EngineDest
+	Attached func(keys []string)
+}
+
+// EngineDest is a destination's sender to attach: its key, session and
+// options.
+type EngineDest struct {
+	Key    string
+	Sess   *engine.Session
+	Target engine.SenderOptions
 }
 
 // EngineForwarder is one run's links on the engine, attached.
@@ -84,17 +98,40 @@ func AttachEngine(ctx context.Context, l EngineLinks, cfg Config, ack int) (*Eng
 		fo.DeadLetter, fo.DeadLetterAnnotations, fo.UndecodableKey = l.DeadLetter, deadLetterAnnotations(cfg), AnnotationUndecodable
 	}
 	if l.Dst == nil {
-		f, rcv, err := engine.ForwardDispatch(ctx, l.Src, ro, fo)
-		if err != nil {
-			return nil, err
-		}
-		return &EngineForwarder{f: f, rcv: rcv, l: l}, nil
+		return attachDispatch(ctx, l, ro, fo)
 	}
 	f, rcv, snd, err := engine.Forward(ctx, l.Src, ro, l.Dst, l.Target, fo)
 	if err != nil {
 		return nil, err
 	}
 	return &EngineForwarder{f: f, rcv: rcv, snd: snd, l: l}, nil
+}
+
+// attachDispatch attaches a dispatching forwarder: l.Early first, then
+// the source.
+func attachDispatch(ctx context.Context, l EngineLinks, ro engine.ReceiverOptions, fo engine.ForwardOptions) (*EngineForwarder, error) {
+	f, err := engine.NewForwarder(fo)
+	if err != nil {
+		return nil, err
+	}
+	e := &EngineForwarder{f: f, l: l}
+	var keys []string
+	for _, d := range l.Early {
+		snd, err := f.AddDestination(ctx, d.Key, d.Sess, d.Target)
+		if err != nil {
+			continue // not early then: Dispatch does without it
+		}
+		e.extra = append(e.extra, snd)
+		keys = append(keys, d.Key)
+	}
+	if l.Attached != nil {
+		l.Attached(keys)
+	}
+	if e.rcv, err = f.AttachSource(ctx, l.Src, ro); err != nil {
+		e.Close(ctx)
+		return nil, err
+	}
+	return e, nil
 }
 
 // attach answers the forwarder's request for key's sender (run
@@ -252,7 +289,9 @@ func (e *EngineForwarder) count(c *Counters) engine.ForwardStats {
 // Close detaches the run's links, the receiver first (bounded by ctx):
 // what is unsettled at the source is released by the broker.
 func (e *EngineForwarder) Close(ctx context.Context) {
-	_ = e.rcv.Close(ctx) // the sessions end next: an error here changes nothing
+	if e.rcv != nil {
+		_ = e.rcv.Close(ctx) // the sessions end next: an error here changes nothing
+	}
 	for _, s := range e.f.Destinations() {
 		_ = s.Close(ctx)
 	}

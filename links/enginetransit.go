@@ -219,3 +219,17 @@ func EngineResolver(at string, sess *engine.Session, prof amqp.Profile) func(ctx
 		return sess, so, nil, nil
 	}
 }
+
+// EngineString is the string message annotation key of payload ("" when
+// absent or not a string), for a Dispatch outside this package.
+func EngineString(payload []byte, s *wire.Sections, key string) string {
+	return str(engineMessage{payload: payload, s: s}.annotation(key))
+}
+
+// EngineEnterTransitSet is what EngineEnterTransit sets on a message
+// entering transit at src for dest's node (EnterTransit, as bytes).
+func EngineEnterTransitSet(payload []byte, s *wire.Sections, src, dest string, node amqp.Node) []wire.Annotated {
+	var set annotations
+	set.enterTransit(engineMessage{payload: payload, s: s}, src, dest, node)
+	return set
+}

@@ -48,8 +48,8 @@ func (r *route) onEngine(path pathpolicy.Path) bool {
 	}
 	transit := path == pathpolicy.Transit
 	switch r.mode.(type) {
-	case *transitMode:
-		transit = true
+	case *transitMode, *fanoutMode:
+		transit = true // no meshHop: enterTransit, or fan-out's own rules
 	case *directMode:
 	default:
 		return false
@@ -84,11 +84,11 @@ func (r *route) runEngine(ctx context.Context, path pathpolicy.Path, drain <-cha
 	defer release()
 	setup, cancel := context.WithTimeout(ctx, r.m.opts.SetupTimeout)
 	defer cancel()
-	l, err := r.engineLinks(setup, path)
+	l, sessions, err := r.engineLinks(setup, path)
 	if err != nil {
 		return err
 	}
-	defer endSessions(l.Src, l.Dst)
+	defer endSessions(sessions...)
 	cfg := links.Config{Window: credit, Limit: limit, Drain: drain, OutcomeTimeout: r.spec.OutcomeTimeout, Fence: r.fence}
 	if l.DeadLetter != nil {
 		cfg.DeadLetterAnnotations = r.routeAnnotation()
@@ -128,11 +128,16 @@ func (r *route) attachRefused(err error, l links.EngineLinks) error {
 	return err
 }
 
-// engineLinks resolves the run's termini and begins its two sessions.
-// Through transit (path, or a transitMode route), the destination is the
-// source broker's transit queue for the destination broker, and each
-// message enters transit on the way (links.EngineEnterTransit).
-func (r *route) engineLinks(setup context.Context, path pathpolicy.Path) (links.EngineLinks, error) {
+// engineLinks resolves the run's termini and begins its sessions (all
+// returned, to end after the run). Through transit (path, or a
+// transitMode route), the destination is the source broker's transit
+// queue for the destination broker, and each message enters transit on
+// the way (links.EngineEnterTransit); fan-out has links of its own
+// (fanout_engine.go).
+func (r *route) engineLinks(setup context.Context, path pathpolicy.Path) (links.EngineLinks, []*engine.Session, error) {
+	if fm, ok := r.mode.(*fanoutMode); ok {
+		return r.fanoutEngineLinks(setup, fm)
+	}
 	var l links.EngineLinks
 	_, _, dstNode := r.nodes()
 	target, at := dstNode, r.dst
@@ -147,40 +152,62 @@ func (r *route) engineLinks(setup context.Context, path pathpolicy.Path) (links.
 	// RabbitMQ accepts and drops sends to a missing node: look first (a
 	// transit queue is created).
 	if err := at.Profile.CheckTarget(setup, target); err != nil {
-		return l, missing(fmt.Errorf("destination %s on %s: %w", target, at.Conn.Name(), err), target, r.spec.Dest)
+		return l, nil, missing(fmt.Errorf("destination %s on %s: %w", target, at.Conn.Name(), err), target, r.spec.Dest)
 	}
 	dstSpec, err := at.Profile.Target(target)
 	if err != nil {
-		return l, err
+		return l, nil, err
 	}
 	srcSpec, err := r.mode.source(setup)
 	if err != nil {
-		return l, err
+		return l, nil, err
 	}
 	if l.Source, err = srcSpec.EngineReceiver(r.src.Profile); err != nil { // ErrEngineUnsupported: runLinks goes on go-amqp
-		return l, err
+		return l, nil, err
 	}
 	if l.Target, err = dstSpec.EngineSender(); err != nil {
-		return l, err
+		return l, nil, err
 	}
-	if r.spec.OnReject == DeadLetter {
-		if l.DeadLetter, err = r.engineDeadLetter(setup); err != nil {
-			return l, err
-		}
+	if l.DeadLetter, err = r.engineDeadLetter(setup); err != nil {
+		return l, nil, err
 	}
 	if l.Src, err = engineSession(setup, r.src.Conn); err != nil {
-		return l, err
+		return l, nil, err
 	}
 	if l.Dst, err = engineSession(setup, at.Conn); err != nil {
 		endSessions(l.Src)
-		return links.EngineLinks{}, err
+		return links.EngineLinks{}, nil, err
 	}
-	return l, nil
+	return l, []*engine.Session{l.Src, l.Dst}, nil
+}
+
+// fanoutEngineLinks are a fan-out route's links on the engine.
+func (r *route) fanoutEngineLinks(setup context.Context, fm *fanoutMode) (links.EngineLinks, []*engine.Session, error) {
+	dl, err := r.engineDeadLetter(setup)
+	if err != nil {
+		return links.EngineLinks{}, nil, err
+	}
+	src, err := engineSession(setup, r.src.Conn)
+	if err != nil {
+		return links.EngineLinks{}, nil, err
+	}
+	l, sessions, err := fm.engineLinks(setup, src)
+	sessions = append(sessions, src)
+	if err != nil {
+		endSessions(sessions...)
+		return links.EngineLinks{}, nil, err
+	}
+	l.DeadLetter = dl
+	return l, sessions, nil
 }
 
 // engineDeadLetter resolves the route's dead-letter queue on the source
-// broker (as deadLetterSink does on go-amqp).
+// broker (as deadLetterSink does on go-amqp); nil when the route rejects
+// at the source.
 func (r *route) engineDeadLetter(setup context.Context) (*engine.SenderOptions, error) {
+	if r.spec.OnReject != DeadLetter {
+		return nil, nil
+	}
 	n := amqp.Node{Kind: amqp.Queue, Name: r.spec.DeadLetterQueue}
 	if err := r.src.Profile.CheckTarget(setup, n); err != nil {
 		return nil, fmt.Errorf("dead-letter queue on %s: %w", r.spec.Src, err)

@@ -153,15 +153,31 @@ func Forward(ctx context.Context, src *Session, ro ReceiverOptions, dst *Session
 // with no destination yet: ForwardOptions.Dispatch names them, and the
 // owner attaches each when asked (AttachRequests, AddDestination).
 func ForwardDispatch(ctx context.Context, src *Session, ro ReceiverOptions, fo ForwardOptions) (*Forwarder, *Receiver, error) {
-	if fo.Dispatch == nil {
-		return nil, nil, errors.New("engine: ForwardDispatch without ForwardOptions.Dispatch")
+	f, err := NewForwarder(fo)
+	if err != nil {
+		return nil, nil, err
 	}
-	f := newForwarder(fo)
-	rcv, err := f.attachSource(ctx, src, ro)
+	rcv, err := f.AttachSource(ctx, src, ro)
 	if err != nil {
 		return nil, nil, err
 	}
 	return f, rcv, nil
+}
+
+// NewForwarder is ForwardDispatch in two steps: the owner may attach
+// destinations (AddDestination) before the source (AttachSource), so
+// that Dispatch knows them from the first message.
+func NewForwarder(fo ForwardOptions) (*Forwarder, error) {
+	if fo.Dispatch == nil {
+		return nil, errors.New("engine: a dispatching forwarder without ForwardOptions.Dispatch")
+	}
+	return newForwarder(fo), nil
+}
+
+// AttachSource attaches the dead-letter sender, when asked, and the
+// source receiver whose deliveries the forwarder takes.
+func (f *Forwarder) AttachSource(ctx context.Context, src *Session, ro ReceiverOptions) (*Receiver, error) {
+	return f.attachSource(ctx, src, ro)
 }
 
 func newForwarder(fo ForwardOptions) *Forwarder {
