@@ -9,6 +9,7 @@ import (
 
 	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/amqp/engine"
+	"github.com/fedrouter/fedrouter/amqp/wire"
 	"github.com/fedrouter/fedrouter/links"
 	"github.com/fedrouter/fedrouter/routes/pathpolicy"
 )
@@ -35,10 +36,10 @@ func CheckDataPath(p string) error {
 // transit, and a route through transit to a broker known only from the
 // link-state network (transitMode), rejecting at the source or
 // dead-lettering (on_reject): a queue route to an exchange, or to a
-// queue without a global destination's gate; an exchange route, but a
+// queue without a global destination's gate (a global destination's
+// flow, MaxMoves, included: links.EngineMove); an exchange route, but a
 // direct one with link-state flooding (meshHop judges and annotates
-// every message). Not a global destination's flow (MaxMoves: each
-// message's moves counted), fan-out or dynamic routes. A link the
+// every message); fan-out routes. Not dynamic routes. A link the
 // engine cannot attach (qpidd's subject on every message of an exchange
 // route with a literal key: amqp.ErrEngineUnsupported) makes that run
 // go on go-amqp (runLinks).
@@ -56,8 +57,6 @@ func (r *route) onEngine(path pathpolicy.Path) bool {
 	}
 	s := r.spec
 	switch {
-	case s.MaxMoves != 0:
-		return false
 	case s.Kind == KindQueue:
 		return s.DestQueue == "" || r.m.opts.Gates == nil || r.m.opts.Gates.Gate(s.Dest, s.DestQueue) == nil
 	case s.Kind == KindExchange:
@@ -76,7 +75,7 @@ const engineClose = 5 * time.Second
 // engine connection (dialled on first use, again after it ended), the
 // source's queue forwarded to the destination as bytes, the source
 // settled in ranges (spec.Ack).
-func (r *route) runEngine(ctx context.Context, path pathpolicy.Path, drain <-chan struct{}, credit, limit int) error {
+func (r *route) runEngine(ctx context.Context, path pathpolicy.Path, drain <-chan struct{}, lapped func(), credit, limit int) error {
 	release, err := r.m.setupSlot(ctx)
 	if err != nil {
 		return err
@@ -89,6 +88,11 @@ func (r *route) runEngine(ctx context.Context, path pathpolicy.Path, drain <-cha
 		return err
 	}
 	defer endSessions(sessions...)
+	if r.spec.MaxMoves > 0 {
+		if err := r.engineMoves(setup, &l, lapped); err != nil {
+			return err
+		}
+	}
 	cfg := links.Config{Window: credit, Limit: limit, Drain: drain, OutcomeTimeout: r.spec.OutcomeTimeout, Fence: r.fence}
 	if l.DeadLetter != nil {
 		cfg.DeadLetterAnnotations = r.routeAnnotation()
@@ -179,6 +183,36 @@ func (r *route) engineLinks(setup context.Context, path pathpolicy.Path) (links.
 		return links.EngineLinks{}, nil, err
 	}
 	return l, []*engine.Session{l.Src, l.Dst}, nil
+}
+
+// engineMoves makes l a global destination's flow on the engine
+// (links.EngineMove, as moveWiring on go-amqp): each message moved, its
+// moves counted, or parked back at the tail of the source queue, by a
+// sender on the source's session attached when first needed.
+func (r *route) engineMoves(setup context.Context, l *links.EngineLinks, lapped func()) error {
+	srcNode, _, _ := r.nodes()
+	if err := r.src.Profile.CheckTarget(setup, srcNode); err != nil {
+		return fmt.Errorf("park on %s: %w", r.spec.Src, err)
+	}
+	spec, err := r.src.Profile.Target(srcNode)
+	if err != nil {
+		return err
+	}
+	park, err := spec.EngineSender()
+	if err != nil {
+		return err
+	}
+	mv := &links.EngineMove{Inner: l.Dispatch, Max: int64(r.spec.MaxMoves), Run: runStamp(), Lapped: lapped,
+		Moved: &r.moves.moved, Parked: &r.moves.parked}
+	src := l.Src
+	l.Dispatch = mv.Dispatch
+	l.Resolve = func(_ context.Context, key string) (*engine.Session, engine.SenderOptions, *wire.Error, error) {
+		if key != links.ParkKey {
+			return nil, engine.SenderOptions{}, nil, fmt.Errorf("a message for %s in a flow that moves or parks", key)
+		}
+		return src, park, nil, nil
+	}
+	return nil
 }
 
 // fanoutEngineLinks are a fan-out route's links on the engine.

@@ -273,7 +273,7 @@ func (r *route) runOnce(ctx context.Context, path pathpolicy.Path, credit, limit
 // (once) when it has nothing left to move.
 func (r *route) runLinks(ctx context.Context, path pathpolicy.Path, drain <-chan struct{}, lapped func(), credit, limit int) error {
 	if r.onEngine(path) {
-		err := r.runEngine(ctx, path, drain, credit, limit)
+		err := r.runEngine(ctx, path, drain, lapped, credit, limit)
 		if !errors.Is(err, amqp.ErrEngineUnsupported) {
 			return err
 		}

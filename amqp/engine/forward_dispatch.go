@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/fedrouter/fedrouter/amqp/wire"
@@ -29,10 +30,13 @@ var ErrTooManyDestinations = errors.New("engine: more destinations than the forw
 // Copy is one copy of a message: the destination it goes to (a key the
 // owner resolves; "" is Forward's own sender) and the message
 // annotations set on it (a nil Value removes that annotation). Values
-// must not alias the payload: a parked copy outlives it.
+// must not alias the payload: a parked copy outlives it. Count, when
+// set, is added 1 once the destination accepted this copy (before the
+// source was settled otherwise: Expire).
 type Copy struct {
-	To  string
-	Set []wire.Annotated
+	To    string
+	Set   []wire.Annotated
+	Count *atomic.Uint64
 }
 
 // Choice is what Dispatch makes of one message: its copies (none: the
@@ -53,10 +57,11 @@ type dest struct {
 
 // outstanding is one copy sent to a destination, waiting for its outcome.
 type outstanding struct {
-	id   uint32
-	seq  uint64 // the delivery it is a copy of
-	copy int    // its index among the delivery's copies
-	done bool
+	id    uint32
+	seq   uint64 // the delivery it is a copy of
+	copy  int    // its index among the delivery's copies
+	done  bool
+	count *atomic.Uint64 // Copy.Count
 }
 
 // parkedCopy is a copy waiting for its destination's credit or attach:
@@ -66,6 +71,7 @@ type parkedCopy struct {
 	copy    int
 	to      string
 	payload []byte
+	count   *atomic.Uint64
 }
 
 // AttachRequests yields the keys of destinations a message was
@@ -152,7 +158,7 @@ func (f *Forwarder) sendCopy(seq uint64, i int, cp *Copy, payload []byte, sec *w
 	if len(f.parked) == 0 && d != nil {
 		id, err := sendTo(d.snd, payload, sec, cp.Set)
 		if err == nil {
-			f.sent(d, seq, i, id)
+			f.sent(d, seq, i, id, cp.Count)
 			return
 		}
 		if !errors.Is(err, ErrNoCredit) {
@@ -173,7 +179,7 @@ func (f *Forwarder) sendCopy(seq uint64, i int, cp *Copy, payload []byte, sec *w
 	} else {
 		buf = wire.AppendRewritten(buf, payload, sec, true, cp.Set...)
 	}
-	f.parked = append(f.parked, parkedCopy{seq: seq, copy: i, to: cp.To, payload: buf})
+	f.parked = append(f.parked, parkedCopy{seq: seq, copy: i, to: cp.To, payload: buf, count: cp.Count})
 	f.nParked.Store(int64(len(f.parked)))
 	f.parks++
 }
@@ -207,12 +213,12 @@ func (f *Forwarder) ask(key string) bool {
 }
 
 // sent records copy i of seq sent to d as delivery id. f.mu is held.
-func (f *Forwarder) sent(d *dest, seq uint64, i int, id uint32) {
+func (f *Forwarder) sent(d *dest, seq uint64, i int, id uint32, count *atomic.Uint64) {
 	if d.head > 0 && (d.head == len(d.out) || d.head >= 1024 && d.head*2 >= len(d.out)) {
 		n := copy(d.out, d.out[d.head:])
 		d.out, d.head = d.out[:n], 0
 	}
-	d.out = append(d.out, outstanding{id: id, seq: seq, copy: i})
+	d.out = append(d.out, outstanding{id: id, seq: seq, copy: i, count: count})
 	f.copies++
 	if e := f.entry(seq); e != nil {
 		if e.unsent--; e.unsent == 0 {
@@ -254,6 +260,9 @@ func (f *Forwarder) onSettled(d *dest, first, last uint32, st *DeliveryState) {
 		}
 		if int32(o.id-first) >= 0 && !o.done {
 			o.done = true
+			if e := f.entry(o.seq); o.count != nil && st.Kind == wire.StateAccepted && e != nil && !e.done {
+				o.count.Add(1)
+			}
 			f.outcome(o.seq, o.copy, st, false)
 		}
 	}
@@ -297,7 +306,7 @@ func (f *Forwarder) drainParked() {
 			} else if err != nil {
 				f.failDest(p.seq, err)
 			} else {
-				f.sent(d, p.seq, p.copy, id)
+				f.sent(d, p.seq, p.copy, id, p.count)
 			}
 		} else if e != nil && !e.done { // fenced, or a destination failed: the source keeps it
 			f.failEntry(e)
