@@ -136,14 +136,20 @@ type fieldValue struct {
 }
 
 // EngineDispatch is DispatchSink on the engine, for a transit queue's
-// forwarder (an ingress stays on go-amqp): each message's copy goes to
-// At's transit queue for its destination broker, or into its
-// destination address when that is At, chosen per message
-// (TransitKey, a node's address).
+// forwarder or a broker's ingress: each message's copy goes to At's
+// transit queue for its destination broker, or into its destination
+// address when that is At, chosen per message (TransitKey, a node's
+// address).
 type EngineDispatch struct {
 	At, From, Only string
 	MaxHops        int64
 	Control        string
+	// Ingress, when set, makes this a broker's ingress, as on
+	// DispatchSink: every message an application's request, checked
+	// against the policy (refused with CondUnauthorized, counted in
+	// IngressRefused) and entering transit afresh at At.
+	Ingress        *IngressPolicy
+	IngressRefused *IngressCounters
 }
 
 // Dispatch reads and checks msg's transit header, counts the hop and
@@ -165,7 +171,18 @@ func (s *EngineDispatch) Dispatch(payload []byte, sec *wire.Sections, c *engine.
 		return
 	}
 	var set annotations
-	if _, ok := m.annotation(AnnotationDestBroker).(string); !ok {
+	if s.Ingress != nil {
+		if reason, why := s.Ingress.Check(h.Dest, h.Address); reason != "" {
+			s.IngressRefused.add(reason)
+			c.Refuse = engineRefusal(CondUnauthorized, why)
+			return
+		}
+		// A new journey from here, at this broker: an application's claim
+		// of an origin, a hop count, a trace or a fan-out is not kept.
+		set.del(AnnotationFanned)
+		set.enterTransit(m, s.At, h.Dest, h.Address)
+		set.put(AnnotationOrigin, wire.AppendString(nil, s.At))
+	} else if _, ok := m.annotation(AnnotationDestBroker).(string); !ok {
 		set.enterTransit(m, s.At, h.Dest, h.Address)
 	}
 	if h.Dest == s.At && RouterOwned(h.Address, s.Control) {

@@ -59,6 +59,9 @@ func annotationsAfter(t *testing.T, payload []byte, c engine.Copy) map[string]an
 func TestEngineDispatch(t *testing.T) {
 	hop := &EngineDispatch{At: "b2", From: "b1", Only: "b3", MaxHops: 4, Control: "fedrouter.control"}
 	last := &EngineDispatch{At: "b3", From: "b2", Only: "b3", MaxHops: 4, Control: "fedrouter.control"}
+	refused := &IngressCounters{}
+	ingress := &EngineDispatch{At: "b1", MaxHops: 4, Control: "fedrouter.control", IngressRefused: refused,
+		Ingress: &IngressPolicy{Rules: []IngressRule{{ToBroker: "*", Address: "queue:app*"}}, Control: "fedrouter.control"}}
 	header := func(hops any, trace string) wire.Map {
 		m := wire.Map{{Key: sym(AnnotationDestBroker), Value: "b3"}, {Key: sym(AnnotationDestAddress), Value: "exchange:ex:k"},
 			{Key: sym(AnnotationOrigin), Value: "b0"}}
@@ -92,6 +95,11 @@ func TestEngineDispatch(t *testing.T) {
 		{"router-owned address", last, engineMsg(t, wire.Map{{Key: sym(AnnotationDestBroker), Value: "b3"}, {Key: sym(AnnotationDestAddress), Value: "exchange:fedrouter.control"}}, nil), CondUnauthorized, "", nil},
 		{"from application properties", hop, engineMsg(t, nil, wire.Map{{Key: PropDestBroker, Value: "b3"}, {Key: PropDestAddress, Value: "queue:q"}}), "", TransitKey("b3"),
 			map[string]any{AnnotationOrigin: "b2", AnnotationHops: int64(1), AnnotationTrace: "b1", AnnotationDestBroker: "b3", AnnotationDestAddress: "queue:q"}},
+		{"ingress: a new journey", ingress, engineMsg(t, wire.Map{{Key: sym(AnnotationOrigin), Value: "claimed"}, {Key: sym(AnnotationFanned), Value: "g"},
+			{Key: sym(AnnotationHops), Value: int64(9)}, {Key: sym(AnnotationTrace), Value: "x"}}, wire.Map{{Key: PropDestBroker, Value: "b3"}, {Key: PropDestAddress, Value: "queue:app"}}), "", TransitKey("b3"),
+			map[string]any{AnnotationOrigin: "b1", AnnotationHops: int64(0), AnnotationDestBroker: "b3", AnnotationDestAddress: "queue:app"}},
+		{"ingress: not allowed", ingress, engineMsg(t, nil, wire.Map{{Key: PropDestBroker, Value: "b3"}, {Key: PropDestAddress, Value: "queue:secret"}}), CondUnauthorized, "", nil},
+		{"ingress: router-owned", ingress, engineMsg(t, nil, wire.Map{{Key: PropDestBroker, Value: "b3"}, {Key: PropDestAddress, Value: "queue:fedrouter.transit.b3"}}), CondUnauthorized, "", nil},
 		{"bad property", hop, engineMsg(t, header(nil, ""), wire.Map{{Key: PropDestAddress, Value: int64(3)}}), CondInvalidField, "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -151,5 +159,20 @@ func TestEngineEnterTransit(t *testing.T) {
 	enter(bad, &s, &c)
 	if c.Refuse == nil || c.Refuse.Condition != CondInvalidField {
 		t.Fatalf("%+v", c)
+	}
+}
+
+// The ingress's refusals are counted by reason, as on go-amqp.
+func TestEngineDispatchIngressCounts(t *testing.T) {
+	refused := &IngressCounters{}
+	d := &EngineDispatch{At: "b1", MaxHops: 4, IngressRefused: refused, Ingress: &IngressPolicy{Rules: []IngressRule{{ToBroker: "*", Address: "queue:app*"}}}}
+	for _, addr := range []string{"queue:secret", "queue:fedrouter.transit.b3", "queue:app1"} {
+		p := engineMsg(t, nil, wire.Map{{Key: PropDestBroker, Value: "b3"}, {Key: PropDestAddress, Value: addr}})
+		s, _ := wire.ScanSections(p)
+		var c engine.Choice
+		d.Dispatch(p, &s, &c)
+	}
+	if refused.NotAllowed.Load() != 1 || refused.RouterOwned.Load() != 1 {
+		t.Fatalf("not allowed %d, router-owned %d", refused.NotAllowed.Load(), refused.RouterOwned.Load())
 	}
 }

@@ -180,7 +180,7 @@ func (f *forwarder) set(s State, err error) {
 
 // runOnce attaches the forwarder's links and forwards until one fails.
 func (f *forwarder) runOnce(ctx context.Context) error {
-	if f.m.opts.DataPath == DataPathEngine && f.dest != "" && !f.onGoAMQP {
+	if f.m.opts.DataPath == DataPathEngine && !f.onGoAMQP {
 		err := f.runEngine(ctx)
 		if !errors.Is(err, amqp.ErrEngineUnsupported) {
 			return err
@@ -237,13 +237,16 @@ func (f *forwarder) runOnce(ctx context.Context) error {
 }
 
 // runEngine is runOnce on the engine (routes.Options.DataPath): the
-// transit queue's messages read, checked and sent on as bytes, each to
-// the next hop's transit queue or, on the last hop, into the address it
-// names, a sender attached per destination as messages name them
+// transit queue's (or the ingress's) messages read, checked and sent on
+// as bytes, each to the next hop's transit queue or, on the last hop,
+// into the address it names, a sender attached per destination as messages name them
 // (links.EngineDispatch, links.EngineResolver); refusals to the router
 // dead-letter queue on the source broker, as on go-amqp.
 func (f *forwarder) runEngine(ctx context.Context) error {
-	from, at := f.m.opts.Brokers[f.from], f.m.opts.Brokers[f.via]
+	from, at, atName := f.m.opts.Brokers[f.from], f.m.opts.Brokers[f.from], f.from // the ingress writes on its own broker
+	if f.via != "" {
+		at, atName = f.m.opts.Brokers[f.via], f.via
+	}
 	setup, cancel := context.WithTimeout(ctx, f.m.opts.SetupTimeout)
 	defer cancel()
 	node := amqp.Node{Kind: amqp.Transit, Name: f.queue()}
@@ -277,8 +280,15 @@ func (f *forwarder) runEngine(ctx context.Context) error {
 		return err
 	}
 	defer endSessions(l.Src, dstSess)
-	disp := &links.EngineDispatch{At: f.via, From: f.from, Only: f.dest, MaxHops: int64(f.m.opts.MaxHops), Control: f.m.opts.ControlAddress}
-	l.Dispatch, l.Resolve = disp.Dispatch, links.EngineResolver(f.via, dstSess, at.Profile)
+	disp := &links.EngineDispatch{At: atName, Only: f.dest, MaxHops: int64(f.m.opts.MaxHops), Control: f.m.opts.ControlAddress}
+	if f.via != "" {
+		disp.From = f.from
+	}
+	if f.dest == "" { // the ingress: only what its rules allow
+		disp.Ingress = &links.IngressPolicy{Rules: f.m.opts.Ingress[f.from], Control: f.m.opts.ControlAddress}
+		disp.IngressRefused = &f.refused
+	}
+	l.Dispatch, l.Resolve = disp.Dispatch, links.EngineResolver(atName, dstSess, at.Profile)
 	cfg := links.Config{Window: f.m.opts.TransitWindow, OutcomeTimeout: f.m.opts.TransitOutcomeTimeout, Drain: f.drain,
 		DeadLetterAnnotations: map[string]string{links.AnnotationRoute: "transit " + f.from + " " + f.queue()}}
 	fw, err := links.AttachEngine(setup, l, cfg, 0)
