@@ -128,7 +128,9 @@ func (f *Forwarder) Unreachable(key string, e *wire.Error) {
 			continue
 		}
 		if en := f.entry(p.seq); en != nil {
-			en.unsent--
+			if en.unsent--; en.unsent == 0 {
+				en.sent = time.Now().UnixNano() // Expire counts from here
+			}
 			f.outcome(p.seq, p.copy, &st, true)
 		}
 		f.free = append(f.free, p.payload[:0])
