@@ -257,10 +257,11 @@ func forwardFanout(t *testing.T, cond string) {
 	}
 	serve(t, f, at, addr)
 	if cond == "" {
-		// Nothing settles until Expire: the source's 8 credits are held
-		// by deliveries waiting for the peer's outcome.
+		// Nothing settles until Expire: the source's 8 credits (or a
+		// few more: RabbitMQ 3.10 adds a grant to what is in flight) are
+		// held by deliveries waiting for the peer's outcome.
 		brokertest.Eventually(t, 20*time.Second, 10*time.Millisecond, func() error {
-			if st := f.Stats(); st.Copies < 3*8 || st.InFlight != 8 {
+			if st := f.Stats(); st.Copies < 3*8 || st.InFlight < 8 {
 				return fmt.Errorf("%+v", st)
 			}
 			return nil
