@@ -98,17 +98,20 @@ qpidd-stop:
 # the RabbitMQ shovel (AMQP 0-9-1 and 1.0, ack-mode on-confirm),
 # on RabbitMQ->RabbitMQ, Proton C->Proton C and qpidd->qpidd, 256-byte and 16 KiB
 # messages; router memory under a 1,000,000-message backlog; the topology
-# recompute. Prints a table and writes BENCH_OUT (JSON); 228 timed runs
+# recompute. Prints a table and writes BENCH_OUT (JSON); 240 timed runs
 # at the defaults (BENCH_REPS=1 BENCH_BACKLOG=0 BENCH_PAIRS=rabbitmq,qpidd:
-# 60). Knobs, as make or
+# 64). Knobs, as make or
 # environment variables: BENCH_N (256-byte messages per case),
 # BENCH_N_LARGE (16 KiB), BENCH_REPS (runs per case; the median is
 # reported), BENCH_CREDIT, BENCH_ROUTES, BENCH_BACKLOG (0 skips it),
+# BENCH_BACKLOG_DATA_PATHS (go-amqp,engine: the backlog drained on each),
 # BENCH_PAIRS (rabbitmq,proton,qpidd: qpidd only with the shared qpidd
 # build, see the qpidd target), BENCH_VARIANTS
-# (raw,fedrouter,engine,engine-ack,qdrouterd,shovel091,shovel10,fanout,transit,qpidfed:
+# (raw,fedrouter,engine,engine-ack,qdrouterd,shovel091,shovel10,fanout,transit,transit-engine,qpidfed:
 # fedrouter's queue routes on data_path go-amqp, on data_path engine, and
-# on the engine with BENCH_ENGINE_ACK, default 100). BENCH_ROUTES=1 runs
+# on the engine with BENCH_ENGINE_ACK, default 100; transit-engine: the
+# transit routers on data_path engine, reported "not on the engine" when
+# a forwarder of the way ran elsewhere). BENCH_ROUTES=1 runs
 # only the one-route cases.
 # A failed run is run again once (reported); a second failure fails the
 # case, the bench goes on and exits non-zero. Uses rabbit1,

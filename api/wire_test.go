@@ -55,7 +55,7 @@ func fullLink() routes.LinkStatus {
 		Via: []string{"paris"}, Ingress: true,
 		Transit: []routes.TransitStatus{{
 			Broker: "london", Dest: "tokyo", Via: "paris", Queue: "fedrouter.transit.tokyo",
-			State: routes.StateWaiting, Since: at, LastError: "refused", Counters: fullCounters(),
+			State: routes.StateWaiting, Since: at, LastError: "refused", DataPath: "engine", Counters: fullCounters(),
 			IngressRefused: &routes.IngressRefusals{RouterOwned: 1, NotAllowed: 2},
 		}},
 	}

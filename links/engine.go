@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/fedrouter/fedrouter/amqp"
@@ -27,33 +28,58 @@ import (
 // outcome for goes to that queue instead, with the annotations
 // links.Forward gives it (the reason, the condition, the time and
 // Config.DeadLetterAnnotations), and is accepted at the source once the
-// dead-letter queue accepted it (engine/deadletter.go). Config.Prepare
-// and Config.DeadLetter are go-amqp's: EngineLinks.Rewrite (on bytes)
-// and EngineLinks.DeadLetter stand for them. Config.Fence is asked by the engine's forwarder before each
+// dead-letter queue accepted it (engine/deadletter.go). Not carried yet
+// (a route needing it runs on go-amqp, routes/ decides): Prepare, and
+// Config.DeadLetter (the go-amqp Sink; EngineLinks.DeadLetter stands for
+// it). Config.Fence is asked by the engine's forwarder before each
 // message (engine.ForwardOptions.Fence); a no ends the run with
 // ErrFenced, as on go-amqp.
 
-// EngineLinks are one run's sessions on the engine and its two termini.
+// EngineLinks are one run's sessions on the engine and its termini.
 type EngineLinks struct {
 	Src, Dst *engine.Session
 	Source   engine.ReceiverOptions
-	Target   engine.SenderOptions
+	// Target is the run's one destination, on Dst; with Dst nil there is
+	// none: Dispatch names each message's and Resolve attaches them.
+	Target engine.SenderOptions
 	// DeadLetter, when set, is the dead-letter queue at the source's
 	// broker: its sender is attached on Src.
 	DeadLetter *engine.SenderOptions
-	// Rewrite, when set, is the run's per-message hook (a route's
-	// meshHop or traceHop on bytes, routes/enginehook.go): the
-	// annotations to set, engine.ErrDrop for a message that would loop
-	// (accepted at the source, counted Looped), or an error refusing it.
-	Rewrite func(payload []byte, s *wire.Sections) ([]wire.Annotated, error)
+	// Dispatch, when set, chooses each message's copies and what is set
+	// on them (engine.ForwardOptions.Dispatch): Target is the copies
+	// for "", Resolve attaches the others.
+	Dispatch func([]byte, *wire.Sections, *engine.Choice)
+	// Resolve says where a destination key's sender attaches (a session
+	// and its options), or refuses the messages for it (the node does
+	// not exist); an error ends the run. It runs on the run's goroutine,
+	// bounded by ctx.
+	Resolve func(ctx context.Context, key string) (*engine.Session, engine.SenderOptions, *wire.Error, error)
+	// AttachTimeout bounds each Resolve and attach (default 30 s).
+	AttachTimeout time.Duration
+	// Early, with Dispatch and no Dst, are destinations attached before
+	// the source (their keys what Dispatch names); one whose attach
+	// fails is left out. Attached, when set, is told the keys attached
+	// before the first message can come.
+	Early    []EngineDest
+	Attached func(keys []string)
+}
+
+// EngineDest is a destination's sender to attach: its key, session and
+// options.
+type EngineDest struct {
+	Key    string
+	Sess   *engine.Session
+	Target engine.SenderOptions
 }
 
 // EngineForwarder is one run's links on the engine, attached.
 type EngineForwarder struct {
 	f   *engine.Forwarder
 	rcv *engine.Receiver
-	snd *engine.Sender
+	snd *engine.Sender // nil without Target
 	l   EngineLinks
+	// extra are the senders attached on the forwarder's requests.
+	extra []*engine.Sender
 	// last is what the counters were last brought up to (Run adds the
 	// difference: a route's counters add up across its runs).
 	last engine.ForwardStats
@@ -67,15 +93,86 @@ type EngineForwarder struct {
 func AttachEngine(ctx context.Context, l EngineLinks, cfg Config, ack int) (*EngineForwarder, error) {
 	ro := l.Source
 	ro.Credit = uint32(max(1, cfg.Window))
-	fo := engine.ForwardOptions{AckN: ack, Fence: cfg.Fence, Rewrite: l.Rewrite}
+	fo := engine.ForwardOptions{AckN: ack, Fence: cfg.Fence, Dispatch: l.Dispatch, MaxDestinations: maxSenders}
 	if l.DeadLetter != nil {
 		fo.DeadLetter, fo.DeadLetterAnnotations, fo.UndecodableKey = l.DeadLetter, deadLetterAnnotations(cfg), AnnotationUndecodable
+	}
+	if l.Dst == nil {
+		return attachDispatch(ctx, l, ro, fo)
 	}
 	f, rcv, snd, err := engine.Forward(ctx, l.Src, ro, l.Dst, l.Target, fo)
 	if err != nil {
 		return nil, err
 	}
 	return &EngineForwarder{f: f, rcv: rcv, snd: snd, l: l}, nil
+}
+
+// attachDispatch attaches a dispatching forwarder: l.Early first, then
+// the source.
+func attachDispatch(ctx context.Context, l EngineLinks, ro engine.ReceiverOptions, fo engine.ForwardOptions) (*EngineForwarder, error) {
+	f, err := engine.NewForwarder(fo)
+	if err != nil {
+		return nil, err
+	}
+	e := &EngineForwarder{f: f, l: l}
+	var keys []string
+	for _, d := range l.Early {
+		snd, err := f.AddDestination(ctx, d.Key, d.Sess, d.Target)
+		if err != nil {
+			continue // not early then: Dispatch does without it
+		}
+		e.extra = append(e.extra, snd)
+		keys = append(keys, d.Key)
+	}
+	if l.Attached != nil {
+		l.Attached(keys)
+	}
+	if e.rcv, err = f.AttachSource(ctx, l.Src, ro); err != nil {
+		e.Close(ctx)
+		return nil, err
+	}
+	return e, nil
+}
+
+// attach answers the forwarder's request for key's sender (run
+// goroutine): attached, or the messages for it refused.
+func (e *EngineForwarder) attach(ctx context.Context, key string) error {
+	if e.l.Resolve == nil {
+		return fmt.Errorf("links: a message for %s, and no way to attach it", key)
+	}
+	timeout := e.l.AttachTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	sess, so, refused, err := e.l.Resolve(actx, key)
+	switch {
+	case err != nil:
+		return err
+	case refused != nil:
+		e.f.Unreachable(key, refused)
+		return nil
+	}
+	snd, err := e.f.AddDestination(actx, key, sess, so)
+	if err != nil {
+		return fmt.Errorf("links: %w", err)
+	}
+	e.extra = append(e.extra, snd)
+	return nil
+}
+
+// extraDone is the error of an attached destination that ended; nil
+// while all run.
+func (e *EngineForwarder) extraDone() error {
+	for _, s := range e.extra {
+		select {
+		case <-s.Done():
+			return fmt.Errorf("links: send to %s: %w", s.Name(), s.Err())
+		default:
+		}
+	}
+	return nil
 }
 
 // engineTick is how often a run brings the route's counters up to date
@@ -98,6 +195,10 @@ func (e *EngineForwarder) Run(ctx context.Context, cfg Config, c *Counters) erro
 	}()
 	drain := cfg.Drain
 	draining := false
+	var sndDone <-chan struct{} // nil without a Target: never ready
+	if e.snd != nil {
+		sndDone = e.snd.Done()
+	}
 	var dlDone <-chan struct{} // nil without a dead-letter queue: never ready
 	if dl := e.f.DeadLetterSender(); dl != nil {
 		dlDone = dl.Done()
@@ -115,16 +216,23 @@ func (e *EngineForwarder) Run(ctx context.Context, cfg Config, c *Counters) erro
 			draining, drain = true, nil
 		case <-e.rcv.Done():
 			return fmt.Errorf("links: receive: %w", e.rcv.Err())
-		case <-e.snd.Done():
+		case <-sndDone:
 			return fmt.Errorf("links: send: %w", e.snd.Err())
+		case key := <-e.f.AttachRequests():
+			if err := e.attach(ctx, key); err != nil {
+				return err
+			}
 		case <-dlDone:
 			return fmt.Errorf("links: dead-letter send: %w", e.f.DeadLetterSender().Err())
 		case <-e.l.Src.Done():
 			return fmt.Errorf("links: source session: %w", e.l.Src.Err())
-		case <-e.l.Dst.Done():
+		case <-e.dstDone():
 			return fmt.Errorf("links: destination session: %w", e.l.Dst.Err())
 		case <-e.f.Progress():
 		case <-tick.C:
+		}
+		if err := e.extraDone(); err != nil {
+			return err
 		}
 		if cfg.OutcomeTimeout > 0 {
 			e.f.Expire(time.Now().Add(-cfg.OutcomeTimeout), expired)
@@ -148,21 +256,29 @@ func (e *EngineForwarder) Run(ctx context.Context, cfg Config, c *Counters) erro
 	}
 }
 
+// dstDone is the destination session's end; nil (never) without one.
+func (e *EngineForwarder) dstDone() <-chan struct{} {
+	if e.l.Dst == nil {
+		return nil
+	}
+	return e.l.Dst.Done()
+}
+
 // count brings c up to the forwarder's counts and returns them.
 func (e *EngineForwarder) count(c *Counters) engine.ForwardStats {
 	st := e.f.Stats()
 	p := e.last
 	c.Sent.Add(st.Forwarded - p.Forwarded)
 	c.Forwarded.Add(st.Accepted - p.Accepted)
-	c.Rejected.Add(st.Rejected - p.Rejected + st.Refused - p.Refused + st.Expired - p.Expired)
+	c.Rejected.Add(st.Rejected - p.Rejected + st.Refused - p.Refused + st.Expired - p.Expired + st.Refusals - p.Refusals)
 	c.NoOutcome.Add(st.Abandoned - p.Abandoned)
 	c.DeadLettered.Add(st.DeadLettered - p.DeadLettered)
-	c.Looped.Add(st.Looped - p.Looped)
+	c.Looped.Add(st.Dropped - p.Dropped)
 	// Released at the source: outcomes other than accepted or rejected,
 	// and deliveries that were never sent (the forwarder stopping, or
 	// beyond what it may park).
 	redelivered := func(s engine.ForwardStats) uint64 {
-		return s.Settled - s.Accepted - s.Rejected - s.Expired - s.DeadLettered - s.Looped + s.Released
+		return s.Settled - s.Accepted - s.Rejected - s.Expired - s.DeadLettered - s.Refusals - s.Dropped + s.Released
 	}
 	c.Redelivered.Add(redelivered(st) - redelivered(p))
 	c.InFlight.Store(int64(st.InFlight + st.Parked))
@@ -181,8 +297,12 @@ func (e *EngineForwarder) Holding() (held, credit int64) {
 // Close detaches the run's links, the receiver first (bounded by ctx):
 // what is unsettled at the source is released by the broker.
 func (e *EngineForwarder) Close(ctx context.Context) {
-	_ = e.rcv.Close(ctx) // the sessions end next: an error here changes nothing
-	_ = e.snd.Close(ctx)
+	if e.rcv != nil {
+		_ = e.rcv.Close(ctx) // the sessions end next: an error here changes nothing
+	}
+	for _, s := range e.f.Destinations() {
+		_ = s.Close(ctx)
+	}
 	if dl := e.f.DeadLetterSender(); dl != nil {
 		_ = dl.Close(ctx)
 	}
@@ -211,10 +331,10 @@ func deadLetterAnnotations(cfg Config) func(st *engine.DeliveryState, cause engi
 		switch {
 		case cause == engine.CauseNoOutcome:
 			reason = fmt.Sprintf("no outcome from the destination within %s (unroutable?)", cfg.OutcomeTimeout)
-		case cause == engine.CauseUndecodable && st.Error.Condition == CondInvalidField: // refused by the route's hook
-			reason, condition = "refused: "+st.Error.Description, st.Error.Condition
 		case cause == engine.CauseUndecodable:
 			reason, condition = "the message does not decode: "+st.Error.Description, st.Error.Condition
+		case cause == engine.CauseRefused: // the router's own: as it said it
+			reason, condition = strings.TrimPrefix(st.Error.Description, refusalPrefix), st.Error.Condition
 		case st.Error != nil && (st.Error.Condition != "" || st.Error.Description != ""):
 			reason += ": " + amqp.Refused(st.Error.Condition, st.Error.Description).Reason()
 		}

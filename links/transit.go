@@ -114,16 +114,37 @@ type TransitHeader struct {
 // ReadTransit reads a message's transit annotations; a message sent by
 // an application to the ingress says where it goes in application
 // properties instead.
-func ReadTransit(msg amqp.Message) (TransitHeader, error) {
+func ReadTransit(msg amqp.Message) (TransitHeader, error) { return readTransit(messageFields{msg}) }
+
+// transitFields is where the transit rules read a message's routers'
+// annotations and routing properties: a go-amqp message (messageFields)
+// or a message on the engine, as bytes (engineMessage). Absent is nil.
+type transitFields interface {
+	annotation(key string) any
+	property(key string) any
+}
+
+type messageFields struct{ m amqp.Message }
+
+func (f messageFields) annotation(k string) any { return f.m.Annotation(k) }
+func (f messageFields) property(k string) any   { return f.m.Property(k) }
+
+// str is a string annotation or property ("" when absent or not one).
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+func readTransit(m transitFields) (TransitHeader, error) {
 	var h TransitHeader
-	if err := CheckAnnotations(msg); err != nil {
+	if err := checkAnnotations(m); err != nil {
 		return h, err
 	}
 	get := func(ann, prop string) string {
-		if s := msg.AnnotationString(ann); s != "" {
+		if s := str(m.annotation(ann)); s != "" {
 			return s
 		}
-		return msg.PropertyString(prop)
+		return str(m.property(prop))
 	}
 	h.Dest = get(AnnotationDestBroker, PropDestBroker)
 	if h.Dest == "" {
@@ -137,10 +158,12 @@ func ReadTransit(msg amqp.Message) (TransitHeader, error) {
 	if h.Address, err = amqp.ParseAddress(addr); err != nil {
 		return h, err
 	}
-	if h.Hops, err = hops(msg.Annotation(AnnotationHops)); err != nil {
+	if h.Hops, err = hops(m.annotation(AnnotationHops)); err != nil {
 		return h, err
 	}
-	h.Trace = Trace(msg)
+	if s := str(m.annotation(AnnotationTrace)); s != "" {
+		h.Trace = strings.Split(s, ",")
+	}
 	return h, nil
 }
 
@@ -150,21 +173,23 @@ func ReadTransit(msg amqp.Message) (TransitHeader, error) {
 // MaxTraceLen brokers, and the hop count must be a non-negative integer.
 // A crafted hop count of -1 or 2.5 would otherwise restart the count and
 // let a message loop for ever. The error is a *FieldError.
-func CheckAnnotations(msg amqp.Message) error {
+func CheckAnnotations(msg amqp.Message) error { return checkAnnotations(messageFields{msg}) }
+
+func checkAnnotations(m transitFields) error {
 	for _, k := range []string{AnnotationOrigin, AnnotationDestBroker, AnnotationDestAddress, AnnotationTrace, AnnotationFanned} {
-		if err := checkString("annotation "+k, msg.Annotation(k)); err != nil {
+		if err := checkString("annotation "+k, m.annotation(k)); err != nil {
 			return err
 		}
 	}
 	for _, k := range []string{PropDestBroker, PropDestAddress} {
-		if err := checkString("application property "+k, msg.Property(k)); err != nil {
+		if err := checkString("application property "+k, m.property(k)); err != nil {
 			return err
 		}
 	}
-	if n := strings.Count(msg.AnnotationString(AnnotationTrace), ",") + 1; n > MaxTraceLen {
+	if n := strings.Count(str(m.annotation(AnnotationTrace)), ",") + 1; n > MaxTraceLen {
 		return &FieldError{Field: "annotation " + AnnotationTrace, Problem: fmt.Sprintf("names %d brokers, at most %d", n, MaxTraceLen)}
 	}
-	_, err := hops(msg.Annotation(AnnotationHops))
+	_, err := hops(m.annotation(AnnotationHops))
 	return err
 }
 

@@ -27,6 +27,12 @@ import (
 // amqp:unauthorized-access and the rule, and counted in
 // fedrouter_ingress_refused_total.
 func TestIntegrationIngressAllowList(t *testing.T) {
+	for _, dp := range []string{"go-amqp", "engine"} {
+		t.Run(dp, func(t *testing.T) { ingressAllowList(t, "data_path: "+dp+"\n") })
+	}
+}
+
+func ingressAllowList(t *testing.T, dataPath string) {
 	m := brokersOf(t, "rabbit1", "rabbit2")
 	ex, dq := brokertest.UniqueName(t, "ingex"), brokertest.UniqueName(t, "ingdq")
 	marker := brokertest.UniqueName(t, "ingress")
@@ -46,7 +52,7 @@ func TestIntegrationIngressAllowList(t *testing.T) {
 	}
 	dlq := m.deadLetters("rabbit1", marker)
 
-	m.start("ingOff", "rabbit1", "rabbit2", "ingress: {enabled: false}\n")
+	m.start("ingOff", "rabbit1", "rabbit2", dataPath+"ingress: {enabled: false}\n")
 	waitTransit(t, m.routers["ingOff"], "rabbit1", "rabbit2")
 	s1 := m.session("rabbit1")
 	seq := 0 // each request its own: the collector counts distinct ones
@@ -78,7 +84,7 @@ func TestIntegrationIngressAllowList(t *testing.T) {
 		return nil
 	})
 
-	m.start("ingOn", "rabbit1", "rabbit2", fmt.Sprintf(`ingress:
+	m.start("ingOn", "rabbit1", "rabbit2", dataPath+fmt.Sprintf(`ingress:
   enabled: true
   allow:
     - {broker: rabbit1, to_broker: rabbit2, address: "exchange:%s"}
@@ -123,6 +129,9 @@ func TestIntegrationIngressAllowList(t *testing.T) {
 	for _, st := range m.routers["ingOn"].routes.Transit() {
 		if st.Dest == "" {
 			served = append(served, st.Broker)
+			if want := strings.TrimSuffix(strings.TrimPrefix(dataPath, "data_path: "), "\n"); st.DataPath != want {
+				t.Errorf("%s's ingress forwards on %q, want %q", st.Broker, st.DataPath, want)
+			}
 		}
 	}
 	if strings.Join(served, ",") != "rabbit1" {

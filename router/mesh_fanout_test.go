@@ -18,11 +18,18 @@ import (
 // Exchange routes both ways on every side of the square: a message
 // published at any broker reaches every broker's consumer exactly once
 // (valid origins: each link forwards only the origins whose shortest-path
-// tree it is on; traces stop echoes).
+// tree it is on; traces stop echoes). On each data path: on the engine,
+// the fan-out routes and the transit forwarders.
 func TestIntegrationMeshExchangeRoutesOnce(t *testing.T) {
+	for _, dp := range []string{"go-amqp", "engine"} {
+		t.Run(dp, func(t *testing.T) { meshExchangeRoutesOnce(t, dp) })
+	}
+}
+
+func meshExchangeRoutesOnce(t *testing.T, dataPath string) {
 	ex := brokertest.UniqueName(t, "meshtopic")
 	routesOf := func(a, b string) string {
-		return fmt.Sprintf("routes:\n  - {kind: exchange, src: %s, dest: %s, exchange: %s, key: 'orders.#'}\n"+
+		return "data_path: " + dataPath + "\n" + fmt.Sprintf("routes:\n  - {kind: exchange, src: %s, dest: %s, exchange: %s, key: 'orders.#'}\n"+
 			"  - {kind: exchange, src: %s, dest: %s, exchange: %s, key: 'orders.#'}\n", a, b, ex, b, a, ex)
 	}
 	// The group's shared queues are durable and outlive the routers (as
@@ -59,7 +66,8 @@ func TestIntegrationMeshExchangeRoutesOnce(t *testing.T) {
 	}
 	for id, r := range m.routers {
 		for _, st := range r.routes.List() {
-			if !strings.Contains(st.Detail, "fan-out from "+st.Spec.Src+" to rabbit") {
+			if !strings.Contains(st.Detail, "fan-out from "+st.Spec.Src+" to rabbit") ||
+				dataPath == "engine" && !strings.Contains(st.Detail, "forwarding on the engine data path") {
 				t.Errorf("%s: route %s detail %q: want fan-out", id, st.Spec, st.Detail)
 			}
 		}

@@ -723,13 +723,21 @@ func TestIntegrationMeshCorrectiveAction(t *testing.T) {
 
 // A route from RabbitMQ to the Proton C broker two hops away: rabbit1 >
 // rabbit2 > proton1, the second hop held by another router, the message
-// delivered into a plain Proton address with its sections intact.
+// delivered into a plain Proton address with its sections intact. On
+// each data path (the engine: the route enters transit, and the transit
+// forwarder dispatches, as bytes).
 func TestIntegrationMultiHopToProton(t *testing.T) {
+	for _, dp := range []string{"go-amqp", "engine"} {
+		t.Run(dp, func(t *testing.T) { multiHopToProton(t, "data_path: "+dp+"\n") })
+	}
+}
+
+func multiHopToProton(t *testing.T, dataPath string) {
 	m := brokersOf(t, "rabbit1", "rabbit2", "proton1")
 	src, addr := brokertest.UniqueName(t, "toproton"), brokertest.UniqueName(t, "proton-in")
 	brokertest.DeclareQueue(t, m.brokers["rabbit1"].Config(), src)
-	m.start("pX", "rabbit1", "rabbit2", fmt.Sprintf("routes:\n  - {kind: queue, src: rabbit1, dest: proton1, exchange: %s, queue: %s}\n", addr, src))
-	m.start("pY", "rabbit2", "proton1", "")
+	m.start("pX", "rabbit1", "rabbit2", dataPath+fmt.Sprintf("routes:\n  - {kind: queue, src: rabbit1, dest: proton1, exchange: %s, queue: %s}\n", addr, src))
+	m.start("pY", "rabbit2", "proton1", dataPath)
 	id := routes.Spec{Kind: routes.KindQueue, Src: "rabbit1", Dest: "proton1", Exchange: addr, Queue: src}.ID()
 	m.waitRoute("pX", id, func(st routes.Status) error {
 		if err := operational(st); err != nil {
@@ -745,5 +753,23 @@ func TestIntegrationMultiHopToProton(t *testing.T) {
 	c := brokertest.Dial(t, m.brokers["proton1"].Config(), famqp.ConnOptions{})
 	got := brokertest.Collect(t, c, addr, n, 30*time.Second) // checks every section
 	brokertest.CheckInOrderOnce(t, got, n)
-	t.Logf("rabbit1 > rabbit2 > proton1: sent %d, received %d, lost 0, duplicated 0, in order", n, len(got))
+	if strings.Contains(dataPath, "engine") {
+		// Both legs ran on the engine: the route into transit, and the
+		// transit forwarder at rabbit2 delivering into proton1.
+		m.waitRoute("pX", id, func(st routes.Status) error {
+			if !strings.Contains(st.Detail, "forwarding on the engine data path") || st.Forwarded < n {
+				return fmt.Errorf("detail %q, forwarded %d", st.Detail, st.Forwarded)
+			}
+			return nil
+		})
+		brokertest.Eventually(t, 10*time.Second, 50*time.Millisecond, func() error {
+			for _, f := range m.routers["pY"].routes.Transit() {
+				if f.Broker == "rabbit2" && f.Dest == "proton1" && f.DataPath == "engine" && f.Forwarded >= n {
+					return nil
+				}
+			}
+			return fmt.Errorf("no transit forwarder rabbit2 > proton1 on the engine with %d forwarded: %+v", n, m.routers["pY"].routes.Transit())
+		})
+	}
+	t.Logf("%srabbit1 > rabbit2 > proton1: sent %d, received %d, lost 0, duplicated 0, in order", dataPath, n, len(got))
 }

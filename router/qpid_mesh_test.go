@@ -25,6 +25,12 @@ import (
 // application queue bound to amq.fanout sees none), and, with qpidd4 cut
 // off, each no-path action does what it says: hold, dead-letter, reject.
 func TestIntegrationQpidMultiHopStrictBrokers(t *testing.T) {
+	for _, dp := range []string{"go-amqp", "engine"} {
+		t.Run(dp, func(t *testing.T) { qpidMultiHopStrictBrokers(t, "data_path: "+dp+"\n") })
+	}
+}
+
+func qpidMultiHopStrictBrokers(t *testing.T, dataPath string) {
 	qHold, qDL, qRJ := brokertest.UniqueName(t, "hold"), brokertest.UniqueName(t, "dl"), brokertest.UniqueName(t, "rj")
 	dlq, ex, dq := brokertest.UniqueName(t, "dlq"), brokertest.UniqueName(t, "ex"), brokertest.UniqueName(t, "dq")
 	m := brokersOf(t, "qpidd1", "qpidd2", "qpidd4")
@@ -47,9 +53,9 @@ func TestIntegrationQpidMultiHopStrictBrokers(t *testing.T) {
 	route := func(q, extra string) string {
 		return fmt.Sprintf("  - {kind: queue, src: qpidd1, dest: qpidd4, exchange: %s, queue: %s%s}\n", ex, q, extra)
 	}
-	m.start("qX", "qpidd1", "qpidd2", "routes:\n"+route(qHold, "")+route(qDL, ", no_path: [dead-letter], dead_letter_queue: "+dlq)+
+	m.start("qX", "qpidd1", "qpidd2", dataPath+"routes:\n"+route(qHold, "")+route(qDL, ", no_path: [dead-letter], dead_letter_queue: "+dlq)+
 		route(qRJ, ", no_path: [reject]"))
-	m.start("qY", "qpidd2", "qpidd4", "")
+	m.start("qY", "qpidd2", "qpidd4", dataPath)
 	ids := map[string]string{}
 	for _, q := range []string{qHold, qDL, qRJ} {
 		ids[q] = routes.Spec{Kind: routes.KindQueue, Src: "qpidd1", Dest: "qpidd4", Exchange: ex, Queue: q}.ID()
@@ -183,6 +189,12 @@ func checkQpidOwnQueues(t *testing.T, cfg famqp.BrokerConfig, names ...string) {
 // side to qpidd4 is cut, it goes on through transit over qpidd1, nothing
 // lost.
 func TestIntegrationQpidReroute(t *testing.T) {
+	for _, dp := range []string{"go-amqp", "engine"} {
+		t.Run(dp, func(t *testing.T) { qpidReroute(t, "data_path: "+dp+"\n") })
+	}
+}
+
+func qpidReroute(t *testing.T, dataPath string) {
 	src, ex, dq := brokertest.UniqueName(t, "rr"), brokertest.UniqueName(t, "ex"), brokertest.UniqueName(t, "dq")
 	m := brokersOf(t, "qpidd1", "qpidd2", "qpidd4")
 	brokertest.DeclareQueue(t, m.brokers["qpidd2"].Config(), src)
@@ -193,9 +205,9 @@ func TestIntegrationQpidReroute(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = proxy.Close() }) // its only error is the listener's close
 	m.proxies["rA"] = proxy
-	m.start("rA", "qpidd2", "qpidd4", fmt.Sprintf("routes:\n  - {kind: queue, src: qpidd2, dest: qpidd4, exchange: %s, queue: %s, no_path: [reroute, hold]}\n", ex, src))
-	m.start("rB", "qpidd2", "qpidd1", "")
-	m.start("rC", "qpidd1", "qpidd4", "")
+	m.start("rA", "qpidd2", "qpidd4", dataPath+fmt.Sprintf("routes:\n  - {kind: queue, src: qpidd2, dest: qpidd4, exchange: %s, queue: %s, no_path: [reroute, hold]}\n", ex, src))
+	m.start("rB", "qpidd2", "qpidd1", dataPath)
+	m.start("rC", "qpidd1", "qpidd4", dataPath)
 	id := routes.Spec{Kind: routes.KindQueue, Src: "qpidd2", Dest: "qpidd4", Exchange: ex, Queue: src}.ID()
 	m.waitRoute("rA", id, operational)
 	s2 := m.session("qpidd2")

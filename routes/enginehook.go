@@ -10,19 +10,19 @@ import (
 
 // A route's per-message hook on the engine data path: what its go-amqp
 // wiring's prepare does (meshHop, traceHop), done on the message's bytes
-// as an engine.ForwardOptions.Rewrite. The origin and trace are read
-// with the wire package's section scanner, checked as links.ReadHop
-// says (a bad one refuses the message: rejected at the source with
-// amqp:invalid-field, or dead-lettered), and written back as message
-// annotations; a message that would loop is dropped (engine.ErrDrop:
+// as an engine.ForwardOptions.Dispatch with one destination. The origin
+// and trace are read with the wire package's section scanner, checked
+// as links.ReadHop says (a bad one refuses the message: rejected at the
+// source with amqp:invalid-field, or dead-lettered), and written back as
+// message annotations; a message that would loop gets no copy (dropped:
 // accepted at the source, counted looped).
 
 // engineHook is what an engine run of the route does besides forwarding:
-// the per-message rewrite (nil: none) and, for a dynamic route, the
+// the per-message dispatch (nil: none) and, for a dynamic route, the
 // demand follower run beside it (nil: none).
 type engineHook struct {
-	rewrite func(payload []byte, s *wire.Sections) ([]wire.Annotated, error)
-	follow  func(ctx context.Context)
+	dispatch func(payload []byte, s *wire.Sections, c *engine.Choice)
+	follow   func(ctx context.Context)
 }
 
 // engineHook returns the route's hook for an engine run (direct path
@@ -32,7 +32,7 @@ type engineHook struct {
 func (r *route) engineHook(ctx context.Context) (engineHook, error) {
 	switch m := r.mode.(type) {
 	case *dynamicMode:
-		return engineHook{rewrite: newHopRewriter(m.routeBase, nil).rewrite, follow: m.followDemand}, nil
+		return engineHook{dispatch: newHopRewriter(m.routeBase, nil).dispatch, follow: m.followDemand}, nil
 	case *directMode:
 		if m.spec.Kind != KindExchange || m.env.table == nil {
 			return engineHook{}, nil
@@ -40,14 +40,15 @@ func (r *route) engineHook(ctx context.Context) (engineHook, error) {
 		if err := m.waitLinkInTable(ctx); err != nil {
 			return engineHook{}, err
 		}
-		return engineHook{rewrite: newHopRewriter(m.routeBase, m.env.table).rewrite}, nil
+		return engineHook{dispatch: newHopRewriter(m.routeBase, m.env.table).dispatch}, nil
 	}
 	return engineHook{}, nil
 }
 
 // hopRewriter is one engine run's meshHop (table set) or traceHop
 // (table nil) on bytes. It is called by one forwarder, one message at
-// a time (with the forwarder's lock held), so it reuses its buffers: no
+// a time (with the forwarder's lock held), and what it sets is written
+// into the copy before its next call, so it reuses its buffers: no
 // allocation per message once they have grown.
 type hopRewriter struct {
 	src, dest string
@@ -70,11 +71,26 @@ func newHopRewriter(b *routeBase, table Table) *hopRewriter {
 		originVal: wire.AppendString(nil, b.spec.Src), origins: map[string]string{}}
 }
 
-// rewrite is meshHop (with a table) and traceHop on payload.
-func (h *hopRewriter) rewrite(payload []byte, s *wire.Sections) ([]wire.Annotated, error) {
+// dispatch is rewrite as the forwarder's Dispatch: one copy to the
+// route's destination, none for a message that would loop, a refusal
+// for one whose hop annotations are not what a router writes.
+func (h *hopRewriter) dispatch(payload []byte, s *wire.Sections, c *engine.Choice) {
+	set, send, err := h.rewrite(payload, s)
+	switch {
+	case err != nil:
+		c.Refuse = &wire.Error{Condition: links.CondInvalidField, Description: err.Error()}
+	case send:
+		c.Copies = append(c.Copies, engine.Copy{Set: set})
+	}
+}
+
+// rewrite is meshHop (with a table) and traceHop on payload: the
+// annotations to set and whether to send it at all; the error is a
+// *links.FieldError.
+func (h *hopRewriter) rewrite(payload []byte, s *wire.Sections) ([]wire.Annotated, bool, error) {
 	hop, err := links.ReadHop(payload, s)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	set := h.set[:0]
 	if h.table != nil {
@@ -84,19 +100,19 @@ func (h *hopRewriter) rewrite(payload []byte, s *wire.Sections) ([]wire.Annotate
 		case string(hop.Origin) != h.src:
 			if p, _ := h.table.Paths(); p != nil {
 				if on, known := p.OnTree(h.intern(hop.Origin), h.src, h.dest); known && !on {
-					return nil, engine.ErrDrop
+					return nil, false, nil
 				}
 			}
 		}
 	}
 	if links.TraceHas(hop.Trace, h.dest) {
-		return nil, engine.ErrDrop
+		return nil, false, nil
 	}
 	if !links.TraceHas(hop.Trace, h.src) {
 		h.traceVal, h.scratch = links.AppendTraceValue(h.traceVal[:0], h.scratch, hop.Trace, h.src)
 		set = append(set, wire.Annotated{Key: links.AnnotationTrace, Value: h.traceVal})
 	}
-	return set, nil
+	return set, true, nil
 }
 
 // intern returns origin as a string, made once per broker.

@@ -1,7 +1,6 @@
 package routes
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
@@ -78,19 +77,23 @@ func encodeHookMessage(t testing.TB, c hookCase) []byte {
 	return wire.AppendBinary(b, []byte("body"))
 }
 
-// engineHop runs h on payload: sent (with the annotations it ends with)
-// or not, and the error.
-func engineHop(t testing.TB, h *hopRewriter, payload []byte) (sent bool, ann map[string]any, err error) {
+// engineHop runs h's dispatch on payload: sent (with the annotations
+// it ends with) or not, and the refusal.
+func engineHop(t testing.TB, h *hopRewriter, payload []byte) (sent bool, ann map[string]any, refused *wire.Error) {
 	t.Helper()
 	s, err := wire.ScanSections(payload)
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := h.rewrite(payload, &s)
-	if err != nil {
-		return false, nil, err
+	var c engine.Choice
+	h.dispatch(payload, &s, &c)
+	if c.Refuse != nil || len(c.Copies) == 0 {
+		return false, nil, c.Refuse
 	}
-	out := wire.AppendRewritten(nil, payload, &s, true, set...)
+	if len(c.Copies) != 1 || c.Copies[0].To != "" {
+		t.Fatalf("copies %+v: want one, to the route's destination", c.Copies)
+	}
+	out := wire.AppendRewritten(nil, payload, &s, true, c.Copies[0].Set...)
 	os, err := wire.ScanSections(out)
 	if err != nil {
 		t.Fatalf("rewritten: %v", err)
@@ -145,9 +148,9 @@ func TestEngineHookMatchesGoAMQP(t *testing.T) {
 			if !wantSent {
 				dropped++
 			}
-			sent, got, err := engineHop(t, newHopRewriter(base, tbl), encodeHookMessage(t, c))
-			if err != nil && !errors.Is(err, engine.ErrDrop) {
-				t.Fatalf("mesh %v, %s: %v", mesh, c.name, err)
+			sent, got, refused := engineHop(t, newHopRewriter(base, tbl), encodeHookMessage(t, c))
+			if refused != nil {
+				t.Fatalf("mesh %v, %s: refused %v", mesh, c.name, refused)
 			}
 			if sent != wantSent || sent && !sameAnnotations(got, want) {
 				t.Errorf("mesh %v, %s: engine sent %v %v, go-amqp sent %v %v", mesh, c.name, sent, got, wantSent, want)
@@ -173,7 +176,7 @@ func sameAnnotations(a, b map[string]any) bool {
 
 // What go-amqp's hooks read with AnnotationString (a wrong type is read
 // as absent) the hook on bytes refuses, as links.CheckAnnotations
-// would: a *links.FieldError naming the annotation. So do values past
+// would: amqp:invalid-field naming the annotation. So do values past
 // the bounds.
 func TestEngineHookRefusesBadAnnotations(t *testing.T) {
 	base := &routeBase{spec: Spec{Kind: KindExchange, Src: "b", Dest: "c"}, env: &modeEnv{}}
@@ -192,16 +195,15 @@ func TestEngineHookRefusesBadAnnotations(t *testing.T) {
 		{hookCase{name: "trace too long", trace: strings.Repeat("t", links.MaxAnnotationLen+1)}, links.AnnotationTrace},
 		{hookCase{name: "trace names too many", trace: strings.Join(names, ",")}, links.AnnotationTrace},
 	} {
-		_, _, err := engineHop(t, newHopRewriter(base, nil), encodeHookMessage(t, c.hookCase))
-		var fe *links.FieldError
-		if !errors.As(err, &fe) || !strings.Contains(fe.Field, c.field) {
-			t.Errorf("%s: %v, want a field error on %s", c.name, err, c.field)
+		_, _, refused := engineHop(t, newHopRewriter(base, nil), encodeHookMessage(t, c.hookCase))
+		if refused == nil || refused.Condition != links.CondInvalidField || !strings.HasPrefix(refused.Description, "annotation "+c.field+":") {
+			t.Errorf("%s: refused %v, want %s naming annotation %s", c.name, refused, links.CondInvalidField, c.field)
 		}
 	}
 	// At the bounds: accepted.
 	names = names[:links.MaxTraceLen]
-	if sent, _, err := engineHop(t, newHopRewriter(base, nil), encodeHookMessage(t, hookCase{trace: strings.Join(names, ",")})); !sent || err != nil {
-		t.Errorf("a trace of %d names: %v", links.MaxTraceLen, err)
+	if sent, _, refused := engineHop(t, newHopRewriter(base, nil), encodeHookMessage(t, hookCase{trace: strings.Join(names, ",")})); !sent || refused != nil {
+		t.Errorf("a trace of %d names: %v", links.MaxTraceLen, refused)
 	}
 }
 
@@ -219,12 +221,14 @@ func BenchmarkEngineHook(b *testing.B) {
 		b.Fatal(err)
 	}
 	out := make([]byte, 0, 1024)
+	var c engine.Choice
 	b.ReportAllocs()
 	for b.Loop() {
-		set, err := h.rewrite(payload, &s)
-		if err != nil {
-			b.Fatal(err)
+		c.Copies, c.Refuse = c.Copies[:0], nil // as the forwarder resets it
+		h.dispatch(payload, &s, &c)
+		if len(c.Copies) != 1 {
+			b.Fatalf("choice %+v", c)
 		}
-		out = wire.AppendRewritten(out[:0], payload, &s, true, set...)
+		out = wire.AppendRewritten(out[:0], payload, &s, true, c.Copies[0].Set...)
 	}
 }

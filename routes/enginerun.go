@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/amqp/engine"
+	"github.com/fedrouter/fedrouter/amqp/wire"
 	"github.com/fedrouter/fedrouter/links"
 	"github.com/fedrouter/fedrouter/routes/pathpolicy"
 )
@@ -30,29 +32,29 @@ func CheckDataPath(p string) error {
 
 // onEngine says whether this run goes on the engine: the router asks for
 // it, and the route needs nothing the engine path does not carry yet. A
-// direct route (not rerouted through transit) to one of this router's
-// brokers, rejecting at the source or dead-lettering (on_reject): a
-// queue route to an exchange, or to a queue without a global
-// destination's gate; an exchange route (on a link-state mesh with
-// meshHop on the message's bytes: enginehook.go); a dynamic route (its
-// traceHop likewise, its demand followed beside the run). Not a global
-// destination's flow (MaxMoves: each message's moves counted), fan-out
-// or transit routes. A link the engine cannot attach (qpidd's subject
-// on every message of an exchange route with a literal key:
-// amqp.ErrEngineUnsupported) makes that run go on go-amqp (runLinks).
+// route to one of this router's brokers, direct or rerouted through
+// transit, and a route through transit to a broker known only from the
+// link-state network (transitMode), rejecting at the source or
+// dead-lettering (on_reject): a queue route to an exchange, or to a
+// queue without a global destination's gate (a global destination's
+// flow, MaxMoves, included: links.EngineMove); an exchange route (a
+// direct one on a link-state mesh with meshHop on the message's bytes:
+// enginehook.go); fan-out routes; dynamic routes (traceHop likewise,
+// their demand followed beside the run). A link the
+// engine cannot attach (qpidd's subject on every message of an exchange
+// route with a literal key: amqp.ErrEngineUnsupported) makes that run
+// go on go-amqp (runLinks).
 func (r *route) onEngine(path pathpolicy.Path) bool {
-	if r.m.opts.DataPath != DataPathEngine || path == pathpolicy.Transit {
+	if r.m.opts.DataPath != DataPathEngine {
 		return false
 	}
 	switch r.mode.(type) {
-	case *directMode, *dynamicMode:
+	case *transitMode, *fanoutMode, *directMode, *dynamicMode:
 	default:
 		return false
 	}
 	s := r.spec
 	switch {
-	case s.MaxMoves != 0:
-		return false
 	case s.Kind == KindQueue:
 		return s.DestQueue == "" || r.m.opts.Gates == nil || r.m.opts.Gates.Gate(s.Dest, s.DestQueue) == nil
 	case s.Kind == KindExchange, s.Kind == KindDynamic:
@@ -71,10 +73,14 @@ const engineClose = 5 * time.Second
 // engine connection (dialled on first use, again after it ended), the
 // source's queue forwarded to the destination as bytes, the source
 // settled in ranges (spec.Ack).
-func (r *route) runEngine(ctx context.Context, drain <-chan struct{}, credit, limit int) error {
-	hook, err := r.engineHook(ctx)
-	if err != nil {
-		return err
+func (r *route) runEngine(ctx context.Context, path pathpolicy.Path, drain <-chan struct{}, lapped func(), credit, limit int) error {
+	var hook engineHook // direct runs only: through transit, enterTransit is the dispatch
+	if path != pathpolicy.Transit {
+		h, err := r.engineHook(ctx)
+		if err != nil {
+			return err
+		}
+		hook = h
 	}
 	release, err := r.m.setupSlot(ctx)
 	if err != nil {
@@ -83,17 +89,24 @@ func (r *route) runEngine(ctx context.Context, drain <-chan struct{}, credit, li
 	defer release()
 	setup, cancel := context.WithTimeout(ctx, r.m.opts.SetupTimeout)
 	defer cancel()
-	l, err := r.engineLinks(setup)
+	l, sessions, err := r.engineLinks(setup, path)
 	if err != nil {
 		return err
 	}
-	defer endSessions(l.Src, l.Dst)
-	l.Rewrite = hook.rewrite
+	defer endSessions(sessions...)
+	if hook.dispatch != nil && l.Dispatch == nil {
+		l.Dispatch = hook.dispatch
+	}
 	if hook.follow != nil { // once subscribed (engineLinks), as on go-amqp
 		fctx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { defer close(done); hook.follow(fctx) }() // owned by this run: stopped and waited for below
 		defer func() { stop(); <-done }()
+	}
+	if r.spec.MaxMoves > 0 {
+		if err := r.engineMoves(setup, &l, lapped); err != nil {
+			return err
+		}
 	}
 	cfg := links.Config{Window: credit, Limit: limit, Drain: drain, OutcomeTimeout: r.spec.OutcomeTimeout, Fence: r.fence}
 	if l.DeadLetter != nil {
@@ -110,8 +123,10 @@ func (r *route) runEngine(ctx context.Context, drain <-chan struct{}, credit, li
 	}()
 	release()
 	defer r.attached(fw.Holding)()
+	r.onEngineRun.Store(true)
+	defer r.onEngineRun.Store(false)
 	r.state.setState(StateOperational, nil, 0)
-	r.state.setDetail(engineDetail)
+	r.state.setDetail(r.runDetail(path))
 	return fw.Run(ctx, cfg, &r.c)
 }
 
@@ -133,46 +148,116 @@ func (r *route) attachRefused(err error, l links.EngineLinks) error {
 	return err
 }
 
-// engineLinks resolves the run's termini and begins its two sessions.
-func (r *route) engineLinks(setup context.Context) (links.EngineLinks, error) {
+// engineLinks resolves the run's termini and begins its sessions (all
+// returned, to end after the run). Through transit (path, or a
+// transitMode route), the destination is the source broker's transit
+// queue for the destination broker, and each message enters transit on
+// the way (links.EngineEnterTransit); fan-out has links of its own
+// (fanout_engine.go).
+func (r *route) engineLinks(setup context.Context, path pathpolicy.Path) (links.EngineLinks, []*engine.Session, error) {
+	if fm, ok := r.mode.(*fanoutMode); ok {
+		return r.fanoutEngineLinks(setup, fm)
+	}
 	var l links.EngineLinks
 	_, _, dstNode := r.nodes()
-	// RabbitMQ accepts and drops sends to a missing node: look first.
-	if err := r.dst.Profile.CheckTarget(setup, dstNode); err != nil {
-		return l, missing(fmt.Errorf("destination %s on %s: %w", dstNode, r.spec.Dest, err), dstNode, r.spec.Dest)
+	target, at := dstNode, r.dst
+	if _, transit := r.mode.(*transitMode); transit || path == pathpolicy.Transit {
+		var count *atomic.Uint64
+		if d, ok := r.mode.(*directMode); ok {
+			count = &d.rerouted
+		}
+		l.Dispatch = links.EngineEnterTransit(r.spec.Src, r.spec.Dest, dstNode, count)
+		target, at = links.TransitNode(r.spec.Dest), r.src
 	}
-	dstSpec, err := r.dst.Profile.Target(dstNode)
+	// RabbitMQ accepts and drops sends to a missing node: look first (a
+	// transit queue is created).
+	if err := at.Profile.CheckTarget(setup, target); err != nil {
+		return l, nil, missing(fmt.Errorf("destination %s on %s: %w", target, at.Conn.Name(), err), target, r.spec.Dest)
+	}
+	dstSpec, err := at.Profile.Target(target)
 	if err != nil {
-		return l, err
+		return l, nil, err
 	}
 	srcSpec, err := r.mode.source(setup)
 	if err != nil {
-		return l, err
+		return l, nil, err
 	}
 	if l.Source, err = srcSpec.EngineReceiver(r.src.Profile); err != nil { // ErrEngineUnsupported: runLinks goes on go-amqp
-		return l, err
+		return l, nil, err
 	}
 	if l.Target, err = dstSpec.EngineSender(); err != nil {
-		return l, err
+		return l, nil, err
 	}
-	if r.spec.OnReject == DeadLetter {
-		if l.DeadLetter, err = r.engineDeadLetter(setup); err != nil {
-			return l, err
-		}
+	if l.DeadLetter, err = r.engineDeadLetter(setup); err != nil {
+		return l, nil, err
 	}
 	if l.Src, err = engineSession(setup, r.src.Conn); err != nil {
-		return l, err
+		return l, nil, err
 	}
-	if l.Dst, err = engineSession(setup, r.dst.Conn); err != nil {
+	if l.Dst, err = engineSession(setup, at.Conn); err != nil {
 		endSessions(l.Src)
-		return links.EngineLinks{}, err
+		return links.EngineLinks{}, nil, err
 	}
-	return l, nil
+	return l, []*engine.Session{l.Src, l.Dst}, nil
+}
+
+// engineMoves makes l a global destination's flow on the engine
+// (links.EngineMove, as moveWiring on go-amqp): each message moved, its
+// moves counted, or parked back at the tail of the source queue, by a
+// sender on the source's session attached when first needed.
+func (r *route) engineMoves(setup context.Context, l *links.EngineLinks, lapped func()) error {
+	srcNode, _, _ := r.nodes()
+	if err := r.src.Profile.CheckTarget(setup, srcNode); err != nil {
+		return fmt.Errorf("park on %s: %w", r.spec.Src, err)
+	}
+	spec, err := r.src.Profile.Target(srcNode)
+	if err != nil {
+		return err
+	}
+	park, err := spec.EngineSender()
+	if err != nil {
+		return err
+	}
+	mv := &links.EngineMove{Inner: l.Dispatch, Max: int64(r.spec.MaxMoves), Run: runStamp(), Lapped: lapped,
+		Moved: &r.moves.moved, Parked: &r.moves.parked}
+	src := l.Src
+	l.Dispatch = mv.Dispatch
+	l.Resolve = func(_ context.Context, key string) (*engine.Session, engine.SenderOptions, *wire.Error, error) {
+		if key != links.ParkKey {
+			return nil, engine.SenderOptions{}, nil, fmt.Errorf("a message for %s in a flow that moves or parks", key)
+		}
+		return src, park, nil, nil
+	}
+	return nil
+}
+
+// fanoutEngineLinks are a fan-out route's links on the engine.
+func (r *route) fanoutEngineLinks(setup context.Context, fm *fanoutMode) (links.EngineLinks, []*engine.Session, error) {
+	dl, err := r.engineDeadLetter(setup)
+	if err != nil {
+		return links.EngineLinks{}, nil, err
+	}
+	src, err := engineSession(setup, r.src.Conn)
+	if err != nil {
+		return links.EngineLinks{}, nil, err
+	}
+	l, sessions, err := fm.engineLinks(setup, src)
+	sessions = append(sessions, src)
+	if err != nil {
+		endSessions(sessions...)
+		return links.EngineLinks{}, nil, err
+	}
+	l.DeadLetter = dl
+	return l, sessions, nil
 }
 
 // engineDeadLetter resolves the route's dead-letter queue on the source
-// broker (as deadLetterSink does on go-amqp).
+// broker (as deadLetterSink does on go-amqp); nil when the route rejects
+// at the source.
 func (r *route) engineDeadLetter(setup context.Context) (*engine.SenderOptions, error) {
+	if r.spec.OnReject != DeadLetter {
+		return nil, nil
+	}
 	n := amqp.Node{Kind: amqp.Queue, Name: r.spec.DeadLetterQueue}
 	if err := r.src.Profile.CheckTarget(setup, n); err != nil {
 		return nil, fmt.Errorf("dead-letter queue on %s: %w", r.spec.Src, err)

@@ -216,15 +216,20 @@ func reach(origin string, edges []ExchangeEdge, skip []string) []string {
 // fanoutTargets returns the brokers a message at the route's source is
 // copied to: those the group reaches from there, less those it has been
 // at (trace; a message delivered into the exchange by another route).
-// Called for every message, from the send loop only.
+// Called for every message, from the send loop only (on the engine, the
+// source's reader, under the forwarder's lock: one run at a time either way).
 func (f *fanoutMode) fanoutTargets(msg amqp.Message) []string {
+	return f.targetsAfter(links.Trace(msg))
+}
+
+// targetsAfter is fanoutTargets of a message whose trace is trace.
+func (f *fanoutMode) targetsAfter(trace []string) []string {
 	c := &f.reach
 	own, adv := f.env.exchangeEdges(), f.env.advertised()
 	if c.targets == nil || !sameSlice(own, c.own) || !sameSlice(adv, c.adv) {
 		c.own, c.adv = own, adv
 		c.targets = reach(f.spec.Src, groupOf(f.edge, own, adv), nil)
 	}
-	trace := links.Trace(msg)
 	if len(trace) == 0 {
 		return c.targets
 	}

@@ -21,9 +21,15 @@ import (
 // order; the queue stays while a route of the group uses it and goes
 // with the last. Another router's advertised route (rabbit3 > rabbit4)
 // widens the reach: copies for rabbit4 wait in rabbit1's transit queue
-// for it (no router here carries it).
+// for it (no router here carries it). On each data path: on the engine,
+// one forwarder copies each message to the two direct senders and the
+// transit queue.
 func TestIntegrationFanoutSharedQueue(t *testing.T) {
-	h := newHarness(t, "rabbit1", "rabbit2", "rabbit3")
+	onEachDataPath(t, fanoutSharedQueue)
+}
+
+func fanoutSharedQueue(t *testing.T, dataPath string) {
+	h := newHarnessOn(t, dataPath, "rabbit1", "rabbit2", "rabbit3")
 	h.m.Stop(context.Background())
 	paths := meshPaths(t, [2]string{"rabbit1", "rabbit2"}, [2]string{"rabbit1", "rabbit3"}, [2]string{"rabbit2", "rabbit3"})
 	ex, key := brokertest.UniqueName(t, "fanout"), "orders.#"
@@ -58,7 +64,8 @@ func TestIntegrationFanoutSharedQueue(t *testing.T) {
 	for _, id := range []string{to2.ID, to3.ID} {
 		brokertest.Eventually(t, 30*time.Second, 10*time.Millisecond, func() error {
 			st, _ := h.m.Get(id)
-			if st.State != routes.StateOperational || !strings.Contains(st.Detail, "fan-out from rabbit1 to rabbit2, rabbit3, rabbit4") {
+			if st.State != routes.StateOperational || !strings.Contains(st.Detail, "fan-out from rabbit1 to rabbit2, rabbit3, rabbit4") ||
+				dataPath == routes.DataPathEngine && !strings.Contains(st.Detail, "forwarding on the engine data path") {
 				return fmt.Errorf("%s: %s (%s)", id, st.State, st.Detail)
 			}
 			return nil

@@ -279,7 +279,7 @@ func TestIntegrationBadTraceDeadLetteredOnEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := msg.GoAMQP().Annotations
-	if reason, _ := a[links.AnnotationReason].(string); !strings.HasPrefix(reason, "refused: annotation "+links.AnnotationTrace+": want a string") ||
+	if reason, _ := a[links.AnnotationReason].(string); !strings.HasPrefix(reason, "annotation "+links.AnnotationTrace+": want a string") ||
 		a[links.AnnotationCondition] != "amqp:invalid-field" || msg.Property("seq") != int64(3) {
 		t.Fatalf("dead-lettered seq %v with annotations %v", msg.Property("seq"), a)
 	}

@@ -47,12 +47,18 @@ func (r *route) moveWiring(setup context.Context, srcSess *amqp.Session, w wirin
 	if err != nil {
 		return wiring{}, err
 	}
-	var stamp [8]byte
-	_, _ = rand.Read(stamp[:]) // never fails (crypto/rand)
 	w.sink = &links.MoveSink{Move: w.sink, Prepare: w.prepare, Park: park, Max: int64(r.spec.MaxMoves),
-		Run: hex.EncodeToString(stamp[:]), Lapped: lapped, Moved: &r.moves.moved, Parked: &r.moves.parked}
+		Run: runStamp(), Lapped: lapped, Moved: &r.moves.moved, Parked: &r.moves.parked}
 	w.prepare = nil
 	return w, nil
+}
+
+// runStamp is a flow run's stamp on what it parks: random, so a run
+// knows its own.
+func runStamp() string {
+	var stamp [8]byte
+	_, _ = rand.Read(stamp[:]) // never fails (crypto/rand)
+	return hex.EncodeToString(stamp[:])
 }
 
 // rest waits after a lap; false if ctx ended or the route was halted

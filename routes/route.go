@@ -51,6 +51,21 @@ type route struct {
 	// reattachRun as a path change does, and the route attaches again.
 	reattach    chan struct{}
 	reattachRun atomic.Uint64
+	// onEngineRun: the current run forwards on the engine (runDetail).
+	onEngineRun atomic.Bool
+}
+
+// runDetail is an Operational run's detail in route list: the mode's
+// (the path through transit) and whether it forwards on the engine.
+func (r *route) runDetail(path pathpolicy.Path) string {
+	d := r.mode.detail(path)
+	if r.onEngineRun.Load() {
+		if d != "" {
+			d += "; "
+		}
+		d += engineDetail
+	}
+	return d
 }
 
 // holdingFunc says how many messages a run's source link holds unsettled
@@ -270,7 +285,7 @@ func (r *route) runOnce(ctx context.Context, path pathpolicy.Path, credit, limit
 // (once) when it has nothing left to move.
 func (r *route) runLinks(ctx context.Context, path pathpolicy.Path, drain <-chan struct{}, lapped func(), credit, limit int) error {
 	if r.onEngine(path) {
-		err := r.runEngine(ctx, drain, credit, limit)
+		err := r.runEngine(ctx, path, drain, lapped, credit, limit)
 		if !errors.Is(err, amqp.ErrEngineUnsupported) {
 			return err
 		}

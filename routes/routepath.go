@@ -119,7 +119,7 @@ func (r *route) watchPath(ctx context.Context, path pathpolicy.Path) error {
 		if d.Action != pathpolicy.ActForward || d.Path != path {
 			return true
 		}
-		if detail := r.mode.detail(path); detail != "" {
+		if detail := r.runDetail(path); detail != "" {
 			r.state.setDetail(detail) // the path, or the routes advertised, may have changed
 		}
 		return false

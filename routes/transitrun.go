@@ -2,6 +2,7 @@ package routes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -24,22 +25,26 @@ import (
 // forwarder is one running transit queue or ingress: a goroutine that
 // attaches, forwards until something fails, and retries with backoff.
 type forwarder struct {
-	m       *Manager
-	from    string // broker it takes messages from
-	dest    string // transit: the destination broker ("" for the ingress)
-	via     string // transit: the next hop it writes to
-	log     zerolog.Logger
-	c       links.Counters
-	refused links.IngressCounters // the ingress's refusals
-	cancel  context.CancelFunc
-	drain   chan struct{} // closed to stop gracefully (stop)
-	done    chan struct{}
-	mu      sync.Mutex // guards state, since, lastErr, loggedErr
-	state   State
-	since   time.Time
-	lastErr string
+	m        *Manager
+	from     string // broker it takes messages from
+	dest     string // transit: the destination broker ("" for the ingress)
+	via      string // transit: the next hop it writes to
+	log      zerolog.Logger
+	c        links.Counters
+	refused  links.IngressCounters // the ingress's refusals
+	cancel   context.CancelFunc
+	drain    chan struct{} // closed to stop gracefully (stop)
+	done     chan struct{}
+	mu       sync.Mutex // guards state, since, lastErr, loggedErr, dataPath
+	state    State
+	dataPath string
+	since    time.Time
+	lastErr  string
 	// loggedErr is the failure last logged at warn; "" once Operational.
 	loggedErr string
+	// onGoAMQP: a run on the engine met a destination it cannot write
+	// (amqp.ErrEngineUnsupported); this forwarder's runs go on go-amqp.
+	onGoAMQP bool
 }
 
 func (f *forwarder) queue() string {
@@ -116,6 +121,14 @@ func stopAll(fs []*forwarder) {
 	}
 }
 
+// operational marks a run attached, forwarding on dataPath.
+func (f *forwarder) operational(dataPath string) {
+	f.mu.Lock()
+	f.dataPath = dataPath
+	f.mu.Unlock()
+	f.set(StateOperational, nil)
+}
+
 func (f *forwarder) set(s State, err error) {
 	f.mu.Lock()
 	changed := f.state != s
@@ -144,6 +157,14 @@ func (f *forwarder) set(s State, err error) {
 
 // runOnce attaches the forwarder's links and forwards until one fails.
 func (f *forwarder) runOnce(ctx context.Context) error {
+	if f.m.opts.DataPath == DataPathEngine && !f.onGoAMQP {
+		err := f.runEngine(ctx)
+		if !errors.Is(err, amqp.ErrEngineUnsupported) {
+			return err
+		}
+		f.onGoAMQP = true
+		f.log.Info().Err(err).Msg("a destination of this transit queue is not for the engine: forwarding on go-amqp")
+	}
 	from := f.m.opts.Brokers[f.from]
 	at, atName := from, f.from // the ingress writes on its own broker
 	if f.via != "" {
@@ -186,10 +207,78 @@ func (f *forwarder) runOnce(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("attach receiver to %s on %s: %w", spec.Address, f.from, err)
 	}
-	f.set(StateOperational, nil)
+	f.operational(DataPathGoAMQP)
 	cfg := links.Config{Window: w, OutcomeTimeout: f.m.opts.TransitOutcomeTimeout, DeadLetter: dl, Drain: f.drain,
 		DeadLetterAnnotations: map[string]string{links.AnnotationRoute: "transit " + f.from + " " + f.queue()}}
 	return links.Forward(ctx, rcv, sink, cfg, &f.c)
+}
+
+// runEngine is runOnce on the engine (routes.Options.DataPath): the
+// transit queue's (or the ingress's) messages read, checked and sent on
+// as bytes, each to the next hop's transit queue or, on the last hop,
+// into the address it names, a sender attached per destination as messages name them
+// (links.EngineDispatch, links.EngineResolver); refusals to the router
+// dead-letter queue on the source broker, as on go-amqp.
+func (f *forwarder) runEngine(ctx context.Context) error {
+	from, at, atName := f.m.opts.Brokers[f.from], f.m.opts.Brokers[f.from], f.from // the ingress writes on its own broker
+	if f.via != "" {
+		at, atName = f.m.opts.Brokers[f.via], f.via
+	}
+	setup, cancel := context.WithTimeout(ctx, f.m.opts.SetupTimeout)
+	defer cancel()
+	node := amqp.Node{Kind: amqp.Transit, Name: f.queue()}
+	spec, err := from.Profile.Source(setup, node, amqp.Subscription{})
+	if err != nil {
+		return fmt.Errorf("%s on %s: %w", node.Name, f.from, err)
+	}
+	l := links.EngineLinks{AttachTimeout: f.m.opts.SetupTimeout}
+	if l.Source, err = spec.EngineReceiver(from.Profile); err != nil {
+		return err
+	}
+	dl := amqp.Node{Kind: amqp.Transit, Name: links.RouterDeadLetterQueue}
+	if err := from.Profile.CheckTarget(setup, dl); err != nil {
+		return fmt.Errorf("dead-letter queue on %s: %w", f.from, err)
+	}
+	dlSpec, err := from.Profile.Target(dl)
+	if err != nil {
+		return err
+	}
+	dlo, err := dlSpec.EngineSender()
+	if err != nil {
+		return err
+	}
+	l.DeadLetter = &dlo
+	if l.Src, err = engineSession(setup, from.Conn); err != nil {
+		return err
+	}
+	dstSess, err := engineSession(setup, at.Conn)
+	if err != nil {
+		endSessions(l.Src)
+		return err
+	}
+	defer endSessions(l.Src, dstSess)
+	disp := &links.EngineDispatch{At: atName, Only: f.dest, MaxHops: int64(f.m.opts.MaxHops), Control: f.m.opts.ControlAddress}
+	if f.via != "" {
+		disp.From = f.from
+	}
+	if f.dest == "" { // the ingress: only what its rules allow
+		disp.Ingress = &links.IngressPolicy{Rules: f.m.opts.Ingress[f.from], Control: f.m.opts.ControlAddress}
+		disp.IngressRefused = &f.refused
+	}
+	l.Dispatch, l.Resolve = disp.Dispatch, links.EngineResolver(atName, dstSess, at.Profile)
+	cfg := links.Config{Window: f.m.opts.TransitWindow, OutcomeTimeout: f.m.opts.TransitOutcomeTimeout, Drain: f.drain,
+		DeadLetterAnnotations: map[string]string{links.AnnotationRoute: "transit " + f.from + " " + f.queue()}}
+	fw, err := links.AttachEngine(setup, l, cfg, 0)
+	if err != nil {
+		return fmt.Errorf("transit %s on %s (engine): %w", f.queue(), f.from, err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), engineClose) // ctx may be over: close anyway
+		defer cancel()
+		fw.Close(cctx)
+	}()
+	f.operational(DataPathEngine)
+	return fw.Run(ctx, cfg, &f.c)
 }
 
 // routerDeadLetter attaches a sender to the router dead-letter queue on a
@@ -201,7 +290,7 @@ func routerDeadLetter(ctx context.Context, sess *amqp.Session, prof amqp.Profile
 func (f *forwarder) status() TransitStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	st := TransitStatus{Broker: f.from, Dest: f.dest, Via: f.via, Queue: f.queue(), State: f.state, Since: f.since, LastError: f.lastErr,
+	st := TransitStatus{Broker: f.from, Dest: f.dest, Via: f.via, Queue: f.queue(), State: f.state, Since: f.since, LastError: f.lastErr, DataPath: f.dataPath,
 		Counters: Counters{Sent: f.c.Sent.Load(), Forwarded: f.c.Forwarded.Load(), Redelivered: f.c.Redelivered.Load(),
 			Rejected: f.c.Rejected.Load(), DeadLettered: f.c.DeadLettered.Load(), NoOutcome: f.c.NoOutcome.Load(), InFlight: f.c.InFlight.Load()}}
 	if f.dest == "" {

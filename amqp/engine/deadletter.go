@@ -30,7 +30,8 @@ type DeadLetterCause uint8
 const (
 	CauseRejected    DeadLetterCause = iota // the destination rejected it
 	CauseNoOutcome                          // Expire gave up waiting for the destination
-	CauseUndecodable                        // its annotations do not decode, or Rewrite refused it: never sent
+	CauseUndecodable                        // its annotations do not decode: never sent
+	CauseRefused                            // the forwarder's own refusal (Dispatch, Unreachable): never sent
 )
 
 // ErrDeadLetterRefused: the dead-letter queue did not accept a message;
@@ -80,6 +81,8 @@ func (f *Forwarder) deadLetterLocked(e *inflight) bool {
 	}
 	cause := CauseRejected
 	switch {
+	case e.local:
+		cause = CauseRefused
 	case e.undecodable:
 		cause = CauseUndecodable
 	case e.expired:
@@ -110,7 +113,7 @@ func (f *Forwarder) deadLetterLocked(e *inflight) bool {
 	if f.err == nil {
 		f.err = fmt.Errorf("engine: dead-letter send: %w", err)
 	}
-	e.state, e.expired = *Released, false // counted as released at the source
+	f.failEntry(e) // counted as released at the source
 	return true
 }
 
@@ -134,7 +137,7 @@ func (f *Forwarder) onDeadLetterSettled(first, last uint32, st *DeliveryState) {
 		if f.err == nil {
 			f.err = fmt.Errorf("%w (%s)", ErrDeadLetterRefused, describeState(st))
 		}
-		e.state, e.expired = *Released, false
+		f.failEntry(e)
 	}
 	f.settleHeadLocked()
 }
@@ -160,13 +163,11 @@ func describeState(st *DeliveryState) string {
 }
 
 // pushUndecodable puts a message whose annotations do not decode in the
-// send order as if the destination had rejected it, so that it goes to
-// the dead-letter queue in its turn; it was never sent. f.mu is held.
-func (f *Forwarder) pushUndecodable(id uint32, settled bool, payload []byte, r *refusal) {
-	f.push(f.lastDst, id, settled, f.keep(payload))
-	f.forwarded-- // not sent
-	e := &f.inflight[len(f.inflight)-1]
+// arrival order as if the destination had rejected it, so that it goes
+// to the dead-letter queue in its turn; it was never sent. f.mu is held.
+func (f *Forwarder) pushUndecodable(id uint32, settled bool, payload []byte, err error) {
+	e := f.push(id, settled, f.keep(payload), 0)
 	e.done, e.undecodable = true, true
-	e.state = wire.DeliveryState{Kind: wire.StateRejected, Error: r.wireError()}
+	e.state = wire.DeliveryState{Kind: wire.StateRejected, Error: &wire.Error{Condition: condDecodeError, Description: err.Error()}}
 	f.settleHeadLocked()
 }

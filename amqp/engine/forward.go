@@ -15,13 +15,22 @@ import (
 type ForwardOptions struct {
 	// Rewrite, when set, names message annotations to set on each
 	// message (e.g. a hop count); it reads them from payload through s.
-	// It runs on the source's reader goroutine with the forwarder's lock
-	// held (one call at a time: it may reuse its buffers; what it
-	// returns is used before its next call). Without it the payload is
-	// forwarded as it came, delivery annotations dropped. Its error:
-	// ErrDrop, the message is not sent and is accepted at the source in
-	// its turn, counted Looped; any other refuses it (rewrite.go).
-	Rewrite func(payload []byte, s *wire.Sections) ([]wire.Annotated, error)
+	// It runs on the source's reader goroutine. Without it the payload
+	// is forwarded as it came, delivery annotations dropped. Ignored
+	// when Dispatch is set.
+	Rewrite func(payload []byte, s *wire.Sections) []wire.Annotated
+	// Dispatch, when set, chooses per message where its copies go and
+	// what is set on each (forward_dispatch.go): one destination among
+	// several (transit's next hop), several (fan-out), none (dropped:
+	// accepted at the source), or a refusal. It runs on the source's
+	// reader goroutine with the forwarder's lock held: it must not
+	// block. c is reset before each call.
+	Dispatch func(payload []byte, s *wire.Sections, c *Choice)
+	// MaxDestinations bounds the senders a dispatching forwarder keeps
+	// (default 64); a message for one more stops the forwarder with
+	// ErrTooManyDestinations (released at the source), and its owner
+	// starts afresh with none, as links.DispatchSink does.
+	MaxDestinations int
 	// AckN: 0 settles the source once per outcome the destination sends
 	// (one disposition per range it acknowledged); N > 0 leaves it to
 	// the source receiver's ack policy (AckN, AckDelay).
@@ -34,14 +43,14 @@ type ForwardOptions struct {
 	Fence func() bool
 	// DeadLetter, when set, is the target of a sender the forwarder
 	// attaches on the source's session: a message the destination
-	// rejected, or Expire gave up on, goes there instead of being
-	// rejected at the source (deadletter.go).
+	// rejected, Dispatch refused, or Expire gave up on, goes there
+	// instead of being rejected at the source (deadletter.go).
 	DeadLetter *SenderOptions
 	// DeadLetterAnnotations says which message annotations a message
 	// sent to DeadLetter gets: st is the destination's rejection,
-	// Expire's state, or the decoder's refusal (amqp:decode-error), as
-	// cause says. It runs on a reader goroutine with the forwarder's
-	// lock held: it must not block.
+	// Dispatch's refusal, Expire's state, or the decoder's refusal
+	// (amqp:decode-error), as cause says. It runs on a reader goroutine
+	// with the forwarder's lock held: it must not block.
 	DeadLetterAnnotations func(st *DeliveryState, cause DeadLetterCause) []wire.Annotated
 	// UndecodableKey: with DeadLetter, a message whose message
 	// annotations do not decode (a key neither symbol nor ulong) is
@@ -54,55 +63,65 @@ type ForwardOptions struct {
 // more.
 var ErrFenced = errors.New("engine: the forwarder's fence refused to send")
 
-// Forwarder moves every delivery of a source receiver to a destination
-// sender as bytes: the bare message is never decoded, only the sections
-// before it scanned. The source is settled only after the destination's
-// outcome (at-least-once), in the destination's order, in ranges. It
-// owns no goroutine: it runs on the two connections' reader goroutines
-// (OnMessage on the source's, OnSettled and OnCredit on the
-// destination's).
+// Forwarder moves every delivery of a source receiver to one or more
+// destination senders as bytes: the bare message is never decoded, only
+// the sections before it scanned. The source is settled only after the
+// destinations' outcomes (at-least-once; with several copies, once all
+// have theirs), in the order received, in ranges. It owns no goroutine:
+// it runs on the connections' reader goroutines (OnMessage on the
+// source's, OnSettled and OnCredit on each destination's); attaching a
+// destination is its owner's (AttachRequests).
 //
-// Lock order: Forwarder.mu, then either session's mutex (never both at
-// once), then a connection's write buffer.
+// Lock order: Forwarder.mu, then one session's mutex at a time, then a
+// connection's write buffer.
 type Forwarder struct {
 	opts ForwardOptions
-	dst  *Sender
 	dl   *Sender // ForwardOptions.DeadLetter's sender; nil without
-	// lastDst is the destination delivery-id last sent: an undecodable
-	// message's place in the send order (it has none of its own).
-	lastDst uint32
 
 	mu       sync.Mutex
-	inflight []inflight // sent to dst, waiting for its outcome, in send order
+	dests    map[string]*dest // by key; "" is Forward's own destination
+	asked    map[string]bool  // attach asked of the owner, not done yet
+	inflight []inflight       // received and not settled at the source, in arrival order
 	head     int
-	parked   []parked // waiting for dst credit, in arrival order
-	free     [][]byte // payload buffers of parked messages, reused
-	limit    int      // parked messages at most; beyond, released at the source
+	seq0     uint64       // the sequence number of inflight[0]
+	parked   []parkedCopy // copies waiting for credit or an attach, in order
+	free     [][]byte     // payload buffers, reused
+	limit    int          // parked copies at most; beyond, released at the source
 	err      error
 	src      *Receiver
 	sec      wire.Sections // the message being sent, scanned
+	choice   Choice        // Dispatch's, reused
 
 	forwarded, settled, released, refused, parks uint64
-	accepted, rejected                           uint64 // the destination's outcomes, of settled
+	accepted, rejected                           uint64 // the destinations' outcomes, of settled
 	expired                                      uint64 // settled by Expire: no outcome in time
 	abandoned                                    uint64 // given a state by Expire (dead-lettered or not)
-	looped                                       uint64 // dropped by Rewrite (ErrDrop), accepted at the source
 	deadLettered                                 uint64 // accepted by the dead-letter queue, then at the source
+	dropped, copies                              uint64 // Dispatch chose no copy; copies sent
+	refusals                                     uint64 // settled with the forwarder's own refusal
 
-	progress chan struct{} // poked (never blocking) when the source is settled
-	nParked  atomic.Int64  // len(parked), read by limit without f.mu
-	stopping atomic.Bool   // Stop: take no more, settle what is in flight
+	requests chan string               // keys to attach, for the owner (cap MaxDestinations)
+	senders  atomic.Pointer[[]*Sender] // the destinations' senders, for creditLimit
+	progress chan struct{}             // poked (never blocking) when the source is settled
+	nParked  atomic.Int64              // len(parked), read by limit without f.mu
+	stopping atomic.Bool               // Stop: take no more, settle what is in flight
 }
 
+// inflight is one source delivery the forwarder took.
 type inflight struct {
-	dst, src   uint32
+	src        uint32
 	srcSettled bool // the source sent it settled: nothing to settle there
+	pending    int  // copies without an outcome (sent or not yet)
+	unsent     int  // copies parked, not sent yet
+	worst      int  // the copy whose outcome is state (-1: all accepted so far)
 	done       bool
 	expired    bool  // Expire gave it its state, not the destination
-	sent       int64 // when it was sent, Unix nanoseconds (Expire)
+	local      bool  // its state is the forwarder's own refusal (Dispatch, Refuse)
+	dropped    bool  // Dispatch chose no copy
+	sent       int64 // when its last copy was sent, Unix nanoseconds (Expire)
 	state      wire.DeliveryState
-	// With a dead-letter queue: the message as sent (a pooled copy), and
-	// where its dead-lettering stands (deadletter.go).
+	// With a dead-letter queue: the message as received (a pooled copy),
+	// and where its dead-lettering stands (deadletter.go).
 	payload []byte
 	dlSent  bool   // sent to the dead-letter queue, its outcome awaited
 	dlID    uint32 // its delivery-id there
@@ -110,79 +129,123 @@ type inflight struct {
 	// undecodable: never sent, its annotations do not decode; it goes
 	// to the dead-letter queue with them kept whole (deadletter.go).
 	undecodable bool
-	looped      bool // never sent: Rewrite dropped it (rewrite.go)
-}
-
-type parked struct {
-	src        uint32
-	srcSettled bool
-	payload    []byte
 }
 
 // Forward attaches a sender on dst and a receiver on src wired to a new
 // Forwarder. The receiver's OnMessage and the sender's OnSettled and
-// OnCredit are the forwarder's.
+// OnCredit are the forwarder's. The sender is the destination "" of
+// ForwardOptions.Dispatch.
 func Forward(ctx context.Context, src *Session, ro ReceiverOptions, dst *Session, so SenderOptions, fo ForwardOptions) (*Forwarder, *Receiver, *Sender, error) {
-	f := &Forwarder{opts: fo, progress: make(chan struct{}, 1)}
-	so.OnSettled, so.OnCredit, so.Mode = f.onSettled, f.onCredit, SettleUnsettled
-	snd, err := dst.NewSender(ctx, so)
+	f := newForwarder(fo)
+	snd, err := f.attachDest(ctx, "", dst, so)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("engine: attach sender to %s: %w", so.Address, err)
+		return nil, nil, nil, err
 	}
-	f.dst = snd
-	if err := f.attachDeadLetter(ctx, src); err != nil {
+	rcv, err := f.attachSource(ctx, src, ro)
+	if err != nil {
 		_ = snd.Close(ctx)
 		return nil, nil, nil, err
+	}
+	return f, rcv, snd, nil
+}
+
+// ForwardDispatch attaches a receiver on src wired to a new Forwarder
+// with no destination yet: ForwardOptions.Dispatch names them, and the
+// owner attaches each when asked (AttachRequests, AddDestination).
+func ForwardDispatch(ctx context.Context, src *Session, ro ReceiverOptions, fo ForwardOptions) (*Forwarder, *Receiver, error) {
+	f, err := NewForwarder(fo)
+	if err != nil {
+		return nil, nil, err
+	}
+	rcv, err := f.AttachSource(ctx, src, ro)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, rcv, nil
+}
+
+// NewForwarder is ForwardDispatch in two steps: the owner may attach
+// destinations (AddDestination) before the source (AttachSource), so
+// that Dispatch knows them from the first message.
+func NewForwarder(fo ForwardOptions) (*Forwarder, error) {
+	if fo.Dispatch == nil {
+		return nil, errors.New("engine: a dispatching forwarder without ForwardOptions.Dispatch")
+	}
+	return newForwarder(fo), nil
+}
+
+// AttachSource attaches the dead-letter sender, when asked, and the
+// source receiver whose deliveries the forwarder takes.
+func (f *Forwarder) AttachSource(ctx context.Context, src *Session, ro ReceiverOptions) (*Receiver, error) {
+	return f.attachSource(ctx, src, ro)
+}
+
+func newForwarder(fo ForwardOptions) *Forwarder {
+	if fo.MaxDestinations <= 0 {
+		fo.MaxDestinations = 64
+	}
+	f := &Forwarder{opts: fo, progress: make(chan struct{}, 1), dests: map[string]*dest{}, asked: map[string]bool{},
+		requests: make(chan string, fo.MaxDestinations)}
+	f.senders.Store(&[]*Sender{})
+	return f
+}
+
+// attachSource attaches the dead-letter sender, when asked, and the
+// source receiver.
+func (f *Forwarder) attachSource(ctx context.Context, src *Session, ro ReceiverOptions) (*Receiver, error) {
+	if err := f.attachDeadLetter(ctx, src); err != nil {
+		return nil, err
 	}
 	if ro.Credit == 0 {
 		ro.Credit = 100
 	}
 	f.limit = 2*int(ro.Credit) + 16
-	if fo.AckN == 0 {
-		ro.AckN = 1 << 30 // flushed by onSettled, once per destination outcome
+	if f.opts.AckN == 0 {
+		ro.AckN = 1 << 30 // flushed by settleHeadLocked, once per destination outcome
 	} else {
-		ro.AckN = fo.AckN
+		ro.AckN = f.opts.AckN
 	}
 	ro.OnMessage = f.onMessage
 	if ro.Mode != SettleAskUnsettled { // asked for (qpidd's exchange subscriptions), or the default
 		ro.Mode = SettleUnsettled
 	}
-	// Credit follows the destination's: the source is asked for no more
+	// Credit follows the destinations': the source is asked for no more
 	// than can be sent on at once, so little is parked (Proton's broker
 	// grants 5, qpidd 500).
 	ro.limit = f.creditLimit
 	rcv, err := src.NewReceiver(ctx, ro)
 	if err != nil {
-		_ = snd.Close(ctx)
 		if f.dl != nil {
 			_ = f.dl.Close(ctx)
 		}
-		return nil, nil, nil, fmt.Errorf("engine: attach receiver to %s: %w", ro.Address, err)
+		return nil, fmt.Errorf("engine: attach receiver to %s: %w", ro.Address, err)
 	}
 	f.mu.Lock()
 	f.src = rcv
 	f.mu.Unlock()
-	rcv.Regrant() // in case the destination's credit came during the attach
-	return f, rcv, snd, nil
+	rcv.Regrant() // in case a destination's credit came during the attach
+	return rcv, nil
 }
 
-// ForwardStats are a forwarder's counts: Forwarded sent to the
-// destination, Settled of those with the destination's outcome (Accepted
-// and Rejected by it, the rest released at the source), Released at the
-// source without being sent, Refused (rejected at the source: they do
-// not decode, or Rewrite refused them). With a dead-letter queue,
-// DeadLettered of the settled went there (and were accepted at the
-// source), not counted in Accepted, Rejected or Expired. Looped of the
-// settled were dropped by Rewrite (never sent, accepted at the source),
-// not counted in Forwarded or Accepted.
+// ForwardStats are a forwarder's counts: Forwarded messages sent (all
+// their copies), Copies sent, Settled of those with the destinations'
+// outcome (Accepted and Rejected by them, the rest released at the
+// source), Released at the source without being sent, Refused (rejected
+// at the source: they do not decode), Refusals (of the settled, rejected
+// at the source with the forwarder's own refusal: Dispatch's, or a
+// destination that cannot be attached), Dropped (of the settled,
+// Dispatch chose no copy: accepted at the source). With a dead-letter queue, DeadLettered of the settled went there
+// (and were accepted at the source), not counted in Accepted, Rejected
+// or Expired.
 type ForwardStats struct {
 	Forwarded, Settled, Released, Refused uint64
 	Accepted, Rejected                    uint64
 	Expired                               uint64 // settled at the source with Expire's state
 	Abandoned                             uint64 // given up on by Expire: Expired, or dead-lettered
 	DeadLettered                          uint64
-	Looped                                uint64
-	Parks                                 uint64 // messages that waited (copied) for destination credit
+	Refusals, Dropped, Copies             uint64
+	Parks                                 uint64 // copies that waited (copied) for credit or an attach
+	Destinations                          int    // senders attached
 	InFlight, Parked                      int
 }
 
@@ -191,11 +254,12 @@ func (f *Forwarder) Stats() ForwardStats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return ForwardStats{Forwarded: f.forwarded, Settled: f.settled, Released: f.released, Refused: f.refused, Parks: f.parks,
-		Accepted: f.accepted, Rejected: f.rejected, Expired: f.expired, Abandoned: f.abandoned, DeadLettered: f.deadLettered, Looped: f.looped,
+		Accepted: f.accepted, Rejected: f.rejected, Expired: f.expired, Abandoned: f.abandoned, DeadLettered: f.deadLettered,
+		Refusals: f.refusals, Dropped: f.dropped, Copies: f.copies, Destinations: len(f.dests),
 		InFlight: len(f.inflight) - f.head, Parked: len(f.parked)}
 }
 
-// Err is the first error that stopped forwarding (the destination link
+// Err is the first error that stopped forwarding (a destination link
 // failed); the source's deliveries are released from then on.
 func (f *Forwarder) Err() error {
 	f.mu.Lock()
@@ -203,15 +267,17 @@ func (f *Forwarder) Err() error {
 	return f.err
 }
 
-// onMessage forwards one delivery (source reader goroutine). While the
+// onMessage forwards one delivery (source reader goroutine). While a
 // destination's outgoing buffer is over its bound it waits, holding no
 // lock: the source connection stops reading (TCP pushes back on the
 // broker) instead of the buffer growing. Waiting is safe because the
 // destination's writer never waits for a reader; on one shared
 // connection it would not be, so there it does not wait.
 func (f *Forwarder) onMessage(d *Delivery) {
-	if w := &f.dst.s.c.w; d.Receiver.s.c != f.dst.s.c {
-		_ = w.waitRoom(len(d.Payload) + 64) // an error shows on the send below
+	for _, snd := range *f.senders.Load() {
+		if w := &snd.s.c.w; d.Receiver.s.c != snd.s.c {
+			_ = w.waitRoom(len(d.Payload) + 64) // an error shows on the send below
+		}
 	}
 	fenced := f.fenced()
 	f.mu.Lock()
@@ -224,96 +290,87 @@ func (f *Forwarder) onMessage(d *Delivery) {
 		f.release(d.Receiver, d.ID, d.Settled)
 		return
 	}
-	if len(f.parked) == 0 {
-		id, err := f.send(d.Payload)
-		if err == nil {
-			f.push(id, d.ID, d.Settled, f.keep(d.Payload))
-			return
-		}
-		if errors.Is(err, ErrDrop) {
-			f.pushLooped(d.ID, d.Settled)
-			return
-		}
-		if !errors.Is(err, ErrNoCredit) {
-			f.fail(d.Receiver, d.ID, d.Settled, d.Payload, err)
-			return
-		}
+	sec := &f.sec // a field, not a local: Dispatch would make a local escape
+	var err error
+	if *sec, err = wire.ScanSections(d.Payload); err != nil {
+		f.refuseUndecodable(d.Receiver, d.ID, d.Settled, d.Payload, err)
+		return
 	}
-	if len(f.parked) >= f.limit {
+	c := f.choose(d.Payload, sec)
+	if len(f.parked) > 0 && len(f.parked)+len(c.Copies) > f.limit {
 		f.release(d.Receiver, d.ID, d.Settled)
 		return
 	}
-	var buf []byte
-	if n := len(f.free); n > 0 {
-		buf, f.free = f.free[n-1][:0], f.free[:n-1]
+	e := f.push(d.ID, d.Settled, f.keep(d.Payload), len(c.Copies))
+	switch {
+	case c.Refuse != nil:
+		e.done, e.local = true, true
+		e.state = wire.DeliveryState{Kind: wire.StateRejected, Error: c.Refuse}
+	case len(c.Copies) == 0:
+		e.done, e.dropped = true, true
 	}
-	f.parked = append(f.parked, parked{src: d.ID, srcSettled: d.Settled, payload: append(buf, d.Payload...)})
-	f.nParked.Store(int64(len(f.parked)))
-	f.parks++
+	seq := f.seq0 + uint64(len(f.inflight)-1)
+	for i := range c.Copies {
+		f.sendCopy(seq, i, &c.Copies[i], d.Payload, sec)
+	}
+	f.settleHeadLocked()
 }
 
-// send sends one payload to dst without waiting; f.mu is held.
-func (f *Forwarder) send(payload []byte) (uint32, error) {
-	sec := &f.sec // a field, not a local: Rewrite would make a local escape
-	var err error
-	if *sec, err = wire.ScanSections(payload); err != nil {
-		return 0, &refusal{err: err}
+// choose is Dispatch's choice for payload, or Forward's one destination
+// with Rewrite's annotations.
+func (f *Forwarder) choose(payload []byte, sec *wire.Sections) *Choice {
+	c := &f.choice
+	c.Copies, c.Refuse = c.Copies[:0], nil
+	if f.opts.Dispatch != nil {
+		f.opts.Dispatch(payload, sec, c)
+		return c
 	}
 	var set []wire.Annotated
 	if f.opts.Rewrite != nil {
-		if set, err = f.opts.Rewrite(payload, sec); err != nil {
-			return 0, rewriteErr(err)
-		}
+		set = f.opts.Rewrite(payload, sec)
 	}
-	if len(set) == 0 && !sec.DeliveryAnnotations.Present() {
-		return f.dst.TrySend(payload)
-	}
-	return f.dst.TrySendRewritten(payload, sec, set...)
+	c.Copies = append(c.Copies, Copy{Set: set})
+	return c
 }
 
-// refusal is a message the forwarder cannot forward as it is (its
-// sections do not decode, or Rewrite refused it): rejected at the
-// source with cond (amqp:decode-error when empty), not retried.
-type refusal struct {
-	err  error
-	cond string
+// refuseUndecodable handles a message whose sections do not decode: it
+// is dead-lettered in its turn when there is a dead-letter queue, else
+// rejected at the source with amqp:decode-error. f.mu is held.
+func (f *Forwarder) refuseUndecodable(src *Receiver, id uint32, settled bool, payload []byte, err error) {
+	if f.dl != nil {
+		f.pushUndecodable(id, settled, payload, err)
+		return
+	}
+	f.refused++
+	if !settled {
+		src.Settle(id, &DeliveryState{Kind: wire.StateRejected,
+			Error: &wire.Error{Condition: condDecodeError, Description: err.Error()}})
+		src.Flush()
+	}
 }
 
-func (r *refusal) Error() string { return r.err.Error() }
-func (r *refusal) Unwrap() error { return r.err }
-
-// push records a message sent to the destination; payload is its copy
-// kept for the dead-letter queue (nil without one).
-func (f *Forwarder) push(dstID, srcID uint32, srcSettled bool, payload []byte) {
+// push records a delivery taken from the source with copies to send;
+// payload is its copy kept for the dead-letter queue (nil without one).
+// f.mu is held.
+func (f *Forwarder) push(srcID uint32, srcSettled bool, payload []byte, copies int) *inflight {
 	if f.head > 0 && (f.head == len(f.inflight) || f.head >= 1024 && f.head*2 >= len(f.inflight)) {
 		// Reuse the front: the slice stays as long as what is in flight.
 		n := copy(f.inflight, f.inflight[f.head:])
-		f.inflight, f.head = f.inflight[:n], 0
+		clear(f.inflight[n:])
+		f.inflight, f.seq0, f.head = f.inflight[:n], f.seq0+uint64(f.head), 0
 	}
-	f.inflight = append(f.inflight, inflight{dst: dstID, src: srcID, srcSettled: srcSettled, sent: time.Now().UnixNano(), payload: payload})
-	f.forwarded++
-	f.lastDst = dstID
+	f.inflight = append(f.inflight, inflight{src: srcID, srcSettled: srcSettled, payload: payload,
+		pending: copies, unsent: copies, worst: -1, state: wire.DeliveryState{Kind: wire.StateAccepted}})
+	return &f.inflight[len(f.inflight)-1]
 }
 
-// fail handles a send that failed for good: a message that does not
-// decode is rejected at the source; a dead destination stops the
-// forwarder and the delivery is released (the source keeps it).
-func (f *Forwarder) fail(src *Receiver, id uint32, settled bool, payload []byte, err error) {
-	var r *refusal
-	if errors.As(err, &r) && f.dl != nil {
-		f.pushUndecodable(id, settled, payload, r)
-		return
+// entry is the delivery with sequence number seq, nil when it was
+// settled at the source already. f.mu is held.
+func (f *Forwarder) entry(seq uint64) *inflight {
+	if seq < f.seq0+uint64(f.head) || seq >= f.seq0+uint64(len(f.inflight)) {
+		return nil
 	}
-	if errors.As(err, &r) {
-		f.refused++
-		if !settled {
-			src.Settle(id, &DeliveryState{Kind: wire.StateRejected, Error: r.wireError()})
-			src.Flush()
-		}
-		return
-	}
-	f.err = err
-	f.release(src, id, settled)
+	return &f.inflight[seq-f.seq0]
 }
 
 func (f *Forwarder) release(src *Receiver, id uint32, settled bool) {
@@ -324,26 +381,25 @@ func (f *Forwarder) release(src *Receiver, id uint32, settled bool) {
 	}
 }
 
-// onSettled takes the destination's outcome for first..last (destination
-// reader goroutine) and settles the source for every delivery at the
-// head of the send order that has its outcome.
-func (f *Forwarder) onSettled(first, last uint32, st *DeliveryState) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for i := f.head; i < len(f.inflight); i++ {
-		e := &f.inflight[i]
-		if int32(e.dst-last) > 0 {
-			break
-		}
-		if int32(e.dst-first) >= 0 && !e.done { // done: Expire's state stands
-			e.done, e.state = true, *st
-		}
+// outcome takes one copy's outcome for the delivery seq: it is done
+// once every copy has one; accepted when all were, else the outcome of
+// the first copy (in Dispatch's order) that was not. f.mu is held.
+func (f *Forwarder) outcome(seq uint64, copyIdx int, st *DeliveryState, local bool) {
+	e := f.entry(seq)
+	if e == nil || e.done { // done: Expire's state, or a failure's, stands
+		return
 	}
-	f.settleHeadLocked()
+	e.pending--
+	if st.Kind != wire.StateAccepted && (e.worst < 0 || copyIdx < e.worst) {
+		e.state, e.worst, e.local = *st, copyIdx, local
+	}
+	if e.pending <= 0 {
+		e.done = true
+	}
 }
 
 // settleHeadLocked settles at the source every delivery at the head of
-// the send order that has its state; f.mu is held.
+// the arrival order that has its state; f.mu is held.
 func (f *Forwarder) settleHeadLocked() {
 	src := f.src
 	n := 0
@@ -360,10 +416,12 @@ func (f *Forwarder) settleHeadLocked() {
 		case e.dead:
 			f.deadLettered++
 			out = Accepted
-		case e.looped:
-			f.looped++
 		case e.expired:
 			f.expired++
+		case e.local:
+			f.refusals++
+		case e.dropped:
+			f.dropped++
 		case e.state.Kind == wire.StateAccepted:
 			f.accepted++
 		case e.state.Kind == wire.StateRejected:
@@ -389,18 +447,22 @@ func (f *Forwarder) settleHeadLocked() {
 }
 
 // Expire gives st (accepted, rejected or released at the source) to
-// every delivery sent before before that still waits for the
-// destination's outcome, and settles the source for them: a destination
-// that does not answer in time does not hold the source's credit for
-// good. A later outcome from the destination for one of them is
-// ignored. It returns how many it expired.
+// every delivery whose copies were all sent before before and that
+// still waits for an outcome, and settles the source for them: a
+// destination that does not answer in time does not hold the source's
+// credit for good. A later outcome for one of them is ignored. It
+// returns how many it expired.
 func (f *Forwarder) Expire(before time.Time, st *DeliveryState) int {
 	limit := before.UnixNano()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := 0
-	for i := f.head; i < len(f.inflight) && f.inflight[i].sent < limit; i++ {
-		if e := &f.inflight[i]; !e.done {
+	for i := f.head; i < len(f.inflight); i++ {
+		e := &f.inflight[i]
+		if e.unsent > 0 || e.sent >= limit {
+			break
+		}
+		if !e.done {
 			e.done, e.expired, e.state = true, true, *st
 			n++
 		}
@@ -418,7 +480,7 @@ func (f *Forwarder) fenced() bool { return f.opts.Fence != nil && !f.opts.Fence(
 // Stop makes the forwarder take no more from the source: its credit is
 // taken back (a flow granting none), deliveries still arriving are
 // released at the source (not sent: no duplicate comes of them), and
-// those in flight are settled as the destination's outcomes come. A
+// those in flight are settled as the destinations' outcomes come. A
 // route whose path changed drains this way before it closes the links.
 func (f *Forwarder) Stop() {
 	f.stopping.Store(true)
@@ -447,66 +509,22 @@ func sourceOutcome(st *DeliveryState) *DeliveryState {
 	return Released
 }
 
-// creditLimit is the credit the source may have: what the destination can
-// take now, less what is parked for it, at least 1 so a grant is never
-// withheld for good by a stale count. It takes no lock.
+// creditLimit is the credit the source may have: what every destination
+// can take now, less what is parked, at least 1 so a grant is never
+// withheld for good by a stale count (and a dispatching forwarder with
+// no destination yet takes one message at a time until it has one). It
+// takes no lock.
 func (f *Forwarder) creditLimit() uint32 {
 	if f.stopping.Load() {
 		return 0
 	}
-	return max(1, f.dst.Available()-min(f.dst.Available(), uint32(f.nParked.Load())))
-}
-
-// onCredit sends parked messages while the destination has credit
-// (destination reader goroutine), then lets the source have more.
-func (f *Forwarder) onCredit() {
-	fenced := f.fenced()
-	f.mu.Lock()
-	if fenced && f.err == nil {
-		f.err = ErrFenced
+	senders := *f.senders.Load()
+	if len(senders) == 0 {
+		return 1
 	}
-	f.drainParked()
-	src := f.src
-	f.mu.Unlock()
-	if src != nil {
-		src.Regrant()
+	avail := senders[0].Available()
+	for _, s := range senders[1:] {
+		avail = min(avail, s.Available())
 	}
-}
-
-// drainParked sends parked messages while the destination takes them;
-// f.mu is held.
-func (f *Forwarder) drainParked() {
-	sent := 0
-	for _, p := range f.parked {
-		if f.err != nil { // fenced, or the destination failed: the source keeps it
-			f.release(f.src, p.src, p.srcSettled)
-			f.free = append(f.free, p.payload)
-			sent++
-			continue
-		}
-		id, err := f.send(p.payload)
-		if errors.Is(err, ErrNoCredit) {
-			break
-		}
-		switch {
-		case errors.Is(err, ErrDrop):
-			f.pushLooped(p.src, p.srcSettled)
-			f.free = append(f.free, p.payload)
-		case err != nil:
-			f.fail(f.src, p.src, p.srcSettled, p.payload, err)
-			f.free = append(f.free, p.payload)
-		case f.dl != nil:
-			f.push(id, p.src, p.srcSettled, p.payload) // the parked copy is the one kept
-		default:
-			f.push(id, p.src, p.srcSettled, nil)
-			f.free = append(f.free, p.payload)
-		}
-		sent++
-	}
-	if sent > 0 {
-		n := copy(f.parked, f.parked[sent:])
-		clear(f.parked[n:])
-		f.parked = f.parked[:n]
-		f.nParked.Store(int64(n))
-	}
+	return max(1, avail-min(avail, uint32(f.nParked.Load())))
 }

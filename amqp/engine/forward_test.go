@@ -12,7 +12,7 @@ import (
 )
 
 // hopRewrite counts a hop in x-fedrouter-hops, as transit will.
-func hopRewrite(payload []byte, s *wire.Sections) ([]wire.Annotated, error) {
+func hopRewrite(payload []byte, s *wire.Sections) []wire.Annotated {
 	hops := uint32(0)
 	if v, ok := s.Annotation(payload, "x-fedrouter-hops"); ok {
 		d := wire.NewDecoder(v)
@@ -20,7 +20,7 @@ func hopRewrite(payload []byte, s *wire.Sections) ([]wire.Annotated, error) {
 			hops = h
 		}
 	}
-	return []wire.Annotated{{Key: "x-fedrouter-hops", Value: wire.AppendUint(nil, hops+1)}}, nil
+	return []wire.Annotated{{Key: "x-fedrouter-hops", Value: wire.AppendUint(nil, hops+1)}}
 }
 
 // startForward wires a forwarder from srcAddr on src to dstAddr on dst.

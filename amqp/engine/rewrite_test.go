@@ -2,8 +2,7 @@ package engine_test
 
 import (
 	"bytes"
-	"errors"
-	"fmt"
+		"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -28,25 +27,25 @@ func numberOf(payload []byte) (int, error) {
 	return strconv.Atoi(string(data[2:8]))
 }
 
-// dropOrRefuse is a Rewrite that drops every third message, refuses
-// every 50th from the 7th, and counts a hop on the rest.
-func dropOrRefuse(payload []byte, s *wire.Sections) ([]wire.Annotated, error) {
+// dropOrRefuse is a Dispatch that drops every third message (no copy),
+// refuses every 50th from the 7th, and counts a hop on the rest.
+func dropOrRefuse(payload []byte, s *wire.Sections, c *engine.Choice) {
 	i, err := numberOf(payload)
 	switch {
 	case err != nil:
-		return nil, err
+		c.Refuse = &wire.Error{Condition: "amqp:invalid-field", Description: err.Error()}
 	case i%3 == 0:
-		return nil, engine.ErrDrop
 	case i%50 == 7:
-		return nil, errors.New("test: refused")
+		c.Refuse = &wire.Error{Condition: "amqp:invalid-field", Description: "test: refused"}
+	default:
+		c.Copies = append(c.Copies, engine.Copy{Set: hopRewrite(payload, s)})
 	}
-	return hopRewrite(payload, s)
 }
 
-// A Rewrite that drops or refuses messages: those are not sent; the
-// dropped ones are accepted at the source, the refused rejected there
-// (amqp:invalid-field), each in its turn, and everything else crosses
-// byte for byte in order. Proton C grants 5 credits: most messages park
+// A Dispatch that drops or refuses messages (a route's hook does: a
+// mesh's loop guard): those are not sent; the dropped ones are accepted
+// at the source, the refused rejected there (amqp:invalid-field), each
+// in its turn, and everything else crosses byte for byte in order. Proton C grants 5 credits: most messages park
 // and are dropped from the parked list; ack 100 settles in ranges.
 func TestConformanceForwardRewriteDrop(t *testing.T) {
 	for _, c := range []struct {
@@ -71,18 +70,18 @@ func TestConformanceForwardRewriteDrop(t *testing.T) {
 				}
 			}
 			fill(t, src, srcAddr, n, 64)
-			f := startForward(t, src, dst, srcAddr, dstAddr, 100, engine.ForwardOptions{Rewrite: dropOrRefuse, AckN: c.ack})
+			f := startForward(t, src, dst, srcAddr, dstAddr, 100, engine.ForwardOptions{Dispatch: dropOrRefuse, AckN: c.ack})
 			brokertest.Eventually(t, 30*time.Second, 10*time.Millisecond, func() error {
-				if st := f.Stats(); st.Settled+st.Refused != n {
+				if st := f.Stats(); st.Settled != n {
 					return fmt.Errorf("%+v, err %v", st, f.Err())
 				}
 				return nil
 			})
 			st := f.Stats()
 			t.Logf("%+v", st)
-			if st.Looped != uint64(dropped) || st.Refused != uint64(refused) || st.Forwarded != uint64(len(want)) ||
+			if st.Dropped != uint64(dropped) || st.Refusals != uint64(refused) || st.Forwarded != uint64(len(want)) ||
 				st.Accepted != uint64(len(want)) || st.Released != 0 {
-				t.Fatalf("stats %+v: want %d looped, %d refused, %d forwarded", st, dropped, refused, len(want))
+				t.Fatalf("stats %+v: want %d dropped, %d refused, %d forwarded", st, dropped, refused, len(want))
 			}
 			col := newCollector(len(want))
 			if _, err := session(t, dial(t, dst, engine.Options{}), engine.SessionOptions{}).NewReceiver(t.Context(),
@@ -155,12 +154,12 @@ func TestForwardDropSettledInTurn(t *testing.T) {
 	ss := session(t, dialFake(t, srcAddr, engine.Options{}), engine.SessionOptions{})
 	ds := session(t, dialFake(t, dstAddr, engine.Options{}), engine.SessionOptions{})
 	f, _, _, err := engine.Forward(t.Context(), ss, engine.ReceiverOptions{Address: "src", Credit: 10}, ds, engine.SenderOptions{Address: "dst"},
-		engine.ForwardOptions{Rewrite: dropOrRefuse})
+		engine.ForwardOptions{Dispatch: dropOrRefuse})
 	if err != nil {
 		t.Fatal(err)
 	}
 	brokertest.Eventually(t, 10*time.Second, 5*time.Millisecond, func() error {
-		if st := f.Stats(); st.Forwarded != 1 || st.InFlight != 2 || st.Looped != 0 || st.Settled != 0 {
+		if st := f.Stats(); st.Forwarded != 1 || st.InFlight != 2 || st.Dropped != 0 || st.Settled != 0 {
 			return fmt.Errorf("%+v: want 1 sent and the dropped one waiting behind it", st)
 		}
 		return nil
@@ -178,7 +177,7 @@ func TestForwardDropSettledInTurn(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("no disposition at the source: %+v", f.Stats())
 	}
-	if st := f.Stats(); st.Looped != 1 || st.Accepted != 1 || st.Settled != 2 {
+	if st := f.Stats(); st.Dropped != 1 || st.Accepted != 1 || st.Settled != 2 {
 		t.Fatalf("stats %+v", st)
 	}
 }

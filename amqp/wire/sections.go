@@ -118,11 +118,17 @@ func (s *Sections) Annotation(payload []byte, key string) ([]byte, bool) {
 	}
 	d := NewDecoder(payload[:s.annotationsMap.End])
 	d.off = s.annotationsMap.Start
+	return d.findInMap(func(k []byte) bool { return symbolIs(k, key) })
+}
+
+// findInMap reads a map and returns the encoded value of the first key
+// that matches.
+func (d *Decoder) findInMap(match func(key []byte) bool) ([]byte, bool) {
 	count, _ := d.Map()
 	for i := 0; i < count/2 && d.err == nil; i++ {
 		k := d.Raw()
 		v := d.Raw()
-		if d.err == nil && symbolIs(k, key) {
+		if d.err == nil && match(k) {
 			return v, true
 		}
 	}
@@ -140,7 +146,8 @@ func symbolIs(enc []byte, key string) bool {
 }
 
 // Annotated is one message annotation to set: a symbol key and its
-// value already encoded (AppendUint, AppendString, ...).
+// value already encoded (AppendUint, AppendString, ...); a nil Value
+// removes the annotation.
 type Annotated struct {
 	Key   string
 	Value []byte
@@ -178,6 +185,9 @@ func AppendRewritten(dst, payload []byte, s *Sections, dropDelivery bool, set ..
 		}
 	}
 	for _, a := range set {
+		if a.Value == nil {
+			continue
+		}
 		dst = append(AppendSymbol(dst, a.Key), a.Value...)
 		n += 2
 	}
@@ -190,6 +200,37 @@ func replaced(k []byte, set []Annotated) bool {
 		if symbolIs(k, a.Key) {
 			return true
 		}
+	}
+	return false
+}
+
+// ApplicationProperty returns the encoded value of the application
+// property key (a string key, part 3.2.5), aliasing payload: the bare
+// message's properties section is skipped, the application-properties
+// map read, nothing else. s must come from ScanSections(payload).
+func (s *Sections) ApplicationProperty(payload []byte, key string) ([]byte, bool) {
+	d := NewDecoder(payload[s.Bare:])
+	for d.Len() > 0 && d.err == nil {
+		desc := d.Descriptor()
+		switch desc {
+		case DescProperties:
+			d.Skip()
+			continue
+		case DescApplicationProperties:
+		default:
+			return nil, false
+		}
+		return d.findInMap(func(k []byte) bool { return stringIs(k, key) })
+	}
+	return nil, false
+}
+
+func stringIs(enc []byte, key string) bool {
+	switch {
+	case len(enc) >= 2 && enc[0] == codeStr8:
+		return string(enc[2:]) == key
+	case len(enc) >= 5 && enc[0] == codeStr32:
+		return string(enc[5:]) == key
 	}
 	return false
 }

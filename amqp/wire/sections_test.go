@@ -107,3 +107,47 @@ func TestSectionsLenient(t *testing.T) {
 		t.Fatal("a truncated section accepted")
 	}
 }
+
+// A nil value removes an annotation; the others stay, in their order.
+func TestSectionsRewriteRemoves(t *testing.T) {
+	body := []byte("body")
+	in := message(t, nil, Map{{Symbol("x-keep"), "k"}, {Symbol("x-fedrouter-trace"), "a,b"}}, body)
+	s, err := ScanSections(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := AppendRewritten(nil, in, &s, true, Annotated{Key: "x-fedrouter-trace"}, Annotated{Key: "x-absent"})
+	if want := message(t, nil, Map{{Symbol("x-keep"), "k"}}, body); !bytes.Equal(out, want) {
+		t.Fatalf("removed\n% x\nwant\n% x", out, want)
+	}
+}
+
+// An application property is found by its string key past the
+// properties section; a missing one, or one only in the message
+// annotations, is not.
+func TestSectionsApplicationProperty(t *testing.T) {
+	b := AppendDescriptor(nil, DescMessageAnnotations)
+	b, _ = AppendValue(b, Map{{Symbol("fedrouter-dest-broker"), "not-this"}})
+	b = AppendDescriptor(b, DescProperties)
+	b, _ = AppendValue(b, []any{"id-1"})
+	b = AppendDescriptor(b, DescApplicationProperties)
+	b, _ = AppendValue(b, Map{{"other", int64(1)}, {"fedrouter-dest-broker", "rabbit2"}})
+	b = AppendDescriptor(b, DescData)
+	b = AppendBinary(b, []byte("x"))
+	s, err := ScanSections(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, ok := s.ApplicationProperty(b, "fedrouter-dest-broker")
+	if d := NewDecoder(v); !ok || d.String() != "rabbit2" {
+		t.Fatalf("got %v % x", ok, v)
+	}
+	if _, ok := s.ApplicationProperty(b, "missing"); ok {
+		t.Fatal("found a missing property")
+	}
+	plain := message(t, nil, nil, []byte("x"))
+	s, _ = ScanSections(plain)
+	if _, ok := s.ApplicationProperty(plain, "fedrouter-dest-broker"); ok {
+		t.Fatal("found a property in a message without any")
+	}
+}

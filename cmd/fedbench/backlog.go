@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/fedrouter/fedrouter/routes"
 )
 
-// backlogResult is the memory-under-backlog case: a large backlog at the
-// source, one route draining it, the router's RSS sampled as it goes.
+// backlogResult is the memory-under-backlog case on one data path: a
+// large backlog at the source, one route draining it, the router's RSS
+// sampled as it goes.
 type backlogResult struct {
+	DataPath     string      `json:"data_path"` // routes.DataPath*: the one the route was checked to run on
 	Messages     int         `json:"messages"`
 	Size         int         `json:"size_bytes"`
 	FillSeconds  float64     `json:"fill_seconds"`
@@ -35,11 +38,45 @@ type rssSample struct {
 
 const rssEvery = 500 * time.Millisecond
 
-func (b *bench) runBacklog(ctx context.Context, p pairDef) (*backlogResult, error) {
+// runBacklogs runs the backlog case once per data path of
+// --backlog-data-path, one after the other; a failed one is recorded
+// with its error and the others still run.
+func (b *bench) runBacklogs(ctx context.Context, p pairDef, start time.Time) ([]*backlogResult, error) {
+	var out []*backlogResult
+	for _, path := range b.opt.BacklogPaths {
+		fmt.Fprintf(os.Stderr, "[%s] backlog on %s: %d messages ...\n", time.Since(start).Round(time.Second), path, b.opt.Backlog)
+		bl, err := b.runBacklog(ctx, p, path)
+		if err != nil {
+			if ctx.Err() != nil {
+				return out, ctx.Err()
+			}
+			fmt.Fprintf(os.Stderr, "backlog on %s FAILED: %v\n", path, err)
+			bl = &backlogResult{DataPath: path, Error: err.Error()}
+		}
+		out = append(out, bl)
+	}
+	return out, nil
+}
+
+// backlogDataPaths checks --backlog-data-path: each a data path, once.
+func backlogDataPaths(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		if p != routes.DataPathGoAMQP && p != routes.DataPathEngine {
+			return nil, fmt.Errorf("--backlog-data-path %q: want %s or %s", p, routes.DataPathGoAMQP, routes.DataPathEngine)
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func (b *bench) runBacklog(ctx context.Context, p pairDef, dataPath string) (*backlogResult, error) {
 	const size = 256
 	c := caseSpec{Pair: p.Name, Size: size, Variant: vFedrouter, Routes: 1, Messages: b.opt.Backlog}
 	o := b.objects(c, p)
-	res := &backlogResult{Messages: c.Messages, Size: size, Verified: "pending"}
+	res := &backlogResult{DataPath: dataPath, Messages: c.Messages, Size: size, Verified: "pending"}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
@@ -54,7 +91,7 @@ func (b *bench) runBacklog(ctx context.Context, p pairDef) (*backlogResult, erro
 	if err != nil {
 		return nil, err
 	}
-	rp, err := startRouter(ctx, b.opt.Fedrouter, dir, 1, p.Src, p.Dst)
+	rp, err := startRouterSpec(ctx, b.opt.Fedrouter, dir, routerSpec{Conns: 1, DataPath: dataPath, Brokers: []broker{p.Src, p.Dst}})
 	if err != nil {
 		return nil, err
 	}
@@ -90,6 +127,13 @@ func (b *bench) runBacklog(ctx context.Context, p pairDef) (*backlogResult, erro
 		return nil, fmt.Errorf("fedrouter (log %s): %w", rp.log, err)
 	}
 	res.DrainSeconds = time.Since(t0).Seconds()
+	sts, err := rp.statuses(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkDataPath(sts, dataPath); err != nil {
+		return nil, fmt.Errorf("fedrouter (log %s): %w", rp.log, err)
+	}
 	res.Rate = float64(c.Messages) / res.DrainSeconds
 	if _, res.PeakKiB, err = memKiB(rp.pid()); err != nil {
 		return nil, err

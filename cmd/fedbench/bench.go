@@ -38,6 +38,9 @@ type result struct {
 	// Retried are the failures of runs that were run again (and
 	// succeeded, or failed again: then in Errors too).
 	Retried []string `json:"retried,omitempty"`
+	// NotOnEngine: a case asked on the engine that some forwarder of
+	// ran elsewhere (transitpath.go); no figures, not a failure.
+	NotOnEngine string `json:"not_on_engine,omitempty"`
 }
 
 func (b *bench) pairs() ([]pairDef, error) {
@@ -50,7 +53,7 @@ func (b *bench) pairs() ([]pairDef, error) {
 				return nil, err
 			}
 			pd := pairDef{Name: "RabbitMQ->RabbitMQ", Src: bs["rabbit1"], Dst: bs["rabbit2"], Shovel: true}
-			if slices.Contains(b.opt.Variants, vTransit) {
+			if slices.ContainsFunc(b.opt.Variants, isTransit) {
 				far, err := loadBrokers(transitFar)
 				if err != nil {
 					fmt.Fprintf(os.Stderr, "the transit variant is skipped: %v\n", err)
@@ -98,7 +101,7 @@ func (b *bench) cases(pairs []pairDef) []caseSpec {
 					if v == vQdrouterd && p.PreSettled {
 						continue // at-least-once pairs only (pairDef.PreSettled)
 					}
-					if v == vTransit && p.Far.Name == "" {
+					if isTransit(v) && p.Far.Name == "" {
 						continue // RabbitMQ, with a third node
 					}
 					m := n / routes * routes // every route gets the same share
@@ -168,16 +171,9 @@ func (b *bench) run(ctx context.Context) error {
 		rep.Control = cp
 	}
 	if b.opt.Backlog > 0 && !b.opt.OnlyCtl && byName["RabbitMQ->RabbitMQ"].Src.Name != "" {
-		fmt.Fprintf(os.Stderr, "[%s] backlog: %d messages ...\n", time.Since(start).Round(time.Second), b.opt.Backlog)
-		bl, err := b.runBacklog(ctx, byName["RabbitMQ->RabbitMQ"])
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			fmt.Fprintf(os.Stderr, "backlog FAILED: %v\n", err)
-			bl = &backlogResult{Error: err.Error()}
+		if rep.Backlogs, err = b.runBacklogs(ctx, byName["RabbitMQ->RabbitMQ"], start); err != nil {
+			return err
 		}
-		rep.Backlog = bl
 	}
 	if b.opt.Topology && !b.opt.OnlyCtl {
 		fmt.Fprintf(os.Stderr, "[%s] topology benchmarks ...\n", time.Since(start).Round(time.Second))
@@ -205,9 +201,17 @@ func (b *bench) run(ctx context.Context) error {
 // sample, or the failure, in res. Its error is the bench's context's,
 // when the bench is being stopped.
 func runWithRetry(ctx context.Context, res *result, r, reps int, start time.Time, run func() (*sample, error)) error {
+	if res.NotOnEngine != "" {
+		return nil // a later round would find the same
+	}
 	for attempt := 1; ; attempt++ {
 		fmt.Fprintf(os.Stderr, "[%s] round %d/%d: %s ... ", time.Since(start).Round(time.Second), r, reps, res.caseSpec)
 		s, err := run()
+		if errors.Is(err, errNotOnEngine) {
+			fmt.Fprintf(os.Stderr, "NOT ON THE ENGINE: %v\n", err)
+			res.NotOnEngine = err.Error()
+			return nil
+		}
 		switch nextStep(attempt, err, ctx.Err() != nil) {
 		case stepDone:
 			fmt.Fprintf(os.Stderr, "%.0f msg/s (fill %.1fs, wait %.1fs)\n", s.Rate, s.FillSecs, s.WaitSecs)
@@ -270,7 +274,7 @@ func summarize(results []*result) {
 			x := r.Rate / v
 			r.VsRaw = &x
 		}
-		if r.Variant == vTransit {
+		if isTransit(r.Variant) {
 			continue // two hops: no one-hop native forwarder to compare with
 		}
 		if s := shov[k]; s != nil {
@@ -292,7 +296,7 @@ func summarize(results []*result) {
 
 // isFedrouter says whether variant v is fedrouter's: its figures get
 // ratios to the baselines.
-func isFedrouter(v string) bool { return isQueueRoute(v) || v == vFanout || v == vTransit }
+func isFedrouter(v string) bool { return isQueueRoute(v) || v == vFanout || isTransit(v) }
 
 // isQueueRoute says whether variant v is fedrouter's one-hop queue
 // routes, which move the same messages as Qpid Dispatch's auto-links.

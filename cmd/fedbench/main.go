@@ -5,8 +5,10 @@
 // --ack),
 // Qpid Dispatch Router (qdrouterd, the other AMQP 1.0 router) moving the
 // same messages, the RabbitMQ shovel plugin in its AMQP 0-9-1 and AMQP
-// 1.0 modes and qpidd's own federation; memory
-// under a large backlog; and the topology benchmarks (a full recompute, and
+// 1.0 modes and qpidd's own federation; a message across two routers
+// (transit, on each data path, with the data path each forwarder ran on);
+// memory under a large backlog, on each data path; and the topology
+// benchmarks (a full recompute, and
 // one advertisement up to the updated next hops). It prints a table and
 // writes the figures as JSON. `make bench` runs it; method and results are
 // in docs/performance.md.
@@ -27,26 +29,28 @@ import (
 
 // options are the knobs of one `fedbench run`.
 type options struct {
-	NSmall    int           `json:"messages_256b"`  // messages per case, 256 B
-	NLarge    int           `json:"messages_16kib"` // messages per case, 16 KiB
-	Sizes     []int         `json:"sizes"`
-	Reps      int           `json:"reps"`
-	Credit    int           `json:"credit"`     // route credit; the raw pipe's window and the shovels' prefetch
-	EngineAck int           `json:"engine_ack"` // the routes' ack in the engine-ack variant
-	Conns     int           `json:"conns"`      // connections per broker of the raw pipe and fedrouter; 0: one per route
-	PipeProf  string        `json:"-"`          // CPU profile of the raw pipe (the last run's)
-	Many      int           `json:"routes"`     // routes in the "several routes" cases
-	Backlog   int           `json:"backlog"`    // messages waiting at the source in the backlog case (0: skip)
-	Pairs     []string      `json:"pairs"`
-	Variants  []string      `json:"variants"`
-	Out       string        `json:"-"`
-	Fedrouter string        `json:"fedrouter"`
-	Go        string        `json:"-"`
-	Topology  bool          `json:"topology"`
-	Control   int           `json:"control_routes"` // routes of the control-plane case (0: skip)
-	OnlyCtl   bool          `json:"control_only"`   // the control-plane case alone
-	Poll      time.Duration `json:"poll_ns"`
-	Tmp       string        `json:"-"`
+	NSmall    int    `json:"messages_256b"`  // messages per case, 256 B
+	NLarge    int    `json:"messages_16kib"` // messages per case, 16 KiB
+	Sizes     []int  `json:"sizes"`
+	Reps      int    `json:"reps"`
+	Credit    int    `json:"credit"`     // route credit; the raw pipe's window and the shovels' prefetch
+	EngineAck int    `json:"engine_ack"` // the routes' ack in the engine-ack variant
+	Conns     int    `json:"conns"`      // connections per broker of the raw pipe and fedrouter; 0: one per route
+	PipeProf  string `json:"-"`          // CPU profile of the raw pipe (the last run's)
+	Many      int    `json:"routes"`     // routes in the "several routes" cases
+	Backlog   int    `json:"backlog"`    // messages waiting at the source in the backlog case (0: skip)
+	// BacklogPaths are the data paths the backlog case runs on, each once.
+	BacklogPaths []string      `json:"backlog_data_paths"`
+	Pairs        []string      `json:"pairs"`
+	Variants     []string      `json:"variants"`
+	Out          string        `json:"-"`
+	Fedrouter    string        `json:"fedrouter"`
+	Go           string        `json:"-"`
+	Topology     bool          `json:"topology"`
+	Control      int           `json:"control_routes"` // routes of the control-plane case (0: skip)
+	OnlyCtl      bool          `json:"control_only"`   // the control-plane case alone
+	Poll         time.Duration `json:"poll_ns"`
+	Tmp          string        `json:"-"`
 }
 
 func main() {
@@ -89,8 +93,9 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "pipe-cpuprofile", Usage: "write the raw pipe's CPU profile to `FILE` (each run overwrites it)"},
 		&cli.IntFlag{Name: "routes", Value: 8, EnvVars: []string{"BENCH_ROUTES"}, Usage: "routes in the several-routes cases"},
 		&cli.IntFlag{Name: "backlog", Value: 1000000, EnvVars: []string{"BENCH_BACKLOG"}, Usage: "messages waiting at the source in the backlog case (0: skip)"},
+		&cli.StringSliceFlag{Name: "backlog-data-path", Value: cli.NewStringSlice(routes.DataPathGoAMQP, routes.DataPathEngine), EnvVars: []string{"BENCH_BACKLOG_DATA_PATHS"}, Usage: "data paths the backlog case runs on, one run each: go-amqp, engine"},
 		&cli.StringSliceFlag{Name: "pair", Value: cli.NewStringSlice("rabbitmq", "proton", kindQpidd), EnvVars: []string{"BENCH_PAIRS"}, Usage: "broker pairs: rabbitmq (rabbit1->rabbit2), proton (proton1->proton2), qpidd (qpidd1->qpidd2 of testdata/qpidd.sh; left out of the default when the shared build is absent)"},
-		&cli.StringSliceFlag{Name: "variant", Value: cli.NewStringSlice("raw", "fedrouter", "engine", "engine-ack", "qdrouterd", "shovel091", "shovel10", "fanout", "transit", "qpidfed"), EnvVars: []string{"BENCH_VARIANTS"}, Usage: "variants: raw, fedrouter (queue routes, data_path go-amqp), engine (the same, data_path engine), engine-ack (data_path engine, the routes with --engine-ack), qdrouterd (Qpid Dispatch Router 1.19 from the shared build, one worker thread, auto-links; left out of the default when the build is absent), shovel091, shovel10, fanout (an exchange route fanning out through transit, RabbitMQ), transit (a queue route rabbit1 -> rabbit3 across two routers through rabbit2's transit queue), qpidfed (qpidd's own federation: a link and bridges made through QMF, qpidd)"},
+		&cli.StringSliceFlag{Name: "variant", Value: cli.NewStringSlice("raw", "fedrouter", "engine", "engine-ack", "qdrouterd", "shovel091", "shovel10", "fanout", "transit", "transit-engine", "qpidfed"), EnvVars: []string{"BENCH_VARIANTS"}, Usage: "variants: raw, fedrouter (queue routes, data_path go-amqp), engine (the same, data_path engine), engine-ack (data_path engine, the routes with --engine-ack), qdrouterd (Qpid Dispatch Router 1.19 from the shared build, one worker thread, auto-links; left out of the default when the build is absent), shovel091, shovel10, fanout (an exchange route fanning out through transit, RabbitMQ), transit (a queue route rabbit1 -> rabbit3 across two routers through rabbit2's transit queue), transit-engine (the same, both routers on data_path engine; a run some forwarder of which the engine did not carry is reported as not on the engine, without figures), qpidfed (qpidd's own federation: a link and bridges made through QMF, qpidd)"},
 		&cli.StringFlag{Name: "out", Value: "bench-results.json", EnvVars: []string{"BENCH_OUT"}, Usage: "write the results as JSON to `FILE`"},
 		&cli.StringFlag{Name: "fedrouter", Value: "bin/fedrouter", Usage: "the fedrouter binary to measure"},
 		&cli.StringFlag{Name: "go", Value: "go", Usage: "go command, for the topology benchmark"},
@@ -101,7 +106,7 @@ func runFlags() []cli.Flag {
 	}
 }
 
-var variantNames = map[string]string{"raw": vRaw, "fedrouter": vFedrouter, "engine": vEngine, "engine-ack": vEngineAck, "shovel091": vShovel091, "shovel10": vShovel10, "fanout": vFanout, "transit": vTransit, "qpidfed": vQpidFed, "qdrouterd": vQdrouterd}
+var variantNames = map[string]string{"raw": vRaw, "fedrouter": vFedrouter, "engine": vEngine, "engine-ack": vEngineAck, "shovel091": vShovel091, "shovel10": vShovel10, "fanout": vFanout, "transit": vTransit, "transit-engine": vTransitEngine, "qpidfed": vQpidFed, "qdrouterd": vQdrouterd}
 
 func runBench(c *cli.Context) error {
 	o := options{
@@ -114,10 +119,15 @@ func runBench(c *cli.Context) error {
 	for _, v := range c.StringSlice("variant") {
 		name, ok := variantNames[v]
 		if !ok {
-			return fmt.Errorf("--variant %q: want raw, fedrouter, engine, engine-ack, qdrouterd, shovel091, shovel10, fanout, transit or qpidfed", v)
+			return fmt.Errorf("--variant %q: want raw, fedrouter, engine, engine-ack, qdrouterd, shovel091, shovel10, fanout, transit, transit-engine or qpidfed", v)
 		}
 		o.Variants = append(o.Variants, name)
 	}
+	paths, err := backlogDataPaths(c.StringSlice("backlog-data-path"))
+	if err != nil {
+		return err
+	}
+	o.BacklogPaths = paths
 	variants, skippedV, err := defaultVariants(o.Variants, c.IsSet("variant"), qdrouterdAvailable())
 	if err != nil {
 		return err

@@ -25,7 +25,7 @@ type report struct {
 	Versions map[string]string `json:"versions"`
 	Options  options           `json:"options"`
 	Results  []*result         `json:"results"`
-	Backlog  *backlogResult    `json:"backlog,omitempty"`
+	Backlogs []*backlogResult  `json:"backlogs,omitempty"` // one per data path (--backlog-data-path)
 	Topology *topoResult       `json:"topology,omitempty"` // full recompute
 	// TopologyUpdate is one changed advertisement up to the updated next
 	// hops of 20 origins.
@@ -135,8 +135,10 @@ func (r *report) failures() error {
 			}
 		}
 	}
-	if r.Backlog != nil && (r.Backlog.Error != "" || r.Backlog.Verified != "ok") {
-		return errFailures
+	for _, bl := range r.Backlogs {
+		if bl.Error != "" || bl.Verified != "ok" {
+			return errFailures
+		}
 	}
 	if r.Control != nil && r.Control.Error != "" {
 		return errFailures
@@ -172,14 +174,22 @@ func (r *report) print(out io.Writer) error {
 		for _, e := range res.Errors {
 			fmt.Fprintf(&b, "FAILED: %s: %s\n", res.caseSpec, e)
 		}
+		if res.NotOnEngine != "" {
+			fmt.Fprintf(&b, "NOT ON THE ENGINE (no figures): %s: %s\n", res.caseSpec, res.NotOnEngine)
+		}
+		if n := len(res.Runs); n > 0 && len(res.Runs[n-1].DataPaths) > 0 {
+			fmt.Fprintf(&b, "data paths: %s: %s\n", res.caseSpec, strings.Join(res.Runs[n-1].DataPaths, "; "))
+		}
 	}
-	if bl := r.Backlog; bl != nil {
+	if len(r.Backlogs) > 0 {
 		fmt.Fprintln(&b)
+	}
+	for _, bl := range r.Backlogs {
 		if bl.Error != "" {
-			fmt.Fprintf(&b, "backlog: FAILED: %s\n", bl.Error)
+			fmt.Fprintf(&b, "backlog on %s: FAILED: %s\n", bl.DataPath, bl.Error)
 		} else {
-			fmt.Fprintf(&b, "backlog: %d x %s filled in %.0f s, drained by one route in %.0f s (%.0f msg/s); router RSS while draining min %.1f / max %.1f / final %.1f MiB (peak VmHWM %.1f MiB, %d samples every 500 ms); verified: %s\n",
-				bl.Messages, sizeName(bl.Size), bl.FillSeconds, bl.DrainSeconds, bl.Rate,
+			fmt.Fprintf(&b, "backlog on %s: %d x %s filled in %.0f s, drained by one route in %.0f s (%.0f msg/s); router RSS while draining min %.1f / max %.1f / final %.1f MiB (peak VmHWM %.1f MiB, %d samples every 500 ms); verified: %s\n",
+				bl.DataPath, bl.Messages, sizeName(bl.Size), bl.FillSeconds, bl.DrainSeconds, bl.Rate,
 				kib(bl.RSSMinKiB), kib(bl.RSSMaxKiB), kib(bl.RSSFinalKiB), kib(bl.PeakKiB), len(bl.Samples), bl.Verified)
 		}
 	}
@@ -232,6 +242,9 @@ func (r *report) resultRows() string {
 		runs := fmt.Sprintf("%d/%d", ok, len(res.Runs)+len(res.Errors))
 		if n := len(res.Retried); n > 0 {
 			runs += fmt.Sprintf(" (%d retried)", n)
+		}
+		if res.NotOnEngine != "" {
+			runs = "not on the engine"
 		}
 		fmt.Fprintf(&b, "%s\t%s\t%d\t%s\t%.0f\t%s\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t\n", res.Pair, sizeName(res.Size), res.Routes, res.Variant,
 			res.Rate, ratio(res.VsRaw), ratio(native), proc, res.BrokerCPUPer100k, res.ProcCPUPer100k+res.BrokerCPUPer100k, rss, runs)

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/urfave/cli/v2"
 
 	"github.com/fedrouter/fedrouter/config"
 	"github.com/fedrouter/fedrouter/routes"
@@ -52,6 +55,30 @@ func TestCasesGiveTheAckOnlyToTheEngineAckVariant(t *testing.T) {
 	for _, c := range cs {
 		if want := map[bool]int{true: 100}[c.Variant == vEngineAck]; c.Ack != want {
 			t.Errorf("%s: ack %d, want %d", c, c.Ack, want)
+		}
+	}
+}
+
+// The Proton C broker sends every message pre-settled: the engine
+// variants still run there (nothing to settle at the source), and make
+// bench's default variants hold them.
+func TestDefaultVariantsRunTheEngineOnThePreSettledPair(t *testing.T) {
+	var defaults []string
+	for _, f := range runFlags() {
+		if sf, ok := f.(*cli.StringSliceFlag); ok && sf.Name == "variant" {
+			for _, v := range sf.Value.Value() {
+				defaults = append(defaults, variantNames[v])
+			}
+		}
+	}
+	b := &bench{opt: options{NSmall: 100, Sizes: []int{256}, Many: 1, EngineAck: 100, Variants: defaults}}
+	var got []string
+	for _, c := range b.cases([]pairDef{{Name: "P", PreSettled: true}}) {
+		got = append(got, c.Variant)
+	}
+	for _, want := range []string{vRaw, vFedrouter, vEngine, vEngineAck} {
+		if !slices.Contains(got, want) {
+			t.Errorf("the pre-settled pair's default cases %v lack %q", got, want)
 		}
 	}
 }

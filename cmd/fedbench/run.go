@@ -82,6 +82,9 @@ type sample struct {
 	Verified  string    `json:"verified"`     // "ok", or what the after-the-fact check found
 	FillSecs  float64   `json:"fill_seconds"` // not timed: filling the sources before
 	WaitSecs  float64   `json:"wait_seconds"` // not timed: the previous run's check after the fill
+	// DataPaths: each forwarder of a transit run and the data path it
+	// ran on (transitHop).
+	DataPaths []string `json:"data_paths,omitempty"`
 }
 
 // runObjs are the broker objects of one run, one set per route.
@@ -136,7 +139,7 @@ func (b *bench) objects(c caseSpec, p pairDef) runObjs {
 	if c.Variant == vQpidFed {
 		o.link = base + ".link"
 	}
-	if c.Variant == vTransit {
+	if isTransit(c.Variant) {
 		o.via, o.pair.Dst = p.Dst, p.Far
 	}
 	return o
@@ -291,7 +294,9 @@ func (b *bench) runCase(ctx context.Context, c caseSpec, p pairDef) (*sample, er
 	case vFanout:
 		err = b.runFanout(ctx, o, s)
 	case vTransit:
-		err = b.runTransit(ctx, o, s)
+		err = b.runTransit(ctx, o, routes.DataPathGoAMQP, s)
+	case vTransitEngine:
+		err = b.runTransit(ctx, o, routes.DataPathEngine, s)
 	case vShovel091, vShovel10:
 		err = b.runShovel(ctx, o, c.Variant == vShovel10, s)
 	case vQpidFed:
@@ -300,6 +305,14 @@ func (b *bench) runCase(ctx context.Context, c caseSpec, p pairDef) (*sample, er
 		err = b.runQdrouterd(ctx, o, s)
 	default:
 		err = notRetried(fmt.Errorf("unknown variant %q", c.Variant))
+	}
+	if errors.Is(err, errNotOnEngine) {
+		// Not measured, but the messages must all have arrived all the
+		// same: the check says so with the reason.
+		launched = true
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		return nil, fmt.Errorf("%w (verified: %s)", err, b.cleanup(cctx, o))
 	}
 	if err != nil {
 		return nil, err

@@ -46,11 +46,11 @@ func (b *bench) transitControl() string { return b.id + ".control" }
 // sees B's transit forwarder on rabbit2 deliver every message to rabbit3
 // (accepted there, settled at rabbit2); CPU is both routers' (ProcCPU
 // their sum, RouterCPU each) and the three nodes'.
-func (b *bench) runTransit(ctx context.Context, o runObjs, s *sample) error {
+func (b *bench) runTransit(ctx context.Context, o runObjs, dataPath string, s *sample) error {
 	src, via, dst := b.meshBroker(o.pair.Src), b.meshBroker(o.via), b.meshBroker(o.pair.Dst)
 	specs := []routerSpec{
-		{ID: "fedbench-a", Brokers: []broker{src, via}, Links: [][2]string{{src.Name, via.Name}}},
-		{ID: "fedbench-b", Brokers: []broker{via, dst}, Links: [][2]string{{via.Name, dst.Name}}},
+		{ID: routerA, Brokers: []broker{src, via}, Links: [][2]string{{src.Name, via.Name}}},
+		{ID: routerB, Brokers: []broker{via, dst}, Links: [][2]string{{via.Name, dst.Name}}},
 	}
 	var rps []*routerProc
 	defer func() {
@@ -64,7 +64,7 @@ func (b *bench) runTransit(ctx context.Context, o runObjs, s *sample) error {
 		if err != nil {
 			return err
 		}
-		rs.Conns, rs.Flooding, rs.Control = b.conns(o), true, b.transitControl()
+		rs.Conns, rs.Flooding, rs.Control, rs.DataPath = b.conns(o), true, b.transitControl(), dataPath
 		rp, err := startRouterSpec(ctx, b.opt.Fedrouter, dir, rs)
 		if err != nil {
 			_ = os.RemoveAll(dir) // nothing started there
@@ -118,7 +118,33 @@ func (b *bench) runTransit(ctx context.Context, o runObjs, s *sample) error {
 		}
 		s.PeakRSS = max(s.PeakRSS, hwm)
 	}
-	return nil
+	hops, err := b.transitWay(ctx, ra, rb, ids, dst.Name)
+	if err != nil {
+		return fmt.Errorf("fedrouter transit (logs %s, %s): %w", ra.log, rb.log, err)
+	}
+	for _, h := range hops {
+		s.DataPaths = append(s.DataPaths, h.String())
+	}
+	return checkHops(hops, dataPath)
+}
+
+// transitWay reads what each forwarder on a transit run's way ran on: A's
+// routes ids and both routers' transit forwarders that carried messages
+// to dest.
+func (b *bench) transitWay(ctx context.Context, ra, rb *routerProc, ids map[string]bool, dest string) ([]transitHop, error) {
+	sts, err := ra.statuses(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	llA, err := ra.links(ctx)
+	if err != nil {
+		return nil, err
+	}
+	llB, err := rb.links(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return wayHops(sts, llA, llB, dest)
 }
 
 // hasPath says whether rp's link-state table holds a path from one broker

@@ -36,6 +36,13 @@ func newDestRig(t *testing.T, entry string) *destRig {
 // newDestRigNamed is newDestRig with the destinations named from prefix.
 func newDestRigNamed(t *testing.T, prefix, entry string) *destRig {
 	t.Helper()
+	return newDestRigOn(t, "", prefix, entry)
+}
+
+// newDestRigOn is newDestRigNamed with the router's data_path ("": the
+// default).
+func newDestRigOn(t *testing.T, dataPath, prefix, entry string) *destRig {
+	t.Helper()
 	d := &destRig{t: t, bs: brokertest.Require(t, "rabbit1", "rabbit2", "rabbit3", "rabbit4")}
 	d.prefix = strings.ReplaceAll(brokertest.UniqueName(t, prefix), "Test", "")
 	var yaml strings.Builder
@@ -48,6 +55,9 @@ func newDestRigNamed(t *testing.T, prefix, entry string) *destRig {
 		}
 		t.Cleanup(m.Close)
 		d.mgmt = append(d.mgmt, m)
+	}
+	if dataPath != "" {
+		fmt.Fprintf(&yaml, "data_path: %s\n", dataPath)
 	}
 	fmt.Fprintf(&yaml, "reconnect: {min: 100ms, max: 1s}\nadmin: {listen: \"127.0.0.1:0\"}\nlog: {level: info, format: json}\ndestinations:\n  - {name: %q, %s}\n", d.prefix+".*", entry)
 	path := filepath.Join(t.TempDir(), "gd.yaml")

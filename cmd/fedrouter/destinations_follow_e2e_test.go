@@ -18,6 +18,7 @@ import (
 	"github.com/fedrouter/fedrouter/amqp/brokertest"
 	"github.com/fedrouter/fedrouter/globaldest"
 	"github.com/fedrouter/fedrouter/links"
+	"github.com/fedrouter/fedrouter/routes"
 )
 
 // tally is what consumers of a global destination received: every
@@ -370,7 +371,13 @@ func (d *destRig) produce(ctx context.Context, b int, q string, base int64) (int
 // rabbit3 (the flow parks them and rests) while new ones published at
 // rabbit2 still move; a consumer back at rabbit2 gets them all.
 func TestGlobalDestinationsMaxHopsKeepsMessages(t *testing.T) {
-	d := newDestRig(t, "settle: 2s, max_hops: 1")
+	for _, dp := range []string{routes.DataPathGoAMQP, routes.DataPathEngine} {
+		t.Run(dp, func(t *testing.T) { maxHopsKeepsMessages(t, dp) })
+	}
+}
+
+func maxHopsKeepsMessages(t *testing.T, dataPath string) {
+	d := newDestRigOn(t, dataPath, "gd", "settle: 2s, max_hops: 1")
 	ctx := context.Background()
 	q := d.globalQueue()
 	// rabbit2's consumer takes one message and holds it: the others moved

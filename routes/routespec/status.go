@@ -102,6 +102,7 @@ type TransitStatus struct {
 	State     State     `json:"state"`          // Connecting, Operational, Waiting
 	Since     time.Time `json:"since"`          // in this state since
 	LastError string    `json:"last_error,omitempty"`
+	DataPath  string    `json:"data_path,omitempty"` // what the last run forwarded on: go-amqp or engine
 	Counters
 	// IngressRefused counts the ingress's refusals (nil for a transit
 	// queue).
