@@ -2,7 +2,7 @@ package engine_test
 
 import (
 	"bytes"
-		"fmt"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
