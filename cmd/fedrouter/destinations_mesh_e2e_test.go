@@ -52,6 +52,7 @@ log: {level: info, format: json}
 // follow the only consumer, at rabbit3 — a broker A is not attached to,
 // known from B's advertisement — across the mesh, each moved once.
 func TestGlobalDestinationsAcrossRouters(t *testing.T) {
+	parallelE2E(t, &linkStateLane)
 	bs := brokertest.Require(t, "rabbit1", "rabbit2", "rabbit3")
 	prefix := strings.ReplaceAll(brokertest.UniqueName(t, "gdm"), "Test", "")
 	control := "ctl." + prefix
