@@ -85,12 +85,17 @@ var (
 // one after another, so the lanes are the longest chains of the run.
 func parallelE2E(t *testing.T, lanes ...*sync.Mutex) {
 	t.Parallel()
+	released := time.Now()
 	for _, l := range lanes {
 		l.Lock()
 		t.Cleanup(l.Unlock)
 	}
 	e2eSlots.acquire(len(lanes) > 0)
 	t.Cleanup(e2eSlots.release)
+	if waited := time.Since(released); waited > time.Second {
+		// Go's time for the test counts the wait: say how much it was.
+		t.Logf("waited %s for its lanes and a slot", waited.Round(time.Millisecond))
+	}
 }
 
 // slots is a counting semaphore whose urgent waiters go before the
