@@ -51,8 +51,12 @@ log: {level: info, format: json}
 // propagates over its own brokers), and messages published at rabbit1
 // follow the only consumer, at rabbit3 — a broker A is not attached to,
 // known from B's advertisement — across the mesh, each moved once.
+//
+// Serial: which consumer A sees first — rabbit3's from B's advertisement,
+// or B's flow at rabbit2 from the listing — turns on timing, and under
+// load it has seen the latter (each message moved twice; the serial runs
+// too, rarely).
 func TestGlobalDestinationsAcrossRouters(t *testing.T) {
-	parallelE2E(t, &linkStateLane)
 	bs := brokertest.Require(t, "rabbit1", "rabbit2", "rabbit3")
 	prefix := strings.ReplaceAll(brokertest.UniqueName(t, "gdm"), "Test", "")
 	control := "ctl." + prefix
