@@ -44,7 +44,9 @@ test-short:
 # against real brokers, which are installed if missing (root, Debian
 # packages), started once for the run and stopped after (KEEP_BROKERS=1 leaves them running). Packages run
 # one at a time (-p 1): some tests kill and restart a shared broker, which
-# would break another package's test running beside them.
+# would break another package's test running beside them. Inside
+# cmd/fedrouter the end-to-end tests that share nothing then run three at
+# a time, after the serial ones (cmd/fedrouter/main_test.go, parallelE2E).
 test: lint vulncheck postgres qpidd chromium
 	$(BROKERS) start $(TEST_BROKERS)
 	DATABASE_URL=$$($(POSTGRES) start) && export DATABASE_URL && \

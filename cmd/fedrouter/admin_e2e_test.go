@@ -52,6 +52,7 @@ func exitOf(t *testing.T, args ...string) (string, int) {
 // token, a short token and an empty token file stop check-config and
 // the start (status 2, the problem named) before anything listens.
 func TestRunRefusesUnsafeAdmin(t *testing.T) {
+	parallelE2E(t)
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty-token")
 	if err := os.WriteFile(empty, nil, 0o600); err != nil {
@@ -78,6 +79,7 @@ func TestRunRefusesUnsafeAdmin(t *testing.T) {
 // never the token), the CLI finds it through --config, a request without
 // it or from a web page is refused, and a restart keeps it.
 func TestRunGeneratesTokenForCLI(t *testing.T) {
+	parallelE2E(t)
 	dir := t.TempDir()
 	p := startRouter(t, adminConfig(t, dir, "admin: {listen: '127.0.0.1:0'}"))
 	path := filepath.Join(dir, "state", "fedrouter-adm.admin-token")
@@ -141,6 +143,7 @@ func TestRunGeneratesTokenForCLI(t *testing.T) {
 // certificate and key files; the CLI, given the router's file, trusts its
 // certificate and finds its token file.
 func TestRunServesTLS(t *testing.T) {
+	parallelE2E(t)
 	dir := t.TempDir()
 	certFile, keyFile, err := routertest.WriteSelfSigned(dir)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 // took the admin port gets no connection and no token from the CLI (it
 // used to get "Authorization: Bearer" and the persistent token).
 func TestCLISendsNoTokenToAdminPortSquatter(t *testing.T) {
+	parallelE2E(t)
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}

@@ -46,7 +46,7 @@ func newDestRigOn(t *testing.T, dataPath, prefix, entry string) *destRig {
 	d := &destRig{t: t, bs: brokertest.Require(t, "rabbit1", "rabbit2", "rabbit3", "rabbit4")}
 	d.prefix = strings.ReplaceAll(brokertest.UniqueName(t, prefix), "Test", "")
 	var yaml strings.Builder
-	fmt.Fprintf(&yaml, "router_id: gd\nbrokers:\n")
+	fmt.Fprintf(&yaml, "router_id: %s\nbrokers:\n", uniqueRouterID("gd"))
 	for _, b := range d.bs {
 		fmt.Fprintf(&yaml, "  - {name: %s, url: %q, profile: rabbitmq, username: guest, password: guest, management: {url: %q}}\n", b.Name, b.URL, b.MgmtURL)
 		m, err := amqp.NewRabbitManagement(b.Config())
@@ -113,6 +113,7 @@ func (d *destRig) waitEverywhere(q string, want map[string]any, timeout time.Dur
 // a queue deleted while another instance holds messages is kept there and
 // reported orphaned.
 func TestGlobalDestinationsPropagate(t *testing.T) {
+	parallelE2E(t)
 	d := newDestRig(t, "confirm_delete: 3s")
 	ctx := context.Background()
 	orders, jobs := d.prefix+".orders", d.prefix+".jobs"
@@ -190,6 +191,7 @@ func TestGlobalDestinationsPropagate(t *testing.T) {
 // (10 s here, the least: the management API counts consumers every 5 s),
 // and it is removed everywhere — never while the consumer is there.
 func TestGlobalDestinationsAutoCreatedReaped(t *testing.T) {
+	parallelE2E(t)
 	d := newDestRig(t, "idle: 10s")
 	ctx := context.Background()
 	q := d.prefix + ".orders"

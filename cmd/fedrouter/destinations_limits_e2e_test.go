@@ -460,6 +460,7 @@ func (d *destRig) drainAll(q string, accepted []int64) int {
 // accepted again once the shares move to it (the rebalance's reaction
 // time, measured).
 func TestGlobalDestinationsLimitsAddUp(t *testing.T) {
+	parallelE2E(t, &limitsLane)
 	const limit = 10000
 	d := newDestRigNamed(t, "h-gd", fmt.Sprintf("settle: 2s, limits: {max_messages: %d}", limit))
 	q := d.globalQueue()
@@ -532,6 +533,7 @@ func TestGlobalDestinationsLimitsAddUp(t *testing.T) {
 // The same with max_bytes: 1,000,000 bytes over rabbit1..4, producers at
 // all four publishing 100-byte bodies, 40,000 in all (4,000,000 bytes).
 func TestGlobalDestinationsBytesLimitsAddUp(t *testing.T) {
+	parallelE2E(t, &limitsLane)
 	const limit = 1_000_000
 	d := newDestRigNamed(t, "h-gd", fmt.Sprintf("settle: 2s, limits: {max_bytes: %d}", limit))
 	q := d.globalQueue()
@@ -583,6 +585,7 @@ func (d *destRig) policyStatus(b brokertest.Broker, q string) int {
 // confirmed is at rabbit1, at rabbit4, or in the consumer's hand; never
 // over the limit; a consumer that then acknowledges gets them all.
 func TestGlobalDestinationsFlowsRespectLimits(t *testing.T) {
+	parallelE2E(t, &limitsLane)
 	const limit, n = 4000, 3000
 	// A share an earlier configuration left at rabbit2, for a queue no
 	// entry limits: the router removes it when it starts.

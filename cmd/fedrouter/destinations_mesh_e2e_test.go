@@ -51,6 +51,10 @@ log: {level: info, format: json}
 // propagates over its own brokers), and messages published at rabbit1
 // follow the only consumer, at rabbit3 — a broker A is not attached to,
 // known from B's advertisement — across the mesh, each moved once.
+//
+// Serial: it fails at times (each message moved twice: A took B's flow
+// at rabbit2 for a consumer), run alone as well as beside other tests;
+// alone it is where it was before the others ran in parallel.
 func TestGlobalDestinationsAcrossRouters(t *testing.T) {
 	bs := brokertest.Require(t, "rabbit1", "rabbit2", "rabbit3")
 	prefix := strings.ReplaceAll(brokertest.UniqueName(t, "gdm"), "Test", "")

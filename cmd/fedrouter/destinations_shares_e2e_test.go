@@ -354,6 +354,7 @@ func (r *sharesRig) checkAfterTakeover(b *routerProc, when string) []int64 {
 // force sum to the limit at most, and producers at all four again stay
 // within the bound. A restarted: it decides again, B hands over.
 func TestGlobalDestinationsSharesAcrossRouters(t *testing.T) {
+	parallelE2E(t, &limitsLane, &linkStateLane)
 	r := newSharesRig(t, 10000)
 	// A policy no router limits, left at rabbit2: the third router removes it.
 	putPolicy(t, r.bs[1], amqp.LimitPolicyPrefix+r.stale, fmt.Sprintf(`{"pattern":"^%s$","apply-to":"queues","priority":100,"definition":{"max-length":1}}`, r.stale))
@@ -452,6 +453,7 @@ func grepLines(s, sub string) string {
 // messages, B 8,000): the smallest holds — the policies A puts sum to
 // 8,000 — and both say so (the view's differs, the log, the metric).
 func TestGlobalDestinationsSharesDifferentLimits(t *testing.T) {
+	parallelE2E(t, &limitsLane, &linkStateLane)
 	r := newSharesRig(t, 8000)
 	entry := func(limit int) string {
 		return fmt.Sprintf("{name: %q, follow_consumers: false, limits: {max_messages: %d}}", r.prefix+".*", limit)
@@ -502,6 +504,7 @@ func TestGlobalDestinationsSharesDifferentLimits(t *testing.T) {
 // and only that one; the policies in force sum to the limit; producers
 // at all four stay within the bound.
 func TestGlobalDestinationsSharesPutForTheDecider(t *testing.T) {
+	parallelE2E(t, &limitsLane, &linkStateLane)
 	r := newSharesRig(t, 10000)
 	entry := fmt.Sprintf("{name: %q, follow_consumers: false, limits: {max_messages: %d}}", r.prefix+".*", r.limit)
 	a := r.start("sharesa", r.bs[:3], entry)

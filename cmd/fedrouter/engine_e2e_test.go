@@ -25,9 +25,11 @@ import (
 // engine's receivers there grant only once the credit is spent:
 // amqp.LinkSpec.EngineReceiver.)
 func TestRouterKilledMidStreamAckN(t *testing.T) {
+	t.Parallel() // each pair and N a parallel subtest
 	for _, pair := range [][2]string{{"rabbit1", "rabbit2"}, {"qpidd1", "qpidd2"}} {
 		for _, ack := range []int{1, 100, 1000} {
 			t.Run(fmt.Sprintf("%s to %s ack %d", pair[0], pair[1], ack), func(t *testing.T) {
+				parallelE2E(t)
 				bs := brokertest.Require(t, pair[0], pair[1])
 				engineAckKill9(t, bs[0], bs[1], ack)
 			})

@@ -21,6 +21,7 @@ import (
 // --force; a broker another router advertised once — even after that
 // router's advertisement expired — is taken without.
 func TestRemoteRouteTowardsUnnamedBrokerNeedsForce(t *testing.T) {
+	parallelE2E(t, &linkStateLane)
 	bs := brokertest.Require(t, "rabbit1", "rabbit2")
 	stamp := time.Now().UnixNano() % 1e9
 	control := fmt.Sprintf("fedrouter.control.force%d", stamp)

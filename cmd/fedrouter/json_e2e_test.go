@@ -100,6 +100,7 @@ func (p *routerProc) cliJSON(t *testing.T, args ...string) string {
 // route map, link list, broker list, topology, destination list and
 // reload, empty and not.
 func TestListingsJSONShape(t *testing.T) {
+	parallelE2E(t, &linkStateLane)
 	bs := brokertest.Require(t, "rabbit1", "rabbit2")
 	prefix := strings.ReplaceAll(brokertest.UniqueName(t, "h-progress"), "/", "-")
 	control := fmt.Sprintf("fedrouter.control.hprog%d", time.Now().UnixNano()%1e9)

@@ -18,6 +18,7 @@ import (
 // (warning, success); del takes it out of the link state; a second del is
 // refused naming the link.
 func TestLinkAddDel(t *testing.T) {
+	parallelE2E(t, &linkStateLane)
 	bs := brokertest.Require(t, "rabbit1", "rabbit2")
 	control := fmt.Sprintf("fedrouter.control.link%d", time.Now().UnixNano()%1e9)
 	t.Cleanup(func() {

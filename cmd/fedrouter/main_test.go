@@ -3,14 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -43,6 +46,121 @@ func binary(t *testing.T) string {
 		t.Fatal(buildErr)
 	}
 	return binPath
+}
+
+// Parallel end-to-end tests. Go runs a package's serial tests first and
+// releases the parallel ones (those that called t.Parallel) only once
+// every serial one has returned, so a serial test never overlaps another
+// test. Serial stay the tests that kill, pause or restart a shared broker
+// or the store, those whose cluster leases run on time, those whose
+// timings the docs quote as measured, and those that set the
+// environment (t.Setenv). A parallel one starts its own router processes
+// (admin API on a free port, state in t.TempDir()), names what it
+// creates on the brokers after t.Name() (brokertest.UniqueName) and gives
+// its routers ids no other running test uses (uniqueRouterID).
+//
+// e2eSlots bounds how many run at once (-parallel, TestMain): each drives
+// race-built routers against the brokers, and on the 2-core test machine
+// more than e2eParallel buys little and brings deadlines closer.
+var e2eSlots *slots
+
+const e2eParallel = 3
+
+// Lanes: tests whose routers share broker-side state by design run one at
+// a time, each still beside the tests of other lanes.
+var (
+	// limitsLane: a router with destination limits removes, as it starts,
+	// every limit policy on its brokers that no router it hears of limits
+	// (router.globalDests.sweep) — another test's too.
+	limitsLane sync.Mutex
+	// linkStateLane: routers with link state take messages from the
+	// brokers' transit queues (fedrouter.transit.D), which every router
+	// on a broker shares.
+	linkStateLane sync.Mutex
+)
+
+// parallelE2E makes t a parallel test, holding lanes (in the order
+// given: limitsLane before linkStateLane) and one of e2eSlots while it
+// runs. A test in a lane goes first to a free slot: a lane's tests run
+// one after another, so the lanes are the longest chains of the run.
+func parallelE2E(t *testing.T, lanes ...*sync.Mutex) {
+	t.Parallel()
+	released := time.Now()
+	for _, l := range lanes {
+		l.Lock()
+		t.Cleanup(l.Unlock)
+	}
+	e2eSlots.acquire(len(lanes) > 0)
+	t.Cleanup(e2eSlots.release)
+	if waited := time.Since(released); waited > time.Second {
+		// Go's time for the test counts the wait: say how much it was.
+		t.Logf("waited %s for its lanes and a slot", waited.Round(time.Millisecond))
+	}
+}
+
+// slots is a counting semaphore whose urgent waiters go before the
+// others.
+type slots struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	free   int
+	urgent int // urgent waiters
+}
+
+func newSlots(n int) *slots {
+	s := &slots{free: n}
+	s.cond = sync.NewCond(&s.mu)
+	return s
+}
+
+func (s *slots) acquire(urgent bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if urgent {
+		s.urgent++
+		defer func() { s.urgent--; s.cond.Broadcast() }() // the others may go on once none is urgent
+	}
+	for s.free == 0 || (!urgent && s.urgent > 0) {
+		s.cond.Wait()
+	}
+	s.free--
+}
+
+func (s *slots) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.free++
+	s.cond.Broadcast()
+}
+
+// TestMain takes -parallel (default e2eParallel) as the size of
+// e2eSlots, and lifts Go's own bound: a test waiting for a lane must not
+// hold a place that a test of another lane could run in.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	n := e2eParallel
+	flag.Visit(func(f *flag.Flag) {
+		if f.Name == "test.parallel" {
+			n, _ = strconv.Atoi(f.Value.String()) // the testing package parsed it
+		}
+	})
+	e2eSlots = newSlots(max(n, 1))
+	if err := flag.Set("test.parallel", "64"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	os.Exit(m.Run())
+}
+
+// routerSeq numbers the router ids uniqueRouterID gives.
+var routerSeq atomic.Int64
+
+// uniqueRouterID returns base with a suffix no other router of this run,
+// nor of another test binary running beside it, has: broker-side names
+// derive from a router's id (its destination-events queues, its
+// subscriptions), so two tests' routers must not share one.
+func uniqueRouterID(base string) string {
+	return fmt.Sprintf("%s-%d-%d", base, os.Getpid(), routerSeq.Add(1))
 }
 
 func TestCheckConfigReportsFileAndLine(t *testing.T) {
@@ -99,6 +217,7 @@ func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return 
 var waitingRow = regexp.MustCompile(`(?m)^gone\s+amqp://127\.0\.0\.1:1\s+Waiting\s`)
 
 func TestRunConnectsAndStopsOnSIGTERM(t *testing.T) {
+	parallelE2E(t)
 	bs := brokertest.Require(t, "rabbit1", "proton1")
 	cfg := fmt.Sprintf(`router_id: proc-test
 brokers:

@@ -85,6 +85,7 @@ func operational(st routes.Status) error {
 // as the subject; items 1 and 2 of issue 19), and deleting the route
 // deletes the subscription queue.
 func TestQpidDurableExchangeRouteRouterKill9(t *testing.T) {
+	parallelE2E(t)
 	bs := brokertest.Require(t, "qpidd1", "qpidd2", "rabbit1")
 	for _, dst := range bs[1:] {
 		t.Run("to "+dst.Name, func(t *testing.T) { durableRouteKill9(t, bs[0], dst) })
@@ -173,8 +174,12 @@ type routeCase struct {
 // on strict qpidd brokers, run by one router: queue routes, exchange
 // routes with a wildcard and a literal key.
 func TestQpidRouteKinds(t *testing.T) {
+	t.Parallel() // each data path a parallel subtest
 	for _, dataPath := range []string{routes.DataPathGoAMQP, routes.DataPathEngine} {
-		t.Run(dataPath, func(t *testing.T) { qpidRouteKinds(t, dataPath) })
+		t.Run(dataPath, func(t *testing.T) {
+			parallelE2E(t)
+			qpidRouteKinds(t, dataPath)
+		})
 	}
 }
 

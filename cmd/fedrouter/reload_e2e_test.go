@@ -167,6 +167,7 @@ func (g *reloadRig) sendN(name string, from, to int) {
 // message once; the added route runs, the removed one stops, the changed
 // one runs with its new credit.
 func TestReloadUnderLoad(t *testing.T) {
+	parallelE2E(t)
 	const n = 6000
 	g := newReloadRig(t)
 	tok1 := g.token("token1", "reload-test-token-one-0123456789")
@@ -261,6 +262,7 @@ func logLine(t *testing.T, out, msg string) string {
 // goes on as it was; `fedrouter reload` and the endpoint answer alike; a
 // token changed by a reload: the old one refused, the new one taken.
 func TestReloadRefusesBadConfigAndTakesNewToken(t *testing.T) {
+	parallelE2E(t)
 	g := newReloadRig(t)
 	tok1 := g.token("token1", "reload-test-token-one-0123456789")
 	tok2 := g.token("token2", "reload-test-token-two-9876543210")

@@ -91,8 +91,12 @@ func (p *routerProc) routes() []routes.Status {
 // the middle of a stream and started again: the route comes back from the
 // state file and every message arrives, duplicates within the window.
 func TestRouterKilledMidStreamLosesNothing(t *testing.T) {
+	t.Parallel() // each data path a parallel subtest
 	for _, dataPath := range []string{routes.DataPathGoAMQP, routes.DataPathEngine} {
-		t.Run(dataPath, func(t *testing.T) { routerKilledMidStream(t, dataPath) })
+		t.Run(dataPath, func(t *testing.T) {
+			parallelE2E(t)
+			routerKilledMidStream(t, dataPath)
+		})
 	}
 }
 

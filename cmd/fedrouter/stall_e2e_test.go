@@ -21,6 +21,7 @@ import (
 // that never reach it: `route list` and /metrics show it Stalled until
 // the other consumer goes and it forwards.
 func TestRouterShowsWaitingAndStalledRoutes(t *testing.T) {
+	parallelE2E(t)
 	bs := brokertest.Require(t, "rabbit1", "rabbit2")
 	src, ex, dq := brokertest.UniqueName(t, "h-stall-src"), brokertest.UniqueName(t, "h-stall-ex"), brokertest.UniqueName(t, "h-stall-dq")
 	m1, err := amqp.NewRabbitManagement(bs[0].Config())

@@ -17,6 +17,7 @@ import (
 // after the restart (the state journal synced it before the answer);
 // adds cut off by the kill may or may not be.
 func TestAcknowledgedAddsSurviveKill9(t *testing.T) {
+	parallelE2E(t)
 	const clients, killAfter = 4, 200
 	bs := brokertest.Require(t, "rabbit1", "rabbit2")
 	missing := brokertest.UniqueName(t, "missing") // the routes need not run: they fail, and stay

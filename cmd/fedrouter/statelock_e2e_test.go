@@ -22,6 +22,7 @@ import (
 // directory. No broker is needed: the routers' only broker is a closed
 // port.
 func TestSecondRouterOnSameStateRefused(t *testing.T) {
+	parallelE2E(t)
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}

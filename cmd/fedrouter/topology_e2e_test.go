@@ -86,6 +86,7 @@ func graphOf(s topology.Snapshot) string {
 // chain, converge to the same graph and table; a forged advertisement is
 // rejected; a stopped router's links are gone after max age.
 func TestTopologyThreeRoutersConverge(t *testing.T) {
+	parallelE2E(t, &linkStateLane)
 	bs := brokertest.Require(t, "rabbit1", "rabbit2", "rabbit3", "rabbit4")
 	control := fmt.Sprintf("fedrouter.control.e2e%d", time.Now().UnixNano()%1e9)
 	t.Cleanup(func() {
