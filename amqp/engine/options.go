@@ -30,7 +30,14 @@ type Options struct {
 	// MaxFrameSize is the largest frame we accept (default 64 KiB, at
 	// least 512); a peer's frame above it is a connection error.
 	MaxFrameSize uint32
-	// ChannelMax is the highest channel the peer may use (default 255).
+	// ChannelMax is the highest channel the peer may use (default
+	// 65535, as go-amqp). The peer answers each session we begin on a
+	// channel of its choosing, and refuses to begin one of its own
+	// (onBegin): what a session costs is bounded by the sessions we
+	// begin, not by this. A router begins two per route on the engine;
+	// 255 cut a router off at ~127 routes per broker connection (the
+	// peer's answer on channel 256 was a framing error, the connection
+	// and every route on it lost, again at each retry).
 	ChannelMax uint16
 	// HandleMax is the highest link handle the peer may use in a session
 	// (default 1023).
@@ -54,7 +61,7 @@ func (o Options) withDefaults() Options {
 	}
 	o.MaxFrameSize = max(o.MaxFrameSize, 512)
 	if o.ChannelMax == 0 {
-		o.ChannelMax = 255
+		o.ChannelMax = 65535
 	}
 	if o.HandleMax == 0 {
 		o.HandleMax = 1023
