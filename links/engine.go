@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/fedrouter/fedrouter/amqp"
@@ -62,6 +63,14 @@ type EngineLinks struct {
 	// before the first message can come.
 	Early    []EngineDest
 	Attached func(keys []string)
+	// Gate, when set, is the gate of Target's queue (a global
+	// destination's limits), as GatedSink is on go-amqp: while it is
+	// closed the copies for Target wait and the source is granted no
+	// more credit; a rejection by the destination is a release at the
+	// source (the limit refused it: the source keeps it) and closes the
+	// gate for RefusalPause, as does a run the destination ended
+	// (RabbitMQ 3.10 answers a refusal by closing the connection).
+	Gate *Gate
 }
 
 // EngineDest is a destination's sender to attach: its key, session and
@@ -83,6 +92,8 @@ type EngineForwarder struct {
 	// last is what the counters were last brought up to (Run adds the
 	// difference: a route's counters add up across its runs).
 	last engine.ForwardStats
+	// resumed is the forwarder's Held count at the last Resume.
+	resumed uint64
 }
 
 // AttachEngine attaches the destination sender and the source receiver
@@ -96,6 +107,16 @@ func AttachEngine(ctx context.Context, l EngineLinks, cfg Config, ack int) (*Eng
 	fo := engine.ForwardOptions{AckN: ack, Fence: cfg.Fence, Dispatch: l.Dispatch, MaxDestinations: maxSenders}
 	if l.DeadLetter != nil {
 		fo.DeadLetter, fo.DeadLetterAnnotations, fo.UndecodableKey = l.DeadLetter, deadLetterAnnotations(cfg), AnnotationUndecodable
+	}
+	// A dispatching run with no way to a destination refuses or drops
+	// every message: its source's credit is its window.
+	fo.NoDestinations = l.Dst == nil && l.Resolve == nil && len(l.Early) == 0
+	if g := l.Gate; g != nil {
+		fo.Hold = g.Closed
+		fo.OnRejected = func(*engine.DeliveryState) *engine.DeliveryState {
+			g.refuse()
+			return engine.Released
+		}
 	}
 	if l.Dst == nil {
 		return attachDispatch(ctx, l, ro, fo)
@@ -217,7 +238,7 @@ func (e *EngineForwarder) Run(ctx context.Context, cfg Config, c *Counters) erro
 		case <-e.rcv.Done():
 			return fmt.Errorf("links: receive: %w", e.rcv.Err())
 		case <-sndDone:
-			return fmt.Errorf("links: send: %w", e.snd.Err())
+			return e.destEnded(fmt.Errorf("links: send: %w", e.snd.Err()))
 		case key := <-e.f.AttachRequests():
 			if err := e.attach(ctx, key); err != nil {
 				return err
@@ -227,33 +248,72 @@ func (e *EngineForwarder) Run(ctx context.Context, cfg Config, c *Counters) erro
 		case <-e.l.Src.Done():
 			return fmt.Errorf("links: source session: %w", e.l.Src.Err())
 		case <-e.dstDone():
-			return fmt.Errorf("links: destination session: %w", e.l.Dst.Err())
+			return e.destEnded(fmt.Errorf("links: destination session: %w", e.l.Dst.Err()))
+		case <-e.gateOpened():
 		case <-e.f.Progress():
 		case <-tick.C:
 		}
-		if err := e.extraDone(); err != nil {
+		if over, err := e.step(cfg, c, expired, &draining); over {
 			return err
 		}
-		if cfg.OutcomeTimeout > 0 {
-			e.f.Expire(time.Now().Add(-cfg.OutcomeTimeout), expired)
-		}
-		st := e.count(c)
-		if int(st.Abandoned) >= cfg.MaxAbandoned {
-			return ErrTooManyAbandoned
-		}
-		if err := e.f.Err(); errors.Is(err, engine.ErrFenced) {
-			return ErrFenced
-		} else if err != nil {
-			return fmt.Errorf("links: send: %w", err)
-		}
-		if draining && st.InFlight == 0 && st.Parked == 0 {
-			return nil
-		}
-		if cfg.Limit > 0 && int(st.Settled+st.Refused) >= cfg.Limit {
-			e.f.Stop()
-			draining = true
-		}
 	}
+}
+
+// step follows one event of Run: the counters brought up to date, what
+// had no outcome in time expired, what the gate held back resumed. It
+// says whether the run is over, and with what error.
+func (e *EngineForwarder) step(cfg Config, c *Counters, expired *engine.DeliveryState, draining *bool) (bool, error) {
+	if err := e.extraDone(); err != nil {
+		return true, err
+	}
+	if cfg.OutcomeTimeout > 0 {
+		e.f.Expire(time.Now().Add(-cfg.OutcomeTimeout), expired)
+	}
+	st := e.count(c)
+	if int(st.Abandoned) >= cfg.MaxAbandoned {
+		return true, ErrTooManyAbandoned
+	}
+	switch err := e.f.Err(); {
+	case errors.Is(err, engine.ErrFenced):
+		return true, ErrFenced
+	case errors.Is(err, engine.ErrDeadLetterRefused):
+		return true, fmt.Errorf("links: send: %w", err)
+	case err != nil:
+		return true, e.destEnded(fmt.Errorf("links: send: %w", err))
+	}
+	if *draining && st.InFlight == 0 && st.Parked == 0 {
+		return true, nil
+	}
+	if cfg.Limit > 0 && int(st.Settled+st.Refused) >= cfg.Limit {
+		e.f.Stop()
+		*draining = true
+	}
+	if g := e.l.Gate; g != nil && st.Held != e.resumed && !g.Closed() {
+		e.resumed = st.Held
+		e.f.Resume()
+	}
+	return false, nil
+}
+
+// destEnded is err, the end of the run's destination; with a gate, the
+// gate closes for RefusalPause first, as GatedSink's does on go-amqp:
+// RabbitMQ 3.10 answers a refusal by closing the connection, and the
+// next run waits.
+func (e *EngineForwarder) destEnded(err error) error {
+	if e.l.Gate != nil {
+		e.l.Gate.refuse()
+	}
+	return err
+}
+
+// gateOpened is closed when the run's gate, closed now, opens; nil (never
+// ready) without a gate or while it is open. A refusal's pause is seen
+// at the next tick.
+func (e *EngineForwarder) gateOpened() <-chan struct{} {
+	if e.l.Gate == nil {
+		return nil
+	}
+	return e.l.Gate.opened()
 }
 
 // dstDone is the destination session's end; nil (never) without one.
@@ -314,6 +374,18 @@ func (e *EngineForwarder) Close(ctx context.Context) {
 func noOutcome(timeout time.Duration) *engine.DeliveryState {
 	return &engine.DeliveryState{Kind: wire.StateRejected, Error: &wire.Error{Condition: "amqp:not-allowed",
 		Description: fmt.Sprintf("fedrouter: no outcome from the destination within %s (unroutable?)", timeout)}}
+}
+
+// EngineRefuseAll is a Dispatch refusing every message with condition
+// and reason (a route with no path: CondNoPath), each counted in count:
+// rejected at the source, or dead-lettered with the reason, as
+// links.Forward does with a sink answering Refusal.
+func EngineRefuseAll(condition, reason string, count *atomic.Uint64) func([]byte, *wire.Sections, *engine.Choice) {
+	refusal := engineRefusal(condition, reason) // shared: the forwarder only reads it
+	return func(_ []byte, _ *wire.Sections, c *engine.Choice) {
+		count.Add(1)
+		c.Refuse = refusal
+	}
 }
 
 // AnnotationUndecodable holds, on a message dead-lettered on the engine

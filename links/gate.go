@@ -59,6 +59,21 @@ func (g *Gate) Closed() bool {
 	return g.closed.Load() || time.Now().UnixNano() < g.refused.Load()
 }
 
+// opened is closed when the gate, closed by Set now, opens; nil while
+// Set has it open (a refusal's pause has no channel: wait polls it).
+func (g *Gate) opened() <-chan struct{} {
+	if !g.closed.Load() {
+		return nil
+	}
+	g.mu.Lock()
+	open := g.open
+	g.mu.Unlock()
+	if !g.closed.Load() {
+		return nil // opened between the load and the lock
+	}
+	return open
+}
+
 // wait blocks while the gate is closed, until ctx ends.
 func (g *Gate) wait(ctx context.Context) error {
 	for {
@@ -75,11 +90,9 @@ func (g *Gate) wait(ctx context.Context) error {
 		if !g.closed.Load() {
 			return nil
 		}
-		g.mu.Lock()
-		open := g.open
-		g.mu.Unlock()
-		if !g.closed.Load() {
-			continue // opened between the load and the lock
+		open := g.opened()
+		if open == nil {
+			continue // opened since
 		}
 		select {
 		case <-open:

@@ -36,8 +36,9 @@ func CheckDataPath(p string) error {
 // transit, and a route through transit to a broker known only from the
 // link-state network (transitMode), rejecting at the source or
 // dead-lettering (on_reject): a queue route to an exchange, or to a
-// queue without a global destination's gate (a global destination's
-// flow, MaxMoves, included: links.EngineMove); an exchange route (a
+// queue (a global destination's gate held on the engine too:
+// links.EngineLinks.Gate; its flow, MaxMoves, included:
+// links.EngineMove); an exchange route (a
 // direct one on a link-state mesh with meshHop on the message's bytes:
 // enginehook.go); fan-out routes; dynamic routes (traceHop likewise,
 // their demand followed beside the run). A link the
@@ -53,11 +54,8 @@ func (r *route) onEngine(path pathpolicy.Path) bool {
 	default:
 		return false
 	}
-	s := r.spec
-	switch {
-	case s.Kind == KindQueue:
-		return s.DestQueue == "" || r.m.opts.Gates == nil || r.m.opts.Gates.Gate(s.Dest, s.DestQueue) == nil
-	case s.Kind == KindExchange, s.Kind == KindDynamic:
+	switch r.spec.Kind {
+	case KindQueue, KindExchange, KindDynamic:
 		return true
 	}
 	return false
@@ -191,6 +189,7 @@ func (r *route) engineLinks(setup context.Context, path pathpolicy.Path) (links.
 	if l.DeadLetter, err = r.engineDeadLetter(setup); err != nil {
 		return l, nil, err
 	}
+	l.Gate = r.destGate()
 	if l.Src, err = engineSession(setup, r.src.Conn); err != nil {
 		return l, nil, err
 	}
@@ -258,6 +257,12 @@ func (r *route) engineDeadLetter(setup context.Context) (*engine.SenderOptions, 
 	if r.spec.OnReject != DeadLetter {
 		return nil, nil
 	}
+	return r.engineDeadLetterQueue(setup)
+}
+
+// engineDeadLetterQueue is the sender's options for the route's
+// dead-letter queue on the source broker, which must exist.
+func (r *route) engineDeadLetterQueue(setup context.Context) (*engine.SenderOptions, error) {
 	n := amqp.Node{Kind: amqp.Queue, Name: r.spec.DeadLetterQueue}
 	if err := r.src.Profile.CheckTarget(setup, n); err != nil {
 		return nil, fmt.Errorf("dead-letter queue on %s: %w", r.spec.Src, err)

@@ -20,15 +20,22 @@ type Gates interface {
 // destination queue, when it has one: asked once per run, so a route
 // into a queue without limits pays nothing per message.
 func (r *route) gateWiring(w wiring) wiring {
-	if r.m.opts.Gates == nil {
-		return w
-	}
-	_, _, dst := r.nodes()
-	if dst.Kind != amqp.Queue {
-		return w
-	}
-	if g := r.m.opts.Gates.Gate(r.spec.Dest, dst.Name); g != nil {
+	if g := r.destGate(); g != nil {
 		w.sink = links.GatedSink{Sink: w.sink, Gate: g}
 	}
 	return w
+}
+
+// destGate is the gate of the route's destination queue, nil when it has
+// none (no limit holds there, or the destination is no queue). On the
+// engine it is links.EngineLinks.Gate.
+func (r *route) destGate() *links.Gate {
+	if r.m.opts.Gates == nil {
+		return nil
+	}
+	_, _, dst := r.nodes()
+	if dst.Kind != amqp.Queue {
+		return nil
+	}
+	return r.m.opts.Gates.Gate(r.spec.Dest, dst.Name)
 }

@@ -81,11 +81,12 @@ func noPathHoldThenDeadLetter(t *testing.T, dataPath string) {
 		_ = r.Accept(context.Background(), msg)
 	}
 	brokertest.Eventually(t, 5*time.Second, 20*time.Millisecond, func() error {
-		if got, _ := h.m.Get(st.ID); got.NoPath != 10 || got.DeadLettered != 10 || got.Sent != 0 {
+		if got, _ := h.m.Get(st.ID); got.NoPath != 10 || got.DeadLettered != 10 || got.Sent != 0 || got.InFlight != 0 {
 			return fmt.Errorf("counters %+v", got.Counters)
 		}
 		return nil
 	})
+	h.waitNoPathOn(st.ID, dataPath, "dead-lettering to "+dlq)
 
 	// Healed: forwarding again.
 	proxy.Heal()
@@ -151,8 +152,24 @@ func noPathRejectUsesSourceDeadLettering(t *testing.T, dataPath string) {
 	got := brokertest.Collect(t, h.conns["rabbit1"], "/amq/queue/"+dlq, 5, 30*time.Second)
 	brokertest.CheckNoLossFrom(t, got, 0, 5)
 	brokertest.Eventually(t, 5*time.Second, 20*time.Millisecond, func() error {
-		if s, _ := h.m.Get(st.ID); s.NoPath != 5 || s.Rejected != 5 {
+		if s, _ := h.m.Get(st.ID); s.NoPath != 5 || s.Rejected != 5 || s.DeadLettered != 0 || s.InFlight != 0 {
 			return fmt.Errorf("counters %+v", s.Counters)
+		}
+		return nil
+	})
+	h.waitNoPathOn(st.ID, dataPath, "rejecting at the source with fed:no-path")
+}
+
+// waitNoPathOn waits until route id carries out its no-path action
+// (route list's detail says which: want) on dataPath: on the engine the
+// detail says so.
+func (h *harness) waitNoPathOn(id, dataPath, want string) {
+	h.t.Helper()
+	brokertest.Eventually(h.t, 10*time.Second, 20*time.Millisecond, func() error {
+		st, _ := h.m.Get(id)
+		onEngine := strings.HasSuffix(st.Detail, "; on the engine data path")
+		if st.State != routes.StateWaiting || !strings.Contains(st.Detail, want) || onEngine != (dataPath == routes.DataPathEngine) {
+			return fmt.Errorf("route %s on data path %q is %s with detail %q, want %q", id, dataPath, st.State, st.Detail, want)
 		}
 		return nil
 	})

@@ -95,7 +95,7 @@ func (r *route) correct(ctx context.Context, d pathpolicy.Decision, st pathpolic
 	}()
 	defer func() { cancel(); <-watched }()
 	r.state.setWaiting(d.Detail)
-	err := r.runNoPath(actx, d.Action)
+	err := r.runNoPath(actx, d)
 	if err != nil && actx.Err() == nil {
 		r.state.setState(StateWaiting, fmt.Errorf("no-path %s: %w", d.Action, err), time.Second)
 		select { // a short pause before trying again

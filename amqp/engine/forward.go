@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,6 +58,27 @@ type ForwardOptions struct {
 	// dead-lettered too, its annotations section kept whole, encoded, as
 	// a binary annotation under this key (they cannot be rewritten).
 	UndecodableKey string
+	// Hold, when set, is asked before a copy for the forwarder's own
+	// destination ("": Forward's sender) is sent, and whenever the
+	// source's credit is reckoned (on a reader goroutine, maybe with the
+	// forwarder's or a session's lock held: it must neither block nor
+	// lock). True parks that copy, and those behind it, and the source
+	// is granted no more credit: what it has sent waits in the
+	// forwarder, the rest at the source. The owner calls Resume once Hold
+	// may say false again (ForwardStats.Held counts its yeses). A global
+	// destination's gate: its limit holds messages back at the source.
+	Hold func() bool
+	// OnRejected, when set, is told the forwarder's own destination's
+	// rejection of a copy and returns the state to take instead (a
+	// limit's refusal: released, so that the source keeps the message).
+	// It runs on the destination's reader with the forwarder's lock
+	// held: it must not block.
+	OnRejected func(st *DeliveryState) *DeliveryState
+	// NoDestinations: Dispatch names no destination ever (it refuses or
+	// drops every message: a route with no path), so the source's credit
+	// is its receiver's window, not one message at a time as for a
+	// dispatching forwarder still waiting for its first destination.
+	NoDestinations bool
 }
 
 // ErrFenced: ForwardOptions.Fence said no; the forwarder sends nothing
@@ -104,6 +126,7 @@ type Forwarder struct {
 	senders  atomic.Pointer[[]*Sender] // the destinations' senders, for creditLimit
 	progress chan struct{}             // poked (never blocking) when the source is settled
 	nParked  atomic.Int64              // len(parked), read by limit without f.mu
+	held     atomic.Uint64             // Hold's yeses (ForwardStats.Held)
 	stopping atomic.Bool               // Stop: take no more, settle what is in flight
 }
 
@@ -245,6 +268,7 @@ type ForwardStats struct {
 	DeadLettered                          uint64
 	Refusals, Dropped, Copies             uint64
 	Parks                                 uint64 // copies that waited (copied) for credit or an attach
+	Held                                  uint64 // times ForwardOptions.Hold said yes: Resume is due once it says no
 	Destinations                          int    // senders attached
 	InFlight, Parked                      int
 }
@@ -255,7 +279,7 @@ func (f *Forwarder) Stats() ForwardStats {
 	defer f.mu.Unlock()
 	return ForwardStats{Forwarded: f.forwarded, Settled: f.settled, Released: f.released, Refused: f.refused, Parks: f.parks,
 		Accepted: f.accepted, Rejected: f.rejected, Expired: f.expired, Abandoned: f.abandoned, DeadLettered: f.deadLettered,
-		Refusals: f.refusals, Dropped: f.dropped, Copies: f.copies, Destinations: len(f.dests),
+		Refusals: f.refusals, Dropped: f.dropped, Copies: f.copies, Destinations: len(f.dests), Held: f.held.Load(),
 		InFlight: len(f.inflight) - f.head, Parked: len(f.parked)}
 }
 
@@ -474,18 +498,36 @@ func (f *Forwarder) Expire(before time.Time, st *DeliveryState) int {
 	return n
 }
 
+// holds asks ForwardOptions.Hold, if any, whether a copy for
+// destination to waits now; each yes is counted.
+func (f *Forwarder) holds(to string) bool {
+	if to != "" || f.opts.Hold == nil || !f.opts.Hold() {
+		return false
+	}
+	f.held.Add(1)
+	return true
+}
+
+// Resume sends the copies Hold kept back, once it says no, and grants
+// the source credit again (the owner's goroutine, no lock held).
+func (f *Forwarder) Resume() { f.onCredit() }
+
 // fenced asks the fence, if any, holding no lock.
 func (f *Forwarder) fenced() bool { return f.opts.Fence != nil && !f.opts.Fence() }
 
 // Stop makes the forwarder take no more from the source: its credit is
 // taken back (a flow granting none), deliveries still arriving are
 // released at the source (not sent: no duplicate comes of them), and
-// those in flight are settled as the destinations' outcomes come. A
-// route whose path changed drains this way before it closes the links.
+// those in flight are settled as the destinations' outcomes come; those
+// ForwardOptions.Hold keeps back are released at the source. A route
+// whose path changed drains this way before it closes the links.
 func (f *Forwarder) Stop() {
 	f.stopping.Store(true)
 	f.mu.Lock()
 	src := f.src
+	if f.opts.Hold != nil {
+		f.drainParked() // what Hold keeps is released, not waited for
+	}
 	f.mu.Unlock()
 	if src != nil {
 		src.revoke()
@@ -515,11 +557,14 @@ func sourceOutcome(st *DeliveryState) *DeliveryState {
 // no destination yet takes one message at a time until it has one). It
 // takes no lock.
 func (f *Forwarder) creditLimit() uint32 {
-	if f.stopping.Load() {
+	if f.stopping.Load() || f.holds("") {
 		return 0
 	}
 	senders := *f.senders.Load()
 	if len(senders) == 0 {
+		if f.opts.NoDestinations {
+			return math.MaxUint32 // the receiver's window alone
+		}
 		return 1
 	}
 	avail := senders[0].Available()

@@ -157,7 +157,7 @@ func (f *Forwarder) sendCopy(seq uint64, i int, cp *Copy, payload []byte, sec *w
 		return // the delivery was released when it happened
 	}
 	d := f.dests[cp.To]
-	if len(f.parked) == 0 && d != nil {
+	if len(f.parked) == 0 && d != nil && !f.holds(cp.To) {
 		id, err := sendTo(d.snd, payload, sec, cp.Set)
 		if err == nil {
 			f.sent(d, seq, i, id, cp.Count)
@@ -262,6 +262,10 @@ func (f *Forwarder) onSettled(d *dest, first, last uint32, st *DeliveryState) {
 		}
 		if int32(o.id-first) >= 0 && !o.done {
 			o.done = true
+			st := st
+			if st.Kind == wire.StateRejected && d.key == "" && f.opts.OnRejected != nil {
+				st = f.opts.OnRejected(st)
+			}
 			if e := f.entry(o.seq); o.count != nil && st.Kind == wire.StateAccepted && e != nil && !e.done {
 				o.count.Add(1)
 			}
@@ -303,6 +307,11 @@ func (f *Forwarder) drainParked() {
 					break // waiting for its attach
 				}
 				f.failEntry(e)
+			} else if f.holds(p.to) {
+				if !f.stopping.Load() {
+					break // Resume sends it
+				}
+				f.failEntry(e) // stopping: the source keeps it, never sent
 			} else if id, err := d.snd.TrySend(p.payload); errors.Is(err, ErrNoCredit) {
 				break
 			} else if err != nil {

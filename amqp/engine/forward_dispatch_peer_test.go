@@ -47,24 +47,7 @@ func sourcePeer(t *testing.T, payloads [][]byte, outcomes chan<- [2]string) stri
 			p.send(0, func(b []byte) []byte { return append(wire.AppendTransfer(b, &tr), pl...) })
 		}
 		for settled := 0; settled < len(payloads); {
-			d, _ := p.expect(wire.DescDisposition)
-			if d == nil {
-				return
-			}
-			var disp wire.Disposition
-			d.Disposition(&disp)
-			last := disp.First
-			if disp.HasLast {
-				last = disp.Last
-			}
-			for id := disp.First; id <= last; id++ {
-				cond := ""
-				if disp.State.Error != nil {
-					cond = disp.State.Error.Condition
-				}
-				outcomes <- [2]string{fmt.Sprint(id), disp.State.Kind.String() + " " + cond}
-				settled++
-			}
+			settled = readOutcomes(p, settled, outcomes)
 		}
 	})
 }
