@@ -577,13 +577,21 @@ func (m *mesh) receiveN(broker, queue string, n int, stall time.Duration) []*goa
 // source and a dead-lettering one dead-letters them with the reason; after
 // healing the held ones arrive.
 func TestIntegrationMeshCorrectiveAction(t *testing.T) {
+	for _, dp := range []string{"go-amqp", "engine"} {
+		t.Run(dp, func(t *testing.T) { meshCorrectiveAction(t, dp) })
+	}
+}
+
+func meshCorrectiveAction(t *testing.T, dataPath string) {
 	qHold, qDL, qRR := brokertest.UniqueName(t, "hold"), brokertest.UniqueName(t, "dl"), brokertest.UniqueName(t, "rr")
 	dlq, ex, dq := brokertest.UniqueName(t, "dlq"), brokertest.UniqueName(t, "ex"), brokertest.UniqueName(t, "dq")
+	dp := "data_path: " + dataPath + "\n"
 	m := newMesh(t, map[string]string{
-		"mA": fmt.Sprintf("routes:\n  - {kind: queue, src: rabbit1, dest: rabbit4, exchange: %s, queue: %s}\n"+
+		"mA": dp + fmt.Sprintf("routes:\n  - {kind: queue, src: rabbit1, dest: rabbit4, exchange: %s, queue: %s}\n"+
 			"  - {kind: queue, src: rabbit1, dest: rabbit4, exchange: %s, queue: %s, no_path: [dead-letter], dead_letter_queue: %s}\n",
 			ex, qHold, ex, qDL, dlq),
-		"mB": fmt.Sprintf("routes:\n  - {kind: queue, src: rabbit2, dest: rabbit4, exchange: %s, queue: %s, no_path: [reroute, hold]}\n", ex, qRR),
+		"mB": dp + fmt.Sprintf("routes:\n  - {kind: queue, src: rabbit2, dest: rabbit4, exchange: %s, queue: %s, no_path: [reroute, hold]}\n", ex, qRR),
+		"mC": dp, "mD": dp,
 	})
 	r1, r2 := m.brokers["rabbit1"].Config(), m.brokers["rabbit2"].Config()
 	for _, q := range []string{qHold, qDL, dlq} {
@@ -670,6 +678,7 @@ func TestIntegrationMeshCorrectiveAction(t *testing.T) {
 			t.Fatalf("dead-lettered message %d: %v", seq, msg.Annotations)
 		}
 	}
+	m.waitRoute("mA", idDL, func(st routes.Status) error { return noPathOn(st, dataPath) })
 	if st, _ := m.routers["mA"].routes.Get(idHold); st.NoPath != 0 || st.Forwarded != 0 {
 		t.Errorf("holding route moved messages while partitioned: %+v", st.Counters)
 	}
@@ -719,6 +728,17 @@ func TestIntegrationMeshCorrectiveAction(t *testing.T) {
 	if dups != 0 {
 		t.Errorf("%d duplicates of held messages", dups)
 	}
+}
+
+// noPathOn says whether st, a route dead-lettering or rejecting for want of
+// a path, does so on dataPath (route list's detail says so on the
+// engine) with every message it took settled at the source.
+func noPathOn(st routes.Status, dataPath string) error {
+	onEngine := strings.HasSuffix(st.Detail, "; on the engine data path")
+	if st.State != routes.StateWaiting || onEngine != (dataPath == "engine") || st.InFlight != 0 {
+		return fmt.Errorf("%s: %s (%s), in flight %d: want its no-path run on %s", st.Spec, st.State, st.Detail, st.InFlight, dataPath)
+	}
+	return nil
 }
 
 // A route from RabbitMQ to the Proton C broker two hops away: rabbit1 >

@@ -112,12 +112,12 @@ func qpidMultiHopStrictBrokers(t *testing.T, dataPath string) {
 		t.Errorf("application queue on amq.fanout: %v, %v messages enqueued, want 0", err, q["msgTotalEnqueues"])
 	}
 
-	checkQpidNoPath(t, m, ids, qHold, qDL, qRJ, dlq, dq)
+	checkQpidNoPath(t, m, ids, strings.TrimSuffix(strings.TrimPrefix(dataPath, "data_path: "), "\n"), qHold, qDL, qRJ, dlq, dq)
 }
 
 // checkQpidNoPath cuts qpidd4 off, sends to the hold, dead-letter and
 // reject routes, checks each action, heals and checks the held ones arrive.
-func checkQpidNoPath(t *testing.T, m *mesh, ids map[string]string, qHold, qDL, qRJ, dlq, dq string) {
+func checkQpidNoPath(t *testing.T, m *mesh, ids map[string]string, dataPath, qHold, qDL, qRJ, dlq, dq string) {
 	t.Helper()
 	m.proxies["qY"].Cut()
 	for _, q := range []string{qHold, qDL, qRJ} {
@@ -142,10 +142,16 @@ func checkQpidNoPath(t *testing.T, m *mesh, ids map[string]string, qHold, qDL, q
 		}
 	}
 	m.waitRoute("qX", ids[qRJ], func(st routes.Status) error {
-		if st.NoPath < n {
-			return fmt.Errorf("reject route: no-path count %d of %d", st.NoPath, n)
+		if st.NoPath < n || st.Rejected < n {
+			return fmt.Errorf("reject route: no-path count %d, rejected %d, of %d", st.NoPath, st.Rejected, n)
 		}
-		return nil
+		return noPathOn(st, dataPath)
+	})
+	m.waitRoute("qX", ids[qDL], func(st routes.Status) error {
+		if st.DeadLettered < n {
+			return fmt.Errorf("dead-letter route: dead-lettered %d of %d", st.DeadLettered, n)
+		}
+		return noPathOn(st, dataPath)
 	})
 	if st, _ := m.routers["qX"].routes.Get(ids[qHold]); st.NoPath != 0 {
 		t.Errorf("holding route gave up messages while partitioned: %+v", st.Counters)
