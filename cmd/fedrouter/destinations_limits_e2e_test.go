@@ -583,16 +583,23 @@ func (d *destRig) policyStatus(b brokertest.Broker, q string) int {
 // rabbit4, whose share bounds what it takes — what it refuses goes back
 // to rabbit1, released, never rejected — and at the end every message
 // confirmed is at rabbit1, at rabbit4, or in the consumer's hand; never
-// over the limit; a consumer that then acknowledges gets them all.
+// over the limit; a consumer that then acknowledges gets them all. On
+// each data path (on the engine, the flow into rabbit4 is seen there).
 func TestGlobalDestinationsFlowsRespectLimits(t *testing.T) {
 	parallelE2E(t, &limitsLane)
+	for _, dp := range []string{routes.DataPathGoAMQP, routes.DataPathEngine} {
+		t.Run(dp, func(t *testing.T) { flowsRespectLimits(t, dp) })
+	}
+}
+
+func flowsRespectLimits(t *testing.T, dataPath string) {
 	const limit, n = 4000, 3000
 	// A share an earlier configuration left at rabbit2, for a queue no
 	// entry limits: the router removes it when it starts.
 	stale := brokertest.UniqueName(t, "h-gd-stale")
 	b2 := brokertest.Require(t, "rabbit2")[0]
 	putPolicy(t, b2, "fedrouter-limit-"+stale, `{"pattern":"^h-gd-stale-nothing$","apply-to":"queues","priority":100,"definition":{"max-length":1}}`)
-	d := newDestRigNamed(t, "h-gd", fmt.Sprintf("settle: 2s, max_hops: 10, limits: {max_messages: %d}", limit))
+	d := newDestRigOn(t, dataPath, "h-gd", fmt.Sprintf("settle: 2s, max_hops: 10, limits: {max_messages: %d}", limit))
 	brokertest.Eventually(t, time.Minute, 250*time.Millisecond, func() error {
 		if code := d.policyStatus(b2, stale); code != http.StatusNotFound {
 			return fmt.Errorf("the stale policy at rabbit2: HTTP %d, want 404 (removed at start)", code)
@@ -637,6 +644,7 @@ func TestGlobalDestinationsFlowsRespectLimits(t *testing.T) {
 		}
 		return nil
 	})
+	d.flowOn(q, "rabbit4", dataPath)
 	time.Sleep(10 * time.Second) // the flow and the shares go on moving: what we want to see
 	if err := ch.Close(); err != nil {
 		t.Fatal(err)
@@ -667,6 +675,29 @@ func TestGlobalDestinationsFlowsRespectLimits(t *testing.T) {
 	if smp.most.Load() > limit+2000 {
 		t.Errorf("the total reached %d, over %d by more than a credit window", smp.most.Load(), limit)
 	}
+}
+
+// flowOn waits until the router runs a flow of q into broker dest
+// Operational on dataPath (route list's detail names the engine there).
+func (d *destRig) flowOn(q, dest, dataPath string) {
+	d.t.Helper()
+	brokertest.Eventually(d.t, time.Minute, 100*time.Millisecond, func() error {
+		sts, err := d.p.api().Routes(context.Background())
+		if err != nil {
+			return err
+		}
+		var seen []string
+		for _, st := range sts {
+			if st.Spec.DestQueue != q || st.Spec.Dest != dest || st.Spec.MaxMoves == 0 {
+				continue
+			}
+			seen = append(seen, fmt.Sprintf("%s: %s (%s)", st.Spec, st.State, st.Detail))
+			if st.State == routes.StateOperational && strings.Contains(st.Detail, "engine") == (dataPath == routes.DataPathEngine) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no flow of %s into %s Operational on %s: %v", q, dest, dataPath, seen)
+	})
 }
 
 // promNum is n as the metrics' text format writes it (1e+06).
