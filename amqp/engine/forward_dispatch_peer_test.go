@@ -18,6 +18,16 @@ func acceptingPeer(t *testing.T, got chan<- string) string {
 // answeringPeer is acceptingPeer settling each delivery with the state
 // answer gives for its id.
 func answeringPeer(t *testing.T, got chan<- string, answer func(id uint32) wire.StateKind) string {
+	return destPeer(t, func(tr *wire.Transfer) *wire.DeliveryState {
+		got <- fmt.Sprintf("%x", tr.Payload[len(tr.Payload)-1])
+		return &wire.DeliveryState{Kind: answer(tr.DeliveryID)}
+	})
+}
+
+// destPeer is a destination that takes a sender's attach, grants credit
+// and settles every transfer (first frame of a delivery) with the state
+// answer gives, or leaves it unanswered when answer gives nil.
+func destPeer(t *testing.T, answer func(tr *wire.Transfer) *wire.DeliveryState) string {
 	return fakePeer(t, func(p *peer) {
 		p.open(wire.Open{})
 		p.beginAttach(0)
@@ -32,8 +42,14 @@ func answeringPeer(t *testing.T, got chan<- string, answer func(id uint32) wire.
 			}
 			var tr wire.Transfer
 			d.Transfer(&tr)
-			got <- fmt.Sprintf("%x", tr.Payload[len(tr.Payload)-1])
-			disp := wire.Disposition{Role: wire.RoleReceiver, First: tr.DeliveryID, Settled: true, State: wire.DeliveryState{Kind: answer(tr.DeliveryID)}}
+			if !tr.HasDeliveryID {
+				continue // a later frame of a multi-frame delivery
+			}
+			st := answer(&tr)
+			if st == nil {
+				continue
+			}
+			disp := wire.Disposition{Role: wire.RoleReceiver, First: tr.DeliveryID, Settled: true, State: *st}
 			p.send(ch, func(b []byte) []byte { return wire.AppendDisposition(b, &disp) })
 		}
 	})
