@@ -63,10 +63,10 @@ func (l localRoutes) own() []routes.Status { return l.m.List() }
 func (l localRoutes) reloadConfigured(ctx context.Context, remove, replace, add []configRoute) error {
 	var errs []error
 	for _, r := range remove {
-		errs = append(errs, l.m.StopConfigured(ctx, r.id, false))
+		errs = append(errs, l.m.StopConfigured(ctx, r.id, routes.DropSubscription))
 	}
 	for _, r := range replace {
-		if err := l.m.StopConfigured(ctx, r.id, true); err != nil {
+		if err := l.m.StopConfigured(ctx, r.id, routes.KeepSubscription); err != nil {
 			errs = append(errs, err)
 			continue
 		}
