@@ -12,7 +12,8 @@ import (
 // (localRoutes: the route manager, with its state file and journal) and a
 // cluster member's (*clusterPart: definitions in the cluster's PostgreSQL
 // store, each run by the member holding its lease). The admin API's route
-// calls go through it, and so will a reload or a console.
+// calls and a reload's (reloadConfigured) go through it; the console
+// reaches it through the admin API.
 type routeControl interface {
 	// add adds a runtime route; durable before it runs.
 	add(ctx context.Context, spec routes.Spec) (routes.Status, error)
