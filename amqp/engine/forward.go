@@ -72,8 +72,9 @@ var ErrFenced = errors.New("engine: the forwarder's fence refused to send")
 // source's, OnSettled and OnCredit on each destination's); attaching a
 // destination is its owner's (AttachRequests).
 //
-// Lock order: Forwarder.mu, then one session's mutex at a time, then a
-// connection's write buffer.
+// Lock order: Forwarder.mu, then a sender's sendMu and one session's
+// mutex at a time, then a connection's write buffer (docs/architecture.md,
+// Lock order).
 type Forwarder struct {
 	opts ForwardOptions
 	dl   *Sender // ForwardOptions.DeadLetter's sender; nil without
