@@ -89,13 +89,13 @@ func TestForwardHoldAndOnRejected(t *testing.T) {
 	var onRejected atomic.Int64
 	more := make(chan struct{})
 	outcomes := make(chan [2]string, len(payloads))
-	got := make(chan int, len(payloads))
+	got := make(chan string, len(payloads))
 	ss := session(t, dialFake(t, steppedSourcePeer(t, payloads, more, outcomes), engine.Options{}), engine.SessionOptions{})
-	ds := session(t, dialFake(t, answeringPeer(t, got, func(n int) *wire.DeliveryState {
-		if n == 2 { // as a full queue does
-			return &wire.DeliveryState{Kind: wire.StateRejected, Error: &wire.Error{Condition: "amqp:resource-limit-exceeded", Description: "max-length"}}
+	ds := session(t, dialFake(t, answeringPeer(t, got, func(id uint32) wire.StateKind {
+		if id == 2 { // the third sent: refused, as by a full queue
+			return wire.StateRejected
 		}
-		return &wire.DeliveryState{Kind: wire.StateAccepted}
+		return wire.StateAccepted
 	}), engine.Options{}), engine.SessionOptions{})
 	fo := engine.ForwardOptions{Hold: hold.Load, OnRejected: func(st *engine.DeliveryState) *engine.DeliveryState {
 		onRejected.Add(1)
@@ -176,10 +176,9 @@ func TestForwardHoldThenStop(t *testing.T) {
 	var hold atomic.Bool
 	more := make(chan struct{})
 	outcomes := make(chan [2]string, len(payloads))
-	got := make(chan int, len(payloads))
+	got := make(chan string, len(payloads))
 	ss := session(t, dialFake(t, steppedSourcePeer(t, payloads, more, outcomes), engine.Options{}), engine.SessionOptions{})
-	ds := session(t, dialFake(t, answeringPeer(t, got, func(int) *wire.DeliveryState { return &wire.DeliveryState{Kind: wire.StateAccepted} }),
-		engine.Options{}), engine.SessionOptions{})
+	ds := session(t, dialFake(t, acceptingPeer(t, got), engine.Options{}), engine.SessionOptions{})
 	f, _, _, err := engine.Forward(t.Context(), ss, engine.ReceiverOptions{Address: "src", Credit: 10}, ds, engine.SenderOptions{Address: "dst"},
 		engine.ForwardOptions{Hold: hold.Load})
 	if err != nil {

@@ -458,11 +458,18 @@ func (d *destRig) drainAll(q string, accepted []int64) int {
 // message confirmed is there; consumers drain them all and the producers
 // are accepted again; a producer at one broker that fills its share is
 // accepted again once the shares move to it (the rebalance's reaction
-// time, measured).
+// time, measured). On each data path: the flows feeding the instances
+// are gated on either.
 func TestGlobalDestinationsLimitsAddUp(t *testing.T) {
 	parallelE2E(t, &limitsLane)
+	for _, dp := range []string{routes.DataPathGoAMQP, routes.DataPathEngine} {
+		t.Run(dp, func(t *testing.T) { limitsAddUp(t, dp) })
+	}
+}
+
+func limitsAddUp(t *testing.T, dataPath string) {
 	const limit = 10000
-	d := newDestRigNamed(t, "h-gd", fmt.Sprintf("settle: 2s, limits: {max_messages: %d}", limit))
+	d := newDestRigOn(t, dataPath, "h-gd", fmt.Sprintf("settle: 2s, limits: {max_messages: %d}", limit))
 	q := d.globalQueue()
 	view := d.limitsView(q, 60*time.Second)
 	time.Sleep(time.Second) // a policy applies moments after its PUT (asynchronously)
