@@ -538,11 +538,18 @@ func limitsAddUp(t *testing.T, dataPath string) {
 }
 
 // The same with max_bytes: 1,000,000 bytes over rabbit1..4, producers at
-// all four publishing 100-byte bodies, 40,000 in all (4,000,000 bytes).
+// all four publishing 100-byte bodies, 40,000 in all (4,000,000 bytes),
+// on each data path.
 func TestGlobalDestinationsBytesLimitsAddUp(t *testing.T) {
 	parallelE2E(t, &limitsLane)
+	for _, dp := range []string{routes.DataPathGoAMQP, routes.DataPathEngine} {
+		t.Run(dp, func(t *testing.T) { bytesLimitsAddUp(t, dp) })
+	}
+}
+
+func bytesLimitsAddUp(t *testing.T, dataPath string) {
 	const limit = 1_000_000
-	d := newDestRigNamed(t, "h-gd", fmt.Sprintf("settle: 2s, limits: {max_bytes: %d}", limit))
+	d := newDestRigOn(t, dataPath, "h-gd", fmt.Sprintf("settle: 2s, limits: {max_bytes: %d}", limit))
 	q := d.globalQueue()
 	view := d.limitsView(q, 60*time.Second)
 	time.Sleep(time.Second) // a policy applies moments after its PUT (asynchronously)
