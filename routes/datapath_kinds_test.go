@@ -77,3 +77,41 @@ func TestIntegrationExchangeRouteKeyQpidd(t *testing.T) {
 		})
 	})
 }
+
+// An exchange route out of a qpidd fanout exchange into a qpidd topic
+// exchange with a literal key, on each data path: every message crosses
+// (a fanout ignores the key), whatever subject it came with or none, and
+// the destination routes it by the key because the route's sender gives
+// it the key as its subject (on the engine, the properties rewritten in
+// the message's bytes); the other sections arrive as they were sent.
+func TestIntegrationExchangeRouteLiteralKeyQpidd(t *testing.T) {
+	const n = 200
+	onEachDataPath(t, func(t *testing.T, dataPath string) {
+		h := newHarnessOn(t, dataPath, "qpidd1", "qpidd2")
+		ex, dq := brokertest.UniqueName(t, "h-enginelinks-ex"), brokertest.UniqueName(t, "h-enginelinks-dq")
+		brokertest.DeclareExchangeQueue(t, h.brokers["qpidd1"].Config(), ex, "fanout", "", "")
+		brokertest.DeclareExchangeQueue(t, h.brokers["qpidd2"].Config(), ex, "topic", dq, "eu.orders")
+		st := h.add(routes.Spec{Kind: routes.KindExchange, Dest: "qpidd2", Src: "qpidd1", Exchange: ex, Key: "eu.orders"})
+		h.waitDataPath(st.ID, dataPath)
+		brokertest.SendAll(t, h.session("qpidd1"), ex, 50, n, func(i int) *goamqp.Message {
+			m := brokertest.Numbered(i)
+			m.ApplicationProperties["subject"] = "eu.orders" // what it must arrive with
+			switch i % 3 {
+			case 0:
+				m.Properties.Subject = nil
+			case 1:
+				other := "us.refunds"
+				m.Properties.Subject = &other
+			}
+			return m
+		})
+		got := brokertest.Collect(t, h.conns["qpidd2"], dq, n, 30*time.Second)
+		brokertest.CheckInOrderOnce(t, got, n)
+		brokertest.Eventually(t, 10*time.Second, 50*time.Millisecond, func() error {
+			if g, _ := h.m.Get(st.ID); g.Forwarded != n || g.Sent != n || g.InFlight != 0 {
+				return fmt.Errorf("counters %+v", g.Counters)
+			}
+			return nil
+		})
+	})
+}
