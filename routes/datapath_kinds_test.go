@@ -7,7 +7,9 @@ import (
 
 	goamqp "github.com/Azure/go-amqp"
 
+	famqp "github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/amqp/brokertest"
+	"github.com/fedrouter/fedrouter/links"
 	"github.com/fedrouter/fedrouter/routes"
 )
 
@@ -113,5 +115,49 @@ func TestIntegrationExchangeRouteLiteralKeyQpidd(t *testing.T) {
 			}
 			return nil
 		})
+	})
+}
+
+// A transit queue's forwarder on the last hop of messages in transit for
+// a qpidd topic exchange with a literal key (exchange:EX:news.eu), on
+// each data path: the sender it attaches for that address gives every
+// message the key as its subject (on the engine: links.EngineResolver's
+// sender, the properties rewritten in the bytes), so qpidd routes each
+// into the queue bound with it, whatever subject it came with.
+func TestIntegrationTransitIntoLiteralKeyQpidd(t *testing.T) {
+	const n = 200
+	onEachDataPath(t, func(t *testing.T, dataPath string) {
+		bs := brokertest.Require(t, "qpidd1", "qpidd2")
+		src, dst := bs[0], bs[1]
+		q := brokertest.UniqueName(t, "h-enginelinks-transit")
+		ex, dq := brokertest.UniqueName(t, "h-enginelinks-ex"), brokertest.UniqueName(t, "h-enginelinks-dq")
+		brokertest.DeclareQueue(t, src.Config(), q)
+		brokertest.DeclareExchangeQueue(t, dst.Config(), ex, "topic", dq, "news.eu")
+		sc, dc := brokertest.Dial(t, src.Config(), famqp.ConnOptions{}), brokertest.Dial(t, dst.Config(), famqp.ConnOptions{})
+		sp, dp := brokertest.Profile(t, src.Config()), brokertest.Profile(t, dst.Config())
+		brokertest.SendAll(t, brokertest.Session(t, sc), q, 50, n, func(i int) *goamqp.Message {
+			m := brokertest.Numbered(i) // subject orders.created: nothing is bound to it
+			m.ApplicationProperties["subject"] = "news.eu"
+			m.Annotations[links.AnnotationDestBroker] = dst.Name
+			m.Annotations[links.AnnotationDestAddress] = "exchange:" + ex + ":news.eu"
+			m.Annotations[links.AnnotationOrigin], m.Annotations[links.AnnotationHops] = "elsewhere", int64(1)
+			return m
+		})
+		spec, err := sp.Source(t.Context(), famqp.Node{Kind: famqp.Queue, Name: q}, famqp.Subscription{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := links.Config{Window: 100, OutcomeTimeout: time.Minute, Limit: n}
+		var c links.Counters
+		if dataPath == routes.DataPathEngine {
+			err = engineHop(t.Context(), sc, dc, spec, sp, dp, src.Name, dst.Name, cfg, &c)
+		} else {
+			err = goAMQPHop(t.Context(), sc, dc, spec, dp, src.Name, dst.Name, cfg, &c)
+		}
+		if err != nil || c.Forwarded.Load() != n {
+			t.Fatalf("%s: forwarded %d of %d (rejected %d): %v", dataPath, c.Forwarded.Load(), n, c.Rejected.Load(), err)
+		}
+		got := brokertest.Collect(t, dc, dq, n, 30*time.Second)
+		brokertest.CheckInOrderOnce(t, got, n)
 	})
 }
