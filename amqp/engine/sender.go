@@ -73,7 +73,9 @@ func (sn *Sender) Credit() uint32 {
 // Send sends payload (an encoded message) as one delivery, waiting for
 // credit, session window and room in the outgoing buffer. It returns
 // once the frames are in the buffer, with the delivery-id the outcome
-// will name.
+// will name. With SenderOptions.Subject the message goes with that
+// subject (its properties rewritten in a copy; payload is not changed),
+// or not at all: ErrUnwritable when its properties do not decode.
 func (sn *Sender) Send(ctx context.Context, payload []byte) (uint32, error) {
 	return sn.send(waitFor(ctx), payload)
 }
