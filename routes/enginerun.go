@@ -41,10 +41,11 @@ func CheckDataPath(p string) error {
 // links.EngineMove); an exchange route (a
 // direct one on a link-state mesh with meshHop on the message's bytes:
 // enginehook.go); fan-out routes; dynamic routes (traceHop likewise,
-// their demand followed beside the run). A link the
-// engine cannot attach (qpidd's subject on every message of an exchange
-// route with a literal key: amqp.ErrEngineUnsupported) makes that run
-// go on go-amqp (runLinks).
+// their demand followed beside the run); no-path runs are the engine's
+// too (nopath.go). A link the engine cannot attach
+// (amqp.ErrEngineUnsupported: none of the profiles' links today, kept
+// for one a profile may ask later) makes that run go on go-amqp
+// (runLinks).
 func (r *route) onEngine(path pathpolicy.Path) bool {
 	if r.m.opts.DataPath != DataPathEngine {
 		return false
