@@ -13,13 +13,16 @@ import (
 
 	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/amqp/brokertest"
+	"github.com/fedrouter/fedrouter/routes"
 )
 
 // meshDestRouter starts router id attached to brokers a and b (a link
-// between them), with link state on and one destinations: entry.
-func meshDestRouter(t *testing.T, id, control, pattern string, a, b brokertest.Broker) *routerProc {
+// between them), with link state on, one destinations: entry, and its
+// routes on dataPath.
+func meshDestRouter(t *testing.T, id, dataPath, control, pattern string, a, b brokertest.Broker) *routerProc {
 	t.Helper()
 	yaml := fmt.Sprintf(`router_id: %s
+data_path: %s
 brokers:
   - {name: %s, url: %q, profile: rabbitmq, username: guest, password: guest, management: {url: %q}}
   - {name: %s, url: %q, profile: rabbitmq, username: guest, password: guest, management: {url: %q}}
@@ -31,7 +34,7 @@ destinations:
 reconnect: {min: 100ms, max: 1s}
 admin: {listen: "127.0.0.1:0"}
 log: {level: info, format: json}
-`, id, a.Name, a.URL, a.MgmtURL, b.Name, b.URL, b.MgmtURL, a.Name, b.Name, e2eSecret, control, pattern)
+`, id, dataPath, a.Name, a.URL, a.MgmtURL, b.Name, b.URL, b.MgmtURL, a.Name, b.Name, e2eSecret, control, pattern)
 	yaml = withAdminPort(t, yaml)
 	path := filepath.Join(t.TempDir(), id+".yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
@@ -56,11 +59,17 @@ log: {level: info, format: json}
 // at rabbit2 for a consumer), run alone as well as beside other tests;
 // alone it is where it was before the others ran in parallel.
 func TestGlobalDestinationsAcrossRouters(t *testing.T) {
+	for _, dp := range []string{routes.DataPathGoAMQP, routes.DataPathEngine} {
+		t.Run(dp, func(t *testing.T) { acrossRouters(t, dp) })
+	}
+}
+
+func acrossRouters(t *testing.T, dataPath string) {
 	bs := brokertest.Require(t, "rabbit1", "rabbit2", "rabbit3")
 	prefix := strings.ReplaceAll(brokertest.UniqueName(t, "gdm"), "Test", "")
 	control := "ctl." + prefix
-	a := meshDestRouter(t, "gdma", control, prefix+".*", bs[0], bs[1])
-	b := meshDestRouter(t, "gdmb", control, prefix+".*", bs[1], bs[2])
+	a := meshDestRouter(t, "gdma", dataPath, control, prefix+".*", bs[0], bs[1])
+	b := meshDestRouter(t, "gdmb", dataPath, control, prefix+".*", bs[1], bs[2])
 	var mgmt []*amqp.RabbitManagement
 	for _, br := range bs {
 		m, err := amqp.NewRabbitManagement(br.Config())
@@ -122,6 +131,6 @@ func TestGlobalDestinationsAcrossRouters(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "rabbit3 (") || !strings.Contains(out, "remote") {
 		t.Errorf("A's destination list does not show the flow to rabbit3 or rabbit3's consumers: exit %d\n%s", code, out)
 	}
-	t.Logf("created at rabbit1: at rabbit3 (through A to rabbit2, B to rabbit3) %s later; %d published at rabbit1, all consumed at rabbit3 %s after the first, 0 lost, %d duplicates, moves per message %s\nA's view:\n%s",
+	t.Logf("%s: created at rabbit1: at rabbit3 (through A to rabbit2, B to rabbit3) %s later; %d published at rabbit1, all consumed at rabbit3 %s after the first, 0 lost, %d duplicates, moves per message %s\nA's view:\n%s", dataPath,
 		propagated.Round(time.Millisecond), n, all.Round(time.Millisecond), dups, hops, out)
 }
