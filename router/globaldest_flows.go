@@ -43,29 +43,18 @@ func (g *globalDests) publishFlows() {
 // when there are none.
 func (g *globalDests) advertisedFlows(shared map[string]bool, now time.Time) json.RawMessage {
 	g.mu.Lock()
-	var all [][2]string
+	var all []instanceCount
 	for k, stopped := range g.flowsAd {
 		if shared[k[0]] && (stopped.IsZero() || now.Sub(stopped) < ownConsumerLag) {
-			all = append(all, k)
+			all = append(all, instanceCount{k[0], k[1], 1})
 		}
 	}
 	g.mu.Unlock()
-	slices.SortFunc(all, func(a, b [2]string) int { return cmp.Or(strings.Compare(a[0], b[0]), strings.Compare(a[1], b[1])) })
-	if len(all) > maxAdvertisedFlows {
-		g.flowsTruncOnce.Do(func() {
-			g.log.Warn().Int("flows", len(all)).Int("advertised", maxAdvertisedFlows).
-				Msg("more flows out of brokers shared with other routers than one advertisement carries: the other routers count the rest as consumers")
-		})
-		all = all[:maxAdvertisedFlows]
-	}
-	out := map[string]map[string]int{}
-	for _, k := range all {
-		if out[k[0]] == nil {
-			out[k[0]] = map[string]int{}
-		}
-		out[k[0]][k[1]]++
-	}
-	return extValue(out, len(all))
+	slices.SortFunc(all, func(a, b instanceCount) int {
+		return cmp.Or(strings.Compare(a.broker, b.broker), strings.Compare(a.name, b.name))
+	})
+	return g.encodeCounts(all, maxAdvertisedFlows, &g.flowsTruncOnce,
+		"more flows out of brokers shared with other routers than one advertisement carries: the other routers count the rest as consumers")
 }
 
 // others is what the other routers advertise about the brokers in own,

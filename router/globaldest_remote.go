@@ -26,34 +26,40 @@ const maxAdvertisedConsumers = 200
 // advertised encodes the instances with consumers at this router's
 // brokers, for ConsumersExt; nil when there are none.
 func (g *globalDests) advertised() json.RawMessage {
-	type entry struct {
-		broker, name string
-		n            int
-	}
 	g.mu.Lock()
-	var all []entry
+	var all []instanceCount
 	for _, d := range g.status {
 		for _, in := range d.Instances {
 			if in.State == "present" && in.Consumers > 0 {
-				all = append(all, entry{in.Broker, d.Name, in.Consumers})
+				all = append(all, instanceCount{in.Broker, d.Name, in.Consumers})
 			}
 		}
 	}
 	g.mu.Unlock()
-	sort.Slice(all, func(i, j int) bool { return all[i].n > all[j].n })
-	if len(all) > maxAdvertisedConsumers {
-		g.truncatedOnce.Do(func() {
-			g.log.Warn().Int("instances", len(all)).Int("advertised", maxAdvertisedConsumers).
-				Msg("more global destination instances with consumers than one advertisement carries: those with the most consumers are advertised")
-		})
-		all = all[:maxAdvertisedConsumers]
+	sort.SliceStable(all, func(i, j int) bool { return all[i].n > all[j].n })
+	return g.encodeCounts(all, maxAdvertisedConsumers, &g.truncatedOnce,
+		"more global destination instances with consumers than one advertisement carries: those with the most consumers are advertised")
+}
+
+// instanceCount is a count at one instance (broker, queue name).
+type instanceCount struct {
+	broker, name string
+	n            int
+}
+
+// encodeCounts encodes the first most of all as {"<broker>": {"<queue>":
+// n}} (nil when empty), logging tooMany once if there are more.
+func (g *globalDests) encodeCounts(all []instanceCount, most int, once *sync.Once, tooMany string) json.RawMessage {
+	if len(all) > most {
+		once.Do(func() { g.log.Warn().Int("instances", len(all)).Int("advertised", most).Msg(tooMany) })
+		all = all[:most]
 	}
 	out := map[string]map[string]int{}
 	for _, e := range all {
 		if out[e.broker] == nil {
 			out[e.broker] = map[string]int{}
 		}
-		out[e.broker][e.name] = e.n
+		out[e.broker][e.name] += e.n
 	}
 	return extValue(out, len(all))
 }
