@@ -20,9 +20,9 @@ import (
 // consumer seen arriving is no flow's target at once (arrive.txt): like
 // any consumer found after a gap, it must have been there for Settle,
 // by when the advertisement of a flow has arrived (the router
-// originates it within a second, and a changed advertisement starts a
-// round of listings: router/globaldest_remote.go) and has been
-// subtracted — the consumer is gone from the core's count, and the
+// originates it at once, at most once a second, and a changed
+// advertisement starts a round of listings: router/globaldest_flows.go)
+// and has been subtracted — the consumer is gone from the core's count, and the
 // hysteresis starts again.
 
 // Others is what the other routers advertise about this router's brokers.

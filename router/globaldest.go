@@ -46,6 +46,7 @@ type globalDests struct {
 	// nil without link state. flowsTruncOnce: FlowsExt's bound was hit.
 	others         *remoteCounts
 	flowsTruncOnce sync.Once
+	flowsChanged   chan struct{} // publishFlows → the topology driver: advertise now
 	// shares: other routers' ads of the limited destinations (nil
 	// without link state); started, grace: sharesGrace.
 	shares          *remoteShares
@@ -107,6 +108,7 @@ func (r *Router) newGlobalDests(brokers map[string]amqp.Broker) error {
 	sort.Strings(g.brokers)
 	g.entries, g.limits = entries, newDestLimits(entries, brokers, r.limitGates)
 	g.conns, g.routerID, g.wake, g.consumerEvents = brokers, r.cfg.RouterID, make(chan string, len(g.brokers)), map[[2]string]consumerEvents{}
+	g.flowsChanged = make(chan struct{}, 1)
 	r.gdests = g
 	return nil
 }

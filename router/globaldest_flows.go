@@ -31,11 +31,22 @@ const FlowsExt = "flows"
 const maxAdvertisedFlows = 50
 
 // publishFlows copies the flows this router subtracts from its listings
-// (flowsOut, owned by run) for advertisedFlows.
+// (flowsOut, owned by run) for advertisedFlows, and on a change asks the
+// topology driver to advertise at once (flowsChanged): until the other
+// routers have it, they count a new flow as a consumer.
 func (g *globalDests) publishFlows() {
 	g.mu.Lock()
-	g.flowsAd = maps.Clone(g.flowsOut)
+	changed := !maps.Equal(g.flowsAd, g.flowsOut)
+	if changed {
+		g.flowsAd = maps.Clone(g.flowsOut)
+	}
 	g.mu.Unlock()
+	if changed {
+		select {
+		case g.flowsChanged <- struct{}{}:
+		default: // asked already
+		}
+	}
 }
 
 // advertisedFlows encodes, for FlowsExt, the flows out of the brokers in

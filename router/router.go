@@ -174,6 +174,9 @@ func (r *Router) startTopology(brokers map[string]amqp.Broker) error {
 	if err != nil {
 		return fmt.Errorf("router: topology: %w", err)
 	}
+	if r.gdests != nil {
+		r.topo.advertise = r.gdests.flowsChanged
+	}
 	r.control.Start(r.ctx)
 	r.dests.start(r.ctx)
 	r.topo.start(r.ctx)

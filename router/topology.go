@@ -40,12 +40,15 @@ type topoDriver struct {
 	// driver's goroutine (dynamic routes); a *Paths is never changed once
 	// published.
 	table        *table
-	edgesErr     string           // the last advertised-edges error logged (owned by run)
-	consumersErr string           // the last advertised-consumers error logged (owned by run)
-	flowsErr     string           // the last advertised-flows error logged (owned by run)
-	brokers      []string         // this router's, by name
-	sharesErr    string           // the last advertised-shares error logged (owned by run)
-	limit        *ratelog.Limiter // warnings about the node's events, by kind
+	edgesErr     string   // the last advertised-edges error logged (owned by run)
+	consumersErr string   // the last advertised-consumers error logged (owned by run)
+	flowsErr     string   // the last advertised-flows error logged (owned by run)
+	brokers      []string // this router's, by name
+	// advertise, when set (before start), asks for the extensions to be
+	// read and advertised now rather than at the next localEvery.
+	advertise <-chan struct{}
+	sharesErr string           // the last advertised-shares error logged (owned by run)
+	limit     *ratelog.Limiter // warnings about the node's events, by kind
 
 	snapReq chan chan topology.Snapshot
 	g       *group.Group  // run's; set by start
@@ -140,6 +143,8 @@ func (d *topoDriver) run(ctx context.Context) {
 			d.receive()
 		case <-timer.C:
 			ready = d.node.Tick(time.Now())
+		case <-d.advertise:
+			d.setLocal(time.Now())
 		case <-local.C:
 			now := time.Now()
 			d.setLocal(now)
