@@ -40,15 +40,15 @@ type topoDriver struct {
 	// driver's goroutine (dynamic routes); a *Paths is never changed once
 	// published.
 	table        *table
-	edgesErr     string   // the last advertised-edges error logged (owned by run)
-	consumersErr string   // the last advertised-consumers error logged (owned by run)
-	flowsErr     string   // the last advertised-flows error logged (owned by run)
-	brokers      []string // this router's, by name
+	edgesErr     string           // the last advertised-edges error logged (owned by run)
+	consumersErr string           // the last advertised-consumers error logged (owned by run)
+	flowsErr     string           // the last advertised-flows error logged (owned by run)
+	sharesErr    string           // the last advertised-shares error logged (owned by run)
+	limit        *ratelog.Limiter // warnings about the node's events, by kind
+	brokers      []string         // this router's, by name
 	// advertise, when set (before start), asks for the extensions to be
 	// read and advertised now rather than at the next localEvery.
 	advertise <-chan struct{}
-	sharesErr string           // the last advertised-shares error logged (owned by run)
-	limit     *ratelog.Limiter // warnings about the node's events, by kind
 
 	snapReq chan chan topology.Snapshot
 	g       *group.Group  // run's; set by start
@@ -320,8 +320,8 @@ func (d *topoDriver) storeConsumers() {
 func (d *topoDriver) storeFlows() {
 	shared := map[string]bool{}
 	for _, b := range d.brokers {
-		for _, id := range d.node.Peers(b) {
-			shared[b] = shared[b] || id != d.self
+		if slices.ContainsFunc(d.node.Peers(b), func(id string) bool { return id != d.self }) {
+			shared[b] = true
 		}
 	}
 	d.table.flows.setShared(shared)
