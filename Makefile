@@ -155,7 +155,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzTransitAnnotations -fuzztime 30s ./links/
 	$(GO) test -run '^$$' -fuzz FuzzGlob -fuzztime 10s ./links/
 	$(GO) test -run '^$$' -fuzz FuzzKeyGuard -fuzztime 30s ./amqp/
-	$(GO) test -run '^$$' -fuzz FuzzSpecUnmarshalJSON -fuzztime 30s ./routes/
+	$(GO) test -run '^$$' -fuzz FuzzSpecUnmarshalJSON -fuzztime 30s ./routes/routespec/
 	$(GO) test -run '^$$' -fuzz FuzzJournalReplay -fuzztime 30s ./routes/
 
 clean:

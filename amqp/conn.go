@@ -306,8 +306,9 @@ func (c *Conn) fail(err error, state State) {
 	})
 }
 
-// run is the connection's only goroutine: dial, hold, re-dial, until ctx
-// (the Conn's group's) ends.
+// run is the Conn's own goroutine, the one Close waits for (a connection's
+// write flusher, coalesce.go, is started and joined with each connection
+// it holds): dial, hold, re-dial, until ctx (the Conn's group's) ends.
 func (c *Conn) run(ctx context.Context) {
 	defer c.setState(func(s *Status) { s.State = Closed; s.RetryIn, s.RetryAt = 0, time.Time{} })
 	attempt := 0

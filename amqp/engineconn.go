@@ -177,25 +177,22 @@ func (b *BrokerConfig) engineTargets(o ConnOptions) ([]engineTarget, error) {
 	return out, nil
 }
 
-// ErrEngineUnsupported: a link the engine data path does not carry yet
-// (a filter other than the legacy topic filter, a subject set on every
-// message); the route runs on go-amqp instead.
+// ErrEngineUnsupported: a link the engine data path does not carry; the
+// route runs on go-amqp instead. No link spec a profile makes is refused
+// today (every filter and a subject on every message are carried): the
+// routes' fallback stays for what a profile may ask later.
 var ErrEngineUnsupported = errors.New("not supported on the engine data path yet")
 
 // EngineReceiver returns the engine receiver options for s, a source
-// at a broker of profile p. RabbitMQ adds a flow's link-credit to the
-// transfers still in flight (docs/go-amqp-credit.md): its receivers
-// grant only once the credit is spent, so that no more than the credit
-// is ever unsettled there (what a router killed mid-stream sends twice).
+// at a broker of profile p: its filters encoded as go-amqp encodes them
+// (the peer's echo of them is not checked, as go-amqp does not).
+// RabbitMQ adds a flow's link-credit to the transfers still in flight
+// (docs/go-amqp-credit.md): its receivers grant only once the credit is
+// spent, so that no more than the credit is ever unsettled there (what
+// a router killed mid-stream sends twice).
 func (s LinkSpec) EngineReceiver(p Profile) (engine.ReceiverOptions, error) {
-	if len(s.Filters) > 0 && s.topicKey == "" {
-		return engine.ReceiverOptions{}, fmt.Errorf("source %s: a filter other than a topic binding: %w", s.Address, ErrEngineUnsupported)
-	}
 	o := engine.ReceiverOptions{Name: s.LinkName, Address: s.Address, Capabilities: s.Capabilities,
-		GrantWhenSpent: p != nil && p.Name() == "rabbitmq"}
-	if s.topicKey != "" {
-		o.Filter = engineFilter(s.topicKey)
-	}
+		GrantWhenSpent: p != nil && p.Name() == "rabbitmq", Filter: engineFilters(s.Filters)}
 	if s.Unsettled { // qpidd sends an exchange subscription settled otherwise
 		o.Mode = engine.SettleAskUnsettled
 	}
@@ -205,10 +202,9 @@ func (s LinkSpec) EngineReceiver(p Profile) (engine.ReceiverOptions, error) {
 	return o, nil
 }
 
-// EngineSender returns the engine sender options for s, a target.
+// EngineSender returns the engine sender options for s, a target: with
+// a Subject, every message sent gets it (the engine rewrites the
+// properties section, as Sender.Send replaces it on go-amqp).
 func (s LinkSpec) EngineSender() (engine.SenderOptions, error) {
-	if s.Subject != "" {
-		return engine.SenderOptions{}, fmt.Errorf("target %s: a subject on every message: %w", s.Address, ErrEngineUnsupported)
-	}
-	return engine.SenderOptions{Name: s.LinkName, Address: s.Address, Capabilities: s.Capabilities}, nil
+	return engine.SenderOptions{Name: s.LinkName, Address: s.Address, Capabilities: s.Capabilities, Subject: s.Subject}, nil
 }

@@ -117,14 +117,10 @@ type Subscription struct {
 // LinkSpec is what a profile resolved a Node to: everything needed to attach.
 type LinkSpec struct {
 	Address      string
-	Capabilities []string // source capabilities (receiver) / target capabilities (sender)
-	Filters      []goamqp.LinkFilter
-	// topicKey is the binding key of Filters when they are the one
-	// legacy topic filter (withTopicFilter): the engine encodes it
-	// itself (EngineReceiver).
-	topicKey string
-	LinkName string // fixed link name: durable subscriptions re-attach by name
-	Durable  bool   // source terminus durability unsettled-state + expiry never
+	Capabilities []string       // source capabilities (receiver) / target capabilities (sender)
+	Filters      []SourceFilter // the source's filter set: both data paths encode it (ReceiverOptions, EngineReceiver)
+	LinkName     string         // fixed link name: durable subscriptions re-attach by name
+	Durable      bool           // source terminus durability unsettled-state + expiry never
 	// Unsettled: the receiver asks the source to send unsettled (qpidd
 	// sends exchange subscriptions pre-settled otherwise: at-most-once).
 	// Not asked everywhere: the Proton brokers refuse the request.
@@ -141,7 +137,9 @@ func (s LinkSpec) ReceiverOptions() *goamqp.ReceiverOptions {
 		Credit:             -1,
 		Name:               s.LinkName,
 		SourceCapabilities: s.Capabilities,
-		Filters:            s.Filters,
+	}
+	for _, f := range s.Filters {
+		o.Filters = append(o.Filters, goamqp.NewLinkFilter(f.Name, f.Code, f.Value))
 	}
 	// The Source… options: go-amqp's Durability and ExpiryPolicy are the
 	// receiver's own (target) terminus, which keeps nothing at the broker.
@@ -254,34 +252,57 @@ func asQueue(n Node) Node {
 // controlInbox is the per-router inbox on queue-only brokers.
 func controlInbox(base, router string) string { return base + "." + router }
 
-// Legacy AMQP 0-10 binding filters, understood by qpidd (and echoed but
-// ignored by RabbitMQ 3.10).
+// SourceFilter is one entry of a source's filter set (part 3.5.8): a
+// described value under its name, as the AMQP filter registry defines
+// them. Code is the filter's numeric descriptor; 0 describes it by its
+// name instead. The filters the profiles ask for take a string.
+type SourceFilter struct {
+	Name  string
+	Code  uint64
+	Value string
+}
+
+// Filters the profiles ask for: the legacy AMQP 0-10 topic binding
+// (understood by qpidd, echoed but ignored by RabbitMQ 3.10) and the
+// JMS selector (Artemis, qpidd, the Proton brokers).
 const (
-	filterTopicName = "apache.org:legacy-amqp-topic-binding:string"
-	filterTopicCode = 0x0000468C00000001
+	filterTopicName    = "apache.org:legacy-amqp-topic-binding:string"
+	filterTopicCode    = 0x0000468C00000001
+	filterSelectorName = "apache.org:selector-filter:string"
+	filterSelectorCode = 0x0000468C00000004
 )
 
 // withTopicFilter is s filtered by the binding key key ("" for none).
 func (s LinkSpec) withTopicFilter(key string) LinkSpec {
 	if key != "" {
-		s.Filters = []goamqp.LinkFilter{goamqp.NewLinkFilter(filterTopicName, filterTopicCode, key)}
-		s.topicKey = key
+		s.Filters = []SourceFilter{{Name: filterTopicName, Code: filterTopicCode, Value: key}}
 	}
 	return s
 }
 
-// engineFilter is the filter set of a source with the topic filter
-// for key, encoded as go-amqp encodes withTopicFilter's.
-func engineFilter(key string) []byte {
-	b, mark := wire.BeginMap(nil)
-	b = wire.AppendSymbol(b, filterTopicName)
-	b = wire.AppendDescriptor(b, filterTopicCode)
-	b = wire.AppendString(b, key)
-	return wire.EndMap(b, mark, 2)
+// selectorFilter is the filter set of a JMS selector sel.
+func selectorFilter(sel string) []SourceFilter {
+	return []SourceFilter{{Name: filterSelectorName, Code: filterSelectorCode, Value: sel}}
 }
 
-func selectorFilter(sel string) []goamqp.LinkFilter {
-	return []goamqp.LinkFilter{goamqp.NewSelectorFilter(sel)}
+// engineFilters is the filter set fs encoded for the engine's attach,
+// as go-amqp encodes it for the same filters: a map of symbol names to
+// described values (nil for none).
+func engineFilters(fs []SourceFilter) []byte {
+	if len(fs) == 0 {
+		return nil
+	}
+	b, mark := wire.BeginMap(nil)
+	for _, f := range fs {
+		b = wire.AppendSymbol(b, f.Name)
+		if f.Code != 0 {
+			b = wire.AppendDescriptor(b, f.Code)
+		} else {
+			b = wire.AppendSymbol(append(b, 0x00), f.Name) // 0x00: a described value follows its descriptor
+		}
+		b = wire.AppendString(b, f.Value)
+	}
+	return wire.EndMap(b, mark, 2*len(fs))
 }
 
 // escapeSelector doubles single quotes for a JMS selector string literal.

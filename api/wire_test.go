@@ -37,7 +37,7 @@ func fullSpec() routes.Spec {
 
 func fullCounters() routes.Counters {
 	return routes.Counters{Sent: 1, Forwarded: 2, Redelivered: 3, Rejected: 4, DeadLettered: 5, NoOutcome: 6,
-		Looped: 7, NoPath: 8, Rerouted: 9, Copies: 10, CopiesViaTransit: 11, InFlight: 12, Moved: 13, Parked: 14}
+		Looped: 7, NoPath: 8, Rerouted: 9, Copies: 10, CopiesViaTransit: 11, InFlight: 12, Moved: 13, Parked: 14, Lost: 15}
 }
 
 func fullStatus() routes.Status {

@@ -276,11 +276,13 @@ func (e *EngineForwarder) count(c *Counters) engine.ForwardStats {
 	c.Looped.Add(st.Dropped - p.Dropped)
 	// Released at the source: outcomes other than accepted or rejected,
 	// and deliveries that were never sent (the forwarder stopping, or
-	// beyond what it may park).
+	// beyond what it may park) — but for those the source sent
+	// pre-settled: lost.
 	redelivered := func(s engine.ForwardStats) uint64 {
-		return s.Settled - s.Accepted - s.Rejected - s.Expired - s.DeadLettered - s.Refusals - s.Dropped + s.Released
+		return s.Settled - s.Accepted - s.Rejected - s.Expired - s.DeadLettered - s.Refusals - s.Dropped + s.Released - s.Lost
 	}
 	c.Redelivered.Add(redelivered(st) - redelivered(p))
+	c.Lost.Add(st.Lost - p.Lost)
 	c.InFlight.Store(int64(st.InFlight + st.Parked))
 	e.last = st
 	return st

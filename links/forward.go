@@ -115,12 +115,16 @@ var ErrFenced = errors.New("links: this router no longer holds the route's lease
 // Counters are a route's message counts; safe for concurrent reads.
 type Counters struct {
 	Sent, Forwarded, Redelivered, Rejected, DeadLettered, NoOutcome, Looped atomic.Uint64
-	InFlight                                                                atomic.Int64
+	// Lost: sent pre-settled by the source and not taken by the
+	// destination — nothing redelivers them (the engine's count; go-amqp
+	// does not say whether a delivery came settled).
+	Lost     atomic.Uint64
+	InFlight atomic.Int64
 }
 
 // Settled is how many messages left the source one way or another.
 func (c *Counters) Settled() uint64 {
-	return c.Forwarded.Load() + c.Redelivered.Load() + c.Rejected.Load() + c.DeadLettered.Load() + c.Looped.Load()
+	return c.Forwarded.Load() + c.Redelivered.Load() + c.Rejected.Load() + c.DeadLettered.Load() + c.Looped.Load() + c.Lost.Load()
 }
 
 // Annotation keys put on dead-lettered messages.

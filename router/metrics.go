@@ -17,10 +17,10 @@ var (
 	outcomeLabels = []string{"route", "dest", "src", "outcome"}
 
 	descRouteMessages = prometheus.NewDesc("fedrouter_route_messages_total",
-		"Messages a route handled since the router started, by outcome: forwarded (accepted by the destination), redelivered (released back to the source), rejected (at the source), dead_lettered, no_outcome (destination silent past outcome_timeout), looped (not sent: already there, or not on its origin's tree), no_path (dead-lettered or rejected for want of a path), rerouted (sent over an alternative path), copies (exchange routes with fan-out: copies sent into transit, one per broker reached).",
+		"Messages a route handled since the router started, by outcome: forwarded (accepted by the destination), redelivered (released back to the source), rejected (at the source), dead_lettered, no_outcome (destination silent past outcome_timeout), looped (not sent: already there, or not on its origin's tree), no_path (dead-lettered or rejected for want of a path), rerouted (sent over an alternative path), copies (exchange routes with fan-out: copies sent into transit, one per broker reached), lost (sent pre-settled by the source, which keeps no copy, and not taken by the destination).",
 		outcomeLabels, nil)
 	descTransitMessages = prometheus.NewDesc("fedrouter_transit_messages_total",
-		"Messages a transit forwarder (multi-hop) or a broker's ingress handled, by outcome: forwarded, redelivered, dead_lettered (bad request, missing address, too many hops). dest is \"\" for the ingress.",
+		"Messages a transit forwarder (multi-hop) or a broker's ingress handled, by outcome: forwarded, redelivered, dead_lettered (bad request, missing address, too many hops), lost (sent pre-settled by the broker and not taken). dest is \"\" for the ingress.",
 		[]string{"broker", "dest", "via", "outcome"}, nil)
 	descIngressRefused = prometheus.NewDesc("fedrouter_ingress_refused_total",
 		"Requests a broker's ingress refused (dead-lettered with amqp:unauthorized-access), by reason: router_owned (one of the routers' own addresses), not_allowed (no ingress.allow rule matches).",
@@ -106,7 +106,7 @@ func (c serviceCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, l := range c.svc.Links() {
 		for _, t := range l.Transit {
 			labels := []string{t.Broker, t.Dest, t.Via}
-			for name, n := range map[string]uint64{"forwarded": t.Forwarded, "redelivered": t.Redelivered, "dead_lettered": t.DeadLettered} {
+			for name, n := range map[string]uint64{"forwarded": t.Forwarded, "redelivered": t.Redelivered, "dead_lettered": t.DeadLettered, "lost": t.Lost} {
 				ch <- constMetric(descTransitMessages, prometheus.CounterValue, float64(n), append(labels, name)...)
 			}
 			ch <- constMetric(descTransitUp, prometheus.GaugeValue, boolValue(t.State == routes.StateOperational), labels...)
@@ -210,10 +210,10 @@ func perRoute(list []routes.Status, limit int) []routes.Status {
 
 // outcomeNames label fedrouter_route_messages_total's outcomes, in
 // outcomeCounts' order.
-var outcomeNames = [...]string{"forwarded", "redelivered", "rejected", "dead_lettered", "no_outcome", "looped", "no_path", "rerouted", "copies"}
+var outcomeNames = [...]string{"forwarded", "redelivered", "rejected", "dead_lettered", "no_outcome", "looped", "no_path", "rerouted", "copies", "lost"}
 
 func outcomeCounts(st routes.Status) [len(outcomeNames)]uint64 {
-	return [...]uint64{st.Forwarded, st.Redelivered, st.Rejected, st.DeadLettered, st.NoOutcome, st.Looped, st.NoPath, st.Rerouted, st.Copies}
+	return [...]uint64{st.Forwarded, st.Redelivered, st.Rejected, st.DeadLettered, st.NoOutcome, st.Looped, st.NoPath, st.Rerouted, st.Copies, st.Lost}
 }
 
 func collectRoute(ch chan<- prometheus.Metric, st routes.Status) {

@@ -12,7 +12,8 @@ import (
 // (localRoutes: the route manager, with its state file and journal) and a
 // cluster member's (*clusterPart: definitions in the cluster's PostgreSQL
 // store, each run by the member holding its lease). The admin API's route
-// calls go through it, and so will a reload or a console.
+// calls and a reload's (reloadConfigured) go through it; the console
+// reaches it through the admin API.
 type routeControl interface {
 	// add adds a runtime route; durable before it runs.
 	add(ctx context.Context, spec routes.Spec) (routes.Status, error)
@@ -63,10 +64,10 @@ func (l localRoutes) own() []routes.Status { return l.m.List() }
 func (l localRoutes) reloadConfigured(ctx context.Context, remove, replace, add []configRoute) error {
 	var errs []error
 	for _, r := range remove {
-		errs = append(errs, l.m.StopConfigured(ctx, r.id, false))
+		errs = append(errs, l.m.StopConfigured(ctx, r.id, routes.DropSubscription))
 	}
 	for _, r := range replace {
-		if err := l.m.StopConfigured(ctx, r.id, true); err != nil {
+		if err := l.m.StopConfigured(ctx, r.id, routes.KeepSubscription); err != nil {
 			errs = append(errs, err)
 			continue
 		}

@@ -7,7 +7,9 @@ import (
 
 	goamqp "github.com/Azure/go-amqp"
 
+	famqp "github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/amqp/brokertest"
+	"github.com/fedrouter/fedrouter/links"
 	"github.com/fedrouter/fedrouter/routes"
 )
 
@@ -75,5 +77,87 @@ func TestIntegrationExchangeRouteKeyQpidd(t *testing.T) {
 			}
 			return nil
 		})
+	})
+}
+
+// An exchange route out of a qpidd fanout exchange into a qpidd topic
+// exchange with a literal key, on each data path: every message crosses
+// (a fanout ignores the key), whatever subject it came with or none, and
+// the destination routes it by the key because the route's sender gives
+// it the key as its subject (on the engine, the properties rewritten in
+// the message's bytes); the other sections arrive as they were sent.
+func TestIntegrationExchangeRouteLiteralKeyQpidd(t *testing.T) {
+	const n = 200
+	onEachDataPath(t, func(t *testing.T, dataPath string) {
+		h := newHarnessOn(t, dataPath, "qpidd1", "qpidd2")
+		ex, dq := brokertest.UniqueName(t, "h-enginelinks-ex"), brokertest.UniqueName(t, "h-enginelinks-dq")
+		brokertest.DeclareExchangeQueue(t, h.brokers["qpidd1"].Config(), ex, "fanout", "", "")
+		brokertest.DeclareExchangeQueue(t, h.brokers["qpidd2"].Config(), ex, "topic", dq, "eu.orders")
+		st := h.add(routes.Spec{Kind: routes.KindExchange, Dest: "qpidd2", Src: "qpidd1", Exchange: ex, Key: "eu.orders"})
+		h.waitDataPath(st.ID, dataPath)
+		brokertest.SendAll(t, h.session("qpidd1"), ex, 50, n, func(i int) *goamqp.Message {
+			m := brokertest.Numbered(i)
+			m.ApplicationProperties["subject"] = "eu.orders" // what it must arrive with
+			switch i % 3 {
+			case 0:
+				m.Properties.Subject = nil
+			case 1:
+				other := "us.refunds"
+				m.Properties.Subject = &other
+			}
+			return m
+		})
+		got := brokertest.Collect(t, h.conns["qpidd2"], dq, n, 30*time.Second)
+		brokertest.CheckInOrderOnce(t, got, n)
+		brokertest.Eventually(t, 10*time.Second, 50*time.Millisecond, func() error {
+			if g, _ := h.m.Get(st.ID); g.Forwarded != n || g.Sent != n || g.InFlight != 0 {
+				return fmt.Errorf("counters %+v", g.Counters)
+			}
+			return nil
+		})
+	})
+}
+
+// A transit queue's forwarder on the last hop of messages in transit for
+// a qpidd topic exchange with a literal key (exchange:EX:news.eu), on
+// each data path: the sender it attaches for that address gives every
+// message the key as its subject (on the engine: links.EngineResolver's
+// sender, the properties rewritten in the bytes), so qpidd routes each
+// into the queue bound with it, whatever subject it came with.
+func TestIntegrationTransitIntoLiteralKeyQpidd(t *testing.T) {
+	const n = 200
+	onEachDataPath(t, func(t *testing.T, dataPath string) {
+		bs := brokertest.Require(t, "qpidd1", "qpidd2")
+		src, dst := bs[0], bs[1]
+		q := brokertest.UniqueName(t, "h-enginelinks-transit")
+		ex, dq := brokertest.UniqueName(t, "h-enginelinks-ex"), brokertest.UniqueName(t, "h-enginelinks-dq")
+		brokertest.DeclareQueue(t, src.Config(), q)
+		brokertest.DeclareExchangeQueue(t, dst.Config(), ex, "topic", dq, "news.eu")
+		sc, dc := brokertest.Dial(t, src.Config(), famqp.ConnOptions{}), brokertest.Dial(t, dst.Config(), famqp.ConnOptions{})
+		sp, dp := brokertest.Profile(t, src.Config()), brokertest.Profile(t, dst.Config())
+		brokertest.SendAll(t, brokertest.Session(t, sc), q, 50, n, func(i int) *goamqp.Message {
+			m := brokertest.Numbered(i) // subject orders.created: nothing is bound to it
+			m.ApplicationProperties["subject"] = "news.eu"
+			m.Annotations[links.AnnotationDestBroker] = dst.Name
+			m.Annotations[links.AnnotationDestAddress] = "exchange:" + ex + ":news.eu"
+			m.Annotations[links.AnnotationOrigin], m.Annotations[links.AnnotationHops] = "elsewhere", int64(1)
+			return m
+		})
+		spec, err := sp.Source(t.Context(), famqp.Node{Kind: famqp.Queue, Name: q}, famqp.Subscription{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := links.Config{Window: 100, OutcomeTimeout: time.Minute, Limit: n}
+		var c links.Counters
+		if dataPath == routes.DataPathEngine {
+			err = engineHop(t.Context(), sc, dc, spec, sp, dp, src.Name, dst.Name, cfg, &c)
+		} else {
+			err = goAMQPHop(t.Context(), sc, dc, spec, dp, src.Name, dst.Name, cfg, &c)
+		}
+		if err != nil || c.Forwarded.Load() != n {
+			t.Fatalf("%s: forwarded %d of %d (rejected %d): %v", dataPath, c.Forwarded.Load(), n, c.Rejected.Load(), err)
+		}
+		got := brokertest.Collect(t, dc, dq, n, 30*time.Second)
+		brokertest.CheckInOrderOnce(t, got, n)
 	})
 }

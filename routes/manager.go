@@ -275,9 +275,10 @@ func (m *Manager) Add(ctx context.Context, spec Spec) (Status, error) {
 	return r.status(), nil
 }
 
-// Start runs spec as a route another part of the router owns (origin
-// OriginDestination: a global destination's flow): not journaled, not
-// deletable through Delete; Halt stops it.
+// Start runs spec as a route another part of the router owns, not
+// journaled and not deletable through Delete: a global destination's flow
+// (OriginDestination; Halt stops it), or a configured route a reload adds
+// or changes (OriginConfig; StopConfigured stops it).
 func (m *Manager) Start(spec Spec, origin Origin) (Status, error) {
 	r, err := m.run(spec, origin, nil)
 	if err != nil {

@@ -5,14 +5,25 @@ import (
 	"fmt"
 )
 
+// Subscription says what StopConfigured does with an exchange route's
+// subscription at its source.
+type Subscription bool
+
+const (
+	// DropSubscription: the subscription goes, as with Delete (a route a
+	// reload removed).
+	DropSubscription Subscription = false
+	// KeepSubscription: the subscription stays, so a changed route
+	// started again under the same id picks up what it collected
+	// meanwhile.
+	KeepSubscription Subscription = true
+)
+
 // StopConfigured stops a configured route a reload removed or changed
 // (the runtime routes' Delete refuses configured ones): it leaves the
 // map as a deleted route does, its messages in flight released at the
-// source. keepSubscription keeps an exchange route's subscription at the
-// source (a changed route started again under the same id picks up what
-// it collected meanwhile); without it the subscription goes, as with
-// Delete.
-func (m *Manager) StopConfigured(ctx context.Context, id string, keepSubscription bool) error {
+// source; sub says whether an exchange route's subscription stays.
+func (m *Manager) StopConfigured(ctx context.Context, id string, sub Subscription) error {
 	m.mu.Lock()
 	r, ok := m.routes[id]
 	if !ok {
@@ -27,7 +38,7 @@ func (m *Manager) StopConfigured(ctx context.Context, id string, keepSubscriptio
 	m.edgesAfterLocked(r)
 	m.mu.Unlock()
 	r.stop()
-	if !keepSubscription {
+	if sub == DropSubscription {
 		r.unsubscribe(ctx)
 	}
 	m.log.Info().Str("route", id).Str("spec", r.spec.String()).Msg("configured route stopped (reload)")

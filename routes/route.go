@@ -369,6 +369,7 @@ func (r *route) status() Status {
 	st.Counters = Counters{
 		NoPath: r.noPath.Load(), Sent: r.c.Sent.Load(), Forwarded: r.c.Forwarded.Load(),
 		Redelivered:  r.c.Redelivered.Load() + r.cNoPath.Redelivered.Load(),
+		Lost:         r.c.Lost.Load() + r.cNoPath.Lost.Load(),
 		Rejected:     r.c.Rejected.Load() + r.cNoPath.Rejected.Load(),
 		DeadLettered: r.c.DeadLettered.Load() + r.cNoPath.DeadLettered.Load(),
 		NoOutcome:    r.c.NoOutcome.Load(), Looped: r.c.Looped.Load(),

@@ -47,24 +47,25 @@ func (r *route) observe() (pathpolicy.Obs, []<-chan struct{}) {
 func (r *route) waitPath(ctx context.Context) (pathpolicy.Path, bool) {
 	var st pathpolicy.State
 	for {
-		obs, changed := r.observe()
-		var d pathpolicy.Decision
-		d, st = pathpolicy.Decide(r.policy, obs, st, time.Now())
-		if d.Report != "" {
-			r.log.Warn().Str("action", d.Report).Str("why", d.Why).Msg("no path: corrective action " + d.Report)
-		}
-		switch d.Action {
-		case pathpolicy.ActForward:
-			return d.Path, true
-		case pathpolicy.ActDeadLetter, pathpolicy.ActReject:
-			r.correct(ctx, d, st)
-			if ctx.Err() != nil {
-				return pathpolicy.None, false
+		d, ok := r.decideUntil(ctx, &st, func(d pathpolicy.Decision) bool {
+			if d.Report != "" {
+				r.log.Warn().Str("action", d.Report).Str("why", d.Why).Msg("no path: corrective action " + d.Report)
 			}
-			continue
+			switch d.Action {
+			case pathpolicy.ActForward, pathpolicy.ActDeadLetter, pathpolicy.ActReject:
+				return true
+			}
+			r.state.setWaiting(d.Detail)
+			return false
+		})
+		if !ok {
+			return pathpolicy.None, false
 		}
-		r.state.setWaiting(d.Detail)
-		if !waitFor(ctx, d.Timer, changed) {
+		if d.Action == pathpolicy.ActForward {
+			return d.Path, true
+		}
+		r.correct(ctx, d, st)
+		if ctx.Err() != nil {
 			return pathpolicy.None, false
 		}
 	}
@@ -134,16 +135,30 @@ func (r *route) watchPath(ctx context.Context, path pathpolicy.Path) error {
 	return fmt.Errorf("%w: %s", errPathChanged, why)
 }
 
-// watchUntil asks the path policy, from the fixed state st, at every
-// change of what it observes and whenever a decision's timer is due,
-// until done says the decision is one the caller acts on: it returns
-// that decision, or false once ctx ended. The two watchers of a decision
-// in force (correct's and a run's) share it; waitPath, which advances the
-// policy's state, has its own loop.
+// watchUntil is decideUntil from the fixed state st: the two watchers
+// of a decision in force (correct's and a run's) ask the policy as it
+// stood when that decision was made.
 func (r *route) watchUntil(ctx context.Context, st pathpolicy.State, done func(pathpolicy.Decision) bool) (pathpolicy.Decision, bool) {
+	return r.decide(ctx, &st, false, done)
+}
+
+// decideUntil is the one loop that asks the path policy: at every change
+// of what it observes and whenever a decision's timer is due, until done
+// says the decision is one the caller acts on. It returns that decision,
+// or false once ctx ended. *st, the policy's state, advances with every
+// decision (waitPath owns it).
+func (r *route) decideUntil(ctx context.Context, st *pathpolicy.State, done func(pathpolicy.Decision) bool) (pathpolicy.Decision, bool) {
+	return r.decide(ctx, st, true, done)
+}
+
+// decide is decideUntil, keeping *st fixed unless advance.
+func (r *route) decide(ctx context.Context, st *pathpolicy.State, advance bool, done func(pathpolicy.Decision) bool) (pathpolicy.Decision, bool) {
 	for {
 		obs, changed := r.observe()
-		d, _ := pathpolicy.Decide(r.policy, obs, st, time.Now())
+		d, next := pathpolicy.Decide(r.policy, obs, *st, time.Now())
+		if advance {
+			*st = next
+		}
 		if done(d) {
 			return d, true
 		}

@@ -291,7 +291,7 @@ func (f *forwarder) status() TransitStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st := TransitStatus{Broker: f.from, Dest: f.dest, Via: f.via, Queue: f.queue(), State: f.state, Since: f.since, LastError: f.lastErr, DataPath: f.dataPath,
-		Counters: Counters{Sent: f.c.Sent.Load(), Forwarded: f.c.Forwarded.Load(), Redelivered: f.c.Redelivered.Load(),
+		Counters: Counters{Sent: f.c.Sent.Load(), Forwarded: f.c.Forwarded.Load(), Redelivered: f.c.Redelivered.Load(), Lost: f.c.Lost.Load(),
 			Rejected: f.c.Rejected.Load(), DeadLettered: f.c.DeadLettered.Load(), NoOutcome: f.c.NoOutcome.Load(), InFlight: f.c.InFlight.Load()}}
 	if f.dest == "" {
 		st.IngressRefused = &IngressRefusals{RouterOwned: f.refused.RouterOwned.Load(), NotAllowed: f.refused.NotAllowed.Load()}

@@ -31,7 +31,7 @@ const (
 	CauseRejected    DeadLetterCause = iota // the destination rejected it
 	CauseNoOutcome                          // Expire gave up waiting for the destination
 	CauseUndecodable                        // its annotations do not decode: never sent
-	CauseRefused                            // the forwarder's own refusal (Dispatch, Unreachable): never sent
+	CauseRefused                            // the forwarder's own refusal (Dispatch, Unreachable, ErrUnwritable): never sent
 )
 
 // ErrDeadLetterRefused: the dead-letter queue did not accept a message;

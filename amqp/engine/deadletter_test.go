@@ -19,27 +19,11 @@ import (
 // credit and answers every transfer with reject (condition cond), or,
 // with cond "", with nothing at all.
 func rejectingPeer(t *testing.T, cond string) string {
-	return fakePeer(t, func(p *peer) {
-		p.open(wire.Open{})
-		p.beginAttach(0)
-		p.send(0, func(b []byte) []byte {
-			return wire.AppendFlow(b, &wire.Flow{NextIncomingID: 0, HasNextIncomingID: true, IncomingWindow: 100, NextOutgoingID: 0, OutgoingWindow: 100,
-				Handle: 0, HasHandle: true, DeliveryCount: 0, HasDeliveryCount: true, LinkCredit: 100, HasLinkCredit: true})
-		})
-		for {
-			d, ch := p.expect(wire.DescTransfer)
-			if d == nil {
-				return
-			}
-			var tr wire.Transfer
-			d.Transfer(&tr)
-			if cond == "" || !tr.HasDeliveryID {
-				continue
-			}
-			disp := wire.Disposition{Role: wire.RoleReceiver, First: tr.DeliveryID, Settled: true,
-				State: wire.DeliveryState{Kind: wire.StateRejected, Error: &wire.Error{Condition: cond, Description: "queue full"}}}
-			p.send(ch, func(b []byte) []byte { return wire.AppendDisposition(b, &disp) })
+	return destPeer(t, func(tr *wire.Transfer) *wire.DeliveryState {
+		if cond == "" {
+			return nil
 		}
+		return &wire.DeliveryState{Kind: wire.StateRejected, Error: &wire.Error{Condition: cond, Description: "queue full"}}
 	})
 }
 

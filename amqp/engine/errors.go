@@ -20,6 +20,11 @@ var (
 	ErrTooLarge = errors.New("engine: message too large")
 	// ErrIdleTimeout: the peer sent nothing within twice our idle-timeout.
 	ErrIdleTimeout = errors.New("engine: peer idle for more than twice the idle-timeout")
+	// ErrUnwritable: a message a sender cannot write as its link asks
+	// (SenderOptions.Subject on properties that do not decode); it also
+	// wraps the wire.ErrDecode naming why. Nothing was sent; the link
+	// goes on.
+	ErrUnwritable = errors.New("engine: the message cannot be written as the link asks")
 	// ErrProtocol: the peer broke a rule of the protocol or one of our
 	// limits; the error says which.
 	ErrProtocol = errors.New("engine: protocol violation")

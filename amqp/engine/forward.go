@@ -72,8 +72,9 @@ var ErrFenced = errors.New("engine: the forwarder's fence refused to send")
 // source's, OnSettled and OnCredit on each destination's); attaching a
 // destination is its owner's (AttachRequests).
 //
-// Lock order: Forwarder.mu, then one session's mutex at a time, then a
-// connection's write buffer.
+// Lock order: Forwarder.mu, then a sender's sendMu and one session's
+// mutex at a time, then a connection's write buffer (docs/architecture.md,
+// Lock order).
 type Forwarder struct {
 	opts ForwardOptions
 	dl   *Sender // ForwardOptions.DeadLetter's sender; nil without
@@ -93,6 +94,7 @@ type Forwarder struct {
 	choice   Choice        // Dispatch's, reused
 
 	forwarded, settled, released, refused, parks uint64
+	lost                                         uint64 // ForwardStats.Lost
 	accepted, rejected                           uint64 // the destinations' outcomes, of settled
 	expired                                      uint64 // settled by Expire: no outcome in time
 	abandoned                                    uint64 // given a state by Expire (dead-lettered or not)
@@ -236,13 +238,16 @@ func (f *Forwarder) attachSource(ctx context.Context, src *Session, ro ReceiverO
 // destination that cannot be attached), Dropped (of the settled,
 // Dispatch chose no copy: accepted at the source). With a dead-letter queue, DeadLettered of the settled went there
 // (and were accepted at the source), not counted in Accepted, Rejected
-// or Expired.
+// or Expired. Lost: of the Released and the Settled released at the
+// source (not Expired), those the source had sent pre-settled
+// (at-most-once by the source's choice: it keeps no copy, nothing
+// redelivers them).
 type ForwardStats struct {
 	Forwarded, Settled, Released, Refused uint64
 	Accepted, Rejected                    uint64
 	Expired                               uint64 // settled at the source with Expire's state
 	Abandoned                             uint64 // given up on by Expire: Expired, or dead-lettered
-	DeadLettered                          uint64
+	DeadLettered, Lost                    uint64
 	Refusals, Dropped, Copies             uint64
 	Parks                                 uint64 // copies that waited (copied) for credit or an attach
 	Destinations                          int    // senders attached
@@ -255,7 +260,7 @@ func (f *Forwarder) Stats() ForwardStats {
 	defer f.mu.Unlock()
 	return ForwardStats{Forwarded: f.forwarded, Settled: f.settled, Released: f.released, Refused: f.refused, Parks: f.parks,
 		Accepted: f.accepted, Rejected: f.rejected, Expired: f.expired, Abandoned: f.abandoned, DeadLettered: f.deadLettered,
-		Refusals: f.refusals, Dropped: f.dropped, Copies: f.copies, Destinations: len(f.dests),
+		Refusals: f.refusals, Dropped: f.dropped, Copies: f.copies, Destinations: len(f.dests), Lost: f.lost,
 		InFlight: len(f.inflight) - f.head, Parked: len(f.parked)}
 }
 
@@ -375,7 +380,9 @@ func (f *Forwarder) entry(seq uint64) *inflight {
 
 func (f *Forwarder) release(src *Receiver, id uint32, settled bool) {
 	f.released++
-	if !settled {
+	if settled {
+		f.lost++ // nothing left at the source to redeliver it
+	} else {
 		src.Settle(id, Released)
 		src.Flush()
 	}
@@ -427,8 +434,11 @@ func (f *Forwarder) settleHeadLocked() {
 		case e.state.Kind == wire.StateRejected:
 			f.rejected++
 		}
-		if !e.srcSettled {
+		switch {
+		case !e.srcSettled:
 			src.Settle(e.src, out)
+		case out == Released && !e.expired: // expired: counted Expired
+			f.lost++
 		}
 		if e.payload != nil {
 			f.free = append(f.free, e.payload[:0])

@@ -127,12 +127,7 @@ func (f *Forwarder) Unreachable(key string, e *wire.Error) {
 			kept = append(kept, p)
 			continue
 		}
-		if en := f.entry(p.seq); en != nil {
-			if en.unsent--; en.unsent == 0 {
-				en.sent = time.Now().UnixNano() // Expire counts from here
-			}
-			f.outcome(p.seq, p.copy, &st, true)
-		}
+		f.refuseCopy(p.seq, p.copy, &st)
 		f.free = append(f.free, p.payload[:0])
 	}
 	clear(f.parked[len(kept):])
@@ -159,11 +154,14 @@ func (f *Forwarder) sendCopy(seq uint64, i int, cp *Copy, payload []byte, sec *w
 	d := f.dests[cp.To]
 	if len(f.parked) == 0 && d != nil {
 		id, err := sendTo(d.snd, payload, sec, cp.Set)
-		if err == nil {
+		switch {
+		case err == nil:
 			f.sent(d, seq, i, id, cp.Count)
 			return
-		}
-		if !errors.Is(err, ErrNoCredit) {
+		case errors.Is(err, ErrUnwritable):
+			f.refuseCopy(seq, i, unwritable(err))
+			return
+		case !errors.Is(err, ErrNoCredit):
 			f.failDest(seq, err)
 			return
 		}
@@ -186,12 +184,36 @@ func (f *Forwarder) sendCopy(seq uint64, i int, cp *Copy, payload []byte, sec *w
 	f.parks++
 }
 
-// sendTo sends payload with set without waiting.
+// sendTo sends payload with set without waiting. A sender that sets a
+// subject rewrites every message anyway: it is given the sections
+// scanned already.
 func sendTo(snd *Sender, payload []byte, sec *wire.Sections, set []wire.Annotated) (uint32, error) {
-	if len(set) == 0 && !sec.DeliveryAnnotations.Present() {
+	if len(set) == 0 && !sec.DeliveryAnnotations.Present() && snd.opts.Subject == "" {
 		return snd.TrySend(payload)
 	}
 	return snd.TrySendRewritten(payload, sec, set...)
+}
+
+// refuseCopy gives copy i of the delivery seq the forwarder's own
+// refusal st without sending it: its destination is unreachable, or its
+// sender cannot write it. The delivery is rejected at the source with
+// st, or dead-lettered, once its other copies have their outcomes.
+// f.mu is held.
+func (f *Forwarder) refuseCopy(seq uint64, i int, st *DeliveryState) {
+	e := f.entry(seq)
+	if e == nil {
+		return
+	}
+	if e.unsent--; e.unsent == 0 {
+		e.sent = time.Now().UnixNano() // Expire counts from here
+	}
+	f.outcome(seq, i, st, true)
+}
+
+// unwritable is the refusal of a message a destination's sender cannot
+// write (ErrUnwritable): a decode error naming why.
+func unwritable(err error) *DeliveryState {
+	return &DeliveryState{Kind: wire.StateRejected, Error: &wire.Error{Condition: condDecodeError, Description: err.Error()}}
 }
 
 // ask hands key to the owner to attach, once; false when that would
@@ -305,6 +327,8 @@ func (f *Forwarder) drainParked() {
 				f.failEntry(e)
 			} else if id, err := d.snd.TrySend(p.payload); errors.Is(err, ErrNoCredit) {
 				break
+			} else if errors.Is(err, ErrUnwritable) {
+				f.refuseCopy(p.seq, p.copy, unwritable(err))
 			} else if err != nil {
 				f.failDest(p.seq, err)
 			} else {

@@ -12,6 +12,22 @@ import (
 // acceptingPeer is a destination that takes a sender's attach, grants
 // credit and accepts every transfer, counting them on got.
 func acceptingPeer(t *testing.T, got chan<- string) string {
+	return answeringPeer(t, got, func(uint32) wire.StateKind { return wire.StateAccepted })
+}
+
+// answeringPeer is acceptingPeer settling each delivery with the state
+// answer gives for its id.
+func answeringPeer(t *testing.T, got chan<- string, answer func(id uint32) wire.StateKind) string {
+	return destPeer(t, func(tr *wire.Transfer) *wire.DeliveryState {
+		got <- fmt.Sprintf("%x", tr.Payload[len(tr.Payload)-1])
+		return &wire.DeliveryState{Kind: answer(tr.DeliveryID)}
+	})
+}
+
+// destPeer is a destination that takes a sender's attach, grants credit
+// and settles every transfer (first frame of a delivery) with the state
+// answer gives, or leaves it unanswered when answer gives nil.
+func destPeer(t *testing.T, answer func(tr *wire.Transfer) *wire.DeliveryState) string {
 	return fakePeer(t, func(p *peer) {
 		p.open(wire.Open{})
 		p.beginAttach(0)
@@ -26,8 +42,14 @@ func acceptingPeer(t *testing.T, got chan<- string) string {
 			}
 			var tr wire.Transfer
 			d.Transfer(&tr)
-			got <- fmt.Sprintf("%x", tr.Payload[len(tr.Payload)-1])
-			disp := wire.Disposition{Role: wire.RoleReceiver, First: tr.DeliveryID, Settled: true, State: wire.DeliveryState{Kind: wire.StateAccepted}}
+			if !tr.HasDeliveryID {
+				continue // a later frame of a multi-frame delivery
+			}
+			st := answer(&tr)
+			if st == nil {
+				continue
+			}
+			disp := wire.Disposition{Role: wire.RoleReceiver, First: tr.DeliveryID, Settled: true, State: *st}
 			p.send(ch, func(b []byte) []byte { return wire.AppendDisposition(b, &disp) })
 		}
 	})
@@ -42,10 +64,7 @@ func sourcePeer(t *testing.T, payloads [][]byte, outcomes chan<- [2]string) stri
 		if d, _ := p.expect(wire.DescFlow); d == nil {
 			return
 		}
-		for i, pl := range payloads {
-			tr := wire.Transfer{Handle: 0, DeliveryID: uint32(i), HasDeliveryID: true, DeliveryTag: []byte{byte(i)}}
-			p.send(0, func(b []byte) []byte { return append(wire.AppendTransfer(b, &tr), pl...) })
-		}
+		sendAll(p, payloads, false)
 		for settled := 0; settled < len(payloads); {
 			d, _ := p.expect(wire.DescDisposition)
 			if d == nil {
@@ -67,6 +86,67 @@ func sourcePeer(t *testing.T, payloads [][]byte, outcomes chan<- [2]string) stri
 			}
 		}
 	})
+}
+
+// sendAll sends payloads as deliveries 0.. on handle 0, settled or not.
+func sendAll(p *peer, payloads [][]byte, settled bool) {
+	for i, pl := range payloads {
+		tr := wire.Transfer{Handle: 0, DeliveryID: uint32(i), HasDeliveryID: true, DeliveryTag: []byte{byte(i)}, Settled: settled}
+		p.send(0, func(b []byte) []byte { return append(wire.AppendTransfer(b, &tr), pl...) })
+	}
+}
+
+// Without brokers: a source that sends pre-settled (the Proton C broker
+// does) keeps no copy, so what the destination releases is lost, not
+// redelivered: counted Lost, and the source is sent no disposition.
+func TestForwardPresettledSourceReleasedIsLost(t *testing.T) {
+	const n = 6
+	payloads := make([][]byte, n)
+	for i := range payloads {
+		payloads[i] = encodeMessage(fmt.Sprint(i), body(i, 64))
+	}
+	dispositions := make(chan struct{}, n)
+	src := fakePeer(t, func(p *peer) {
+		p.open(wire.Open{})
+		p.beginAttach(0)
+		if d, _ := p.expect(wire.DescFlow); d == nil {
+			return
+		}
+		sendAll(p, payloads, true)
+		for {
+			d, _ := p.expect(wire.DescDisposition) // none is due: each counts
+			if d == nil {
+				return
+			}
+			dispositions <- struct{}{}
+		}
+	})
+	got := make(chan string, n)
+	odd := func(id uint32) wire.StateKind {
+		if id%2 == 1 {
+			return wire.StateReleased
+		}
+		return wire.StateAccepted
+	}
+	ss := session(t, dialFake(t, src, engine.Options{}), engine.SessionOptions{})
+	ds := session(t, dialFake(t, answeringPeer(t, got, odd), engine.Options{}), engine.SessionOptions{})
+	f, _, _, err := engine.Forward(t.Context(), ss, engine.ReceiverOptions{Address: "src", Credit: 10}, ds, engine.SenderOptions{Address: "dst"}, engine.ForwardOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for f.Stats().Settled < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v, want %d settled", f.Stats(), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := f.Stats(); st.Accepted != n/2 || st.Lost != n/2 || st.Released != 0 {
+		t.Fatalf("stats %+v: want %d accepted and %d lost", st, n/2, n/2)
+	}
+	if len(dispositions) != 0 {
+		t.Fatalf("%d dispositions sent for pre-settled deliveries", len(dispositions))
+	}
 }
 
 // Without brokers: six deliveries from a scripted source, each sent to

@@ -159,6 +159,16 @@ type SenderOptions struct {
 	ExpiryPolicy string
 	// Capabilities of the target terminus (e.g. "queue", "topic").
 	Capabilities []string
+	// Subject, when set, is the subject every message sent gets: the
+	// properties section of the bare message rewritten, its subject
+	// field set (one added when it has none), everything else as it
+	// came (wire.AppendBareWithSubject). A broker whose exchange routes
+	// by subject (qpidd) routes it by this key. A message whose
+	// properties do not decode is not sent: the send's error is
+	// ErrUnwritable (and wraps the wire.ErrDecode that says why); a
+	// forwarder rejects it at the source with amqp:decode-error, or
+	// dead-letters it.
+	Subject string
 	// OnSettled is called on the reader goroutine with the peer's
 	// outcome for the deliveries first..last of this session (it may
 	// span ids of other senders on the same session: ignore those).

@@ -18,8 +18,9 @@ type Sender struct {
 	link
 	opts SenderOptions
 
-	sendMu  sync.Mutex // one delivery at a time: a multi-frame one is not interleaved
-	scratch []byte     // under sendMu: a rewritten payload
+	sendMu  sync.Mutex    // one delivery at a time: a multi-frame one is not interleaved
+	scratch []byte        // under sendMu: a rewritten payload
+	sec     wire.Sections // under sendMu: a payload scanned to set its subject
 	wake    chan struct{}
 
 	// Under s.mu.
@@ -72,7 +73,9 @@ func (sn *Sender) Credit() uint32 {
 // Send sends payload (an encoded message) as one delivery, waiting for
 // credit, session window and room in the outgoing buffer. It returns
 // once the frames are in the buffer, with the delivery-id the outcome
-// will name.
+// will name. With SenderOptions.Subject the message goes with that
+// subject (its properties rewritten in a copy; payload is not changed),
+// or not at all: ErrUnwritable when its properties do not decode.
 func (sn *Sender) Send(ctx context.Context, payload []byte) (uint32, error) {
 	return sn.send(waitFor(ctx), payload)
 }
@@ -115,7 +118,14 @@ func (sn *Sender) sendRewritten(w waiter, payload []byte, sec *wire.Sections, se
 	}
 	sn.sendMu.Lock()
 	defer sn.sendMu.Unlock()
-	sn.scratch = wire.AppendRewritten(sn.scratch[:0], payload, sec, true, set...)
+	if sn.opts.Subject == "" {
+		sn.scratch = wire.AppendRewritten(sn.scratch[:0], payload, sec, true, set...)
+	} else {
+		var err error
+		if sn.scratch, err = wire.AppendRewrittenWithSubject(sn.scratch[:0], payload, sec, true, sn.opts.Subject, set...); err != nil {
+			return 0, sn.unwritable(err)
+		}
+	}
 	return sn.sendLocked(w, sn.scratch)
 }
 
@@ -127,7 +137,25 @@ func (sn *Sender) send(w waiter, payload []byte) (uint32, error) {
 	}
 	sn.sendMu.Lock()
 	defer sn.sendMu.Unlock()
+	if sn.opts.Subject != "" {
+		var err error
+		if sn.sec, err = wire.ScanSections(payload); err == nil {
+			sn.scratch, err = wire.AppendRewrittenWithSubject(sn.scratch[:0], payload, &sn.sec, false, sn.opts.Subject)
+		}
+		if err != nil {
+			return 0, sn.unwritable(err)
+		}
+		payload = sn.scratch
+	}
 	return sn.sendLocked(w, payload)
+}
+
+// unwritable is the error of a message the sender cannot give its
+// subject (err wraps wire.ErrDecode): nothing was sent, the link stays.
+// Not a link's or a connection's error: a forwarder refuses that message
+// and goes on.
+func (sn *Sender) unwritable(err error) error {
+	return fmt.Errorf("%w: to %s, the subject %q: %w", ErrUnwritable, sn.address, sn.opts.Subject, err)
 }
 
 // sendLocked writes the delivery's frames as credit and window allow,

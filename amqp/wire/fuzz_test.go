@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 )
 
@@ -105,5 +106,39 @@ func FuzzSections(f *testing.F) {
 		if v, ok := s2.Annotation(out, "x-fedrouter-hops"); !ok || !bytes.Equal(v, AppendUint(nil, 3)) {
 			t.Fatalf("annotation lost: %v % x", ok, v)
 		}
+	})
+}
+
+// FuzzSubject: setting the subject never panics; it either refuses the
+// properties with an ErrDecode and leaves dst alone, or writes a message
+// that scans, whose subject is the one set, whose other properties
+// fields and other sections are byte for byte those received.
+func FuzzSubject(f *testing.F) {
+	f.Add(message(f, nil, Map{{Symbol("m"), uint32(1)}}, []byte("body")), "news.eu")
+	f.Add(bareMessage(f, nil), "k")
+	f.Add(bareMessage(f, []any{"id", nil, nil, "old", "reply"}), "")
+	f.Add([]byte{0x00, 0x53, 0x73, 0xc0, 0x03, 0x02, 0x40, 0x40}, "k")
+	f.Add([]byte{0x00, 0x53, 0x73, 0x45}, "k")
+	f.Fuzz(func(t *testing.T, payload []byte, subject string) {
+		s, err := ScanSections(payload)
+		if err != nil {
+			return
+		}
+		out, err := AppendRewrittenWithSubject([]byte("dst"), payload, &s, false, subject)
+		if err != nil {
+			if !errors.Is(err, ErrDecode) || string(out) != "dst" {
+				t.Fatalf("refusal %v left dst % x", err, out)
+			}
+			return
+		}
+		out = out[3:]
+		if !bytes.Equal(out[:s.Bare], payload[:s.Bare]) {
+			t.Fatal("sections before the bare message changed")
+		}
+		s2, err := ScanSections(out)
+		if err != nil || s2.Bare != s.Bare {
+			t.Fatalf("rewritten payload does not scan: %v", err)
+		}
+		checkSubject(t, payload[s.Bare:], out[s.Bare:], subject)
 	})
 }

@@ -159,13 +159,18 @@ type Annotated struct {
 // one hop only). The header and the bare message are copied as they
 // are, never decoded. s must come from ScanSections(payload).
 func AppendRewritten(dst, payload []byte, s *Sections, dropDelivery bool, set ...Annotated) []byte {
+	return append(appendLeading(dst, payload, s, dropDelivery, set), payload[s.Bare:]...)
+}
+
+// appendLeading appends the sections before the bare message as
+// AppendRewritten writes them.
+func appendLeading(dst, payload []byte, s *Sections, dropDelivery bool, set []Annotated) []byte {
 	dst = append(dst, payload[s.Header.Start:s.Header.End]...)
 	if !dropDelivery {
 		dst = append(dst, payload[s.DeliveryAnnotations.Start:s.DeliveryAnnotations.End]...)
 	}
 	if len(set) == 0 {
-		dst = append(dst, payload[s.MessageAnnotations.Start:s.MessageAnnotations.End]...)
-		return append(dst, payload[s.Bare:]...)
+		return append(dst, payload[s.MessageAnnotations.Start:s.MessageAnnotations.End]...)
 	}
 	dst = AppendDescriptor(dst, DescMessageAnnotations)
 	dst, mark := BeginMap(dst)
@@ -191,8 +196,7 @@ func AppendRewritten(dst, payload []byte, s *Sections, dropDelivery bool, set ..
 		dst = append(AppendSymbol(dst, a.Key), a.Value...)
 		n += 2
 	}
-	dst = EndMap(dst, mark, n)
-	return append(dst, payload[s.Bare:]...)
+	return EndMap(dst, mark, n)
 }
 
 func replaced(k []byte, set []Annotated) bool {

@@ -31,9 +31,14 @@ const (
 
 // Counters are a route's message counts since the router started.
 type Counters struct {
-	Sent         uint64 `json:"sent"`          // sent to the destination (a redelivered message counts again)
-	Forwarded    uint64 `json:"forwarded"`     // accepted by the destination, settled at the source
-	Redelivered  uint64 `json:"redelivered"`   // released back to the source (destination released)
+	Sent        uint64 `json:"sent"`        // sent to the destination (a redelivered message counts again)
+	Forwarded   uint64 `json:"forwarded"`   // accepted by the destination, settled at the source
+	Redelivered uint64 `json:"redelivered"` // released back to the source (destination released)
+	// Lost: the source sent them pre-settled (it keeps no copy: the
+	// Proton C broker does) and the destination did not take them —
+	// released, not redelivered. Always 0 on a source that waits for
+	// settlement; counted on the engine data path only.
+	Lost         uint64 `json:"lost"`
 	Rejected     uint64 `json:"rejected"`      // rejected at the source (policy reject)
 	DeadLettered uint64 `json:"dead_lettered"` // sent to the dead-letter queue (policy dead-letter)
 	NoOutcome    uint64 `json:"no_outcome"`    // destination gave no outcome within outcome_timeout
