@@ -69,10 +69,12 @@ type Entry struct {
 
 // Queue is one destination as a broker's listing shows it.
 type Queue struct {
-	Name      string
-	Kind      Kind
-	Props     Props // normalized
-	Messages  int
+	Name     string
+	Kind     Kind
+	Props    Props // normalized
+	Messages int
+	// Consumers: as listed, less this router's own flow receivers (the
+	// core subtracts other routers', others.go).
 	Consumers int
 	Bytes     int64 // the bodies' bytes it holds
 }
@@ -137,6 +139,7 @@ type Core struct {
 	entries []Entry
 	brokers map[string]*brokerState
 	dests   map[string]*dest
+	others  Others // what the other routers advertise (others.go)
 }
 
 type brokerState struct {
@@ -167,6 +170,7 @@ type inst struct {
 	present             bool
 	props               Props
 	messages, consumers int
+	listed              int // consumers as listed, before other routers' flows (others.go)
 	bytes               int64
 	pending             bool // a Create was asked, not seen yet
 	expectGone          bool // a Delete was asked: its going is not a deletion
@@ -281,8 +285,10 @@ func (c *Core) seen(broker string, e int, q Queue, wasUp bool, now time.Time) []
 		d.props = q.Props
 		clear(d.reported)
 	}
-	in.consumersSeen(was && wasUp, q.Consumers, now)
-	in.present, in.props, in.messages, in.consumers, in.pending, in.expectGone = true, q.Props, q.Messages, q.Consumers, false, false
+	consumers := c.consumersOf(broker, q.Name, q.Consumers)
+	in.consumersSeen(was && wasUp, consumers, now)
+	in.present, in.props, in.messages, in.consumers, in.pending, in.expectGone = true, q.Props, q.Messages, consumers, false, false
+	in.listed = q.Consumers
 	in.bytes = q.Bytes
 	return out
 }
@@ -330,6 +336,7 @@ func (c *Core) Result(a Action, err error) {
 	case a.Kind == Create && err == nil:
 		in.busySince, in.freeSince = time.Time{}, time.Time{} // known from the next listing
 		in.present, in.props, in.messages, in.consumers, in.pending, in.bytes = true, a.Props, 0, 0, false, 0
+		in.listed = 0
 	case a.Kind == Create:
 		// Still pending: the next listing of the broker, not showing it,
 		// clears that, and the create is asked again.

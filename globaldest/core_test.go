@@ -21,6 +21,7 @@ import (
 //	fail b1 at=5s        the listing of b1 failed
 //	... refuse           (on list, tick) the broker refuses the creates and deletes asked
 //	remote at=5s b9:q.a:2 b8:q.a:0   consumers other routers advertise
+//	others at=5s shared=b2 b2:q.a:1  flows other routers advertise at this router's brokers
 //	tick at=40s
 //	status               the destinations as `destination list` shows them
 func TestCoreScripts(t *testing.T) {
@@ -77,24 +78,21 @@ func (h *harness) run(line string) (string, error) {
 	case "fail":
 		h.c.Failed(words[0], at)
 	case "remote":
-		rc := map[string]map[string]int{}
-		for _, w := range words {
-			b, rest, _ := strings.Cut(w, ":")
-			i := strings.LastIndex(rest, ":")
-			if i < 0 {
-				return "", fmt.Errorf("remote %q: want broker:queue:consumers", w)
-			}
-			name, n := rest[:i], rest[i+1:]
-			count, err := strconv.Atoi(n)
-			if err != nil {
-				return "", fmt.Errorf("remote %q: %w", w, err)
-			}
-			if rc[b] == nil {
-				rc[b] = map[string]int{}
-			}
-			rc[b][name] = count
+		rc, err := parseCounts(cmd, words)
+		if err != nil {
+			return "", err
 		}
 		h.c.Remote(rc, at)
+	case "others":
+		flows, err := parseCounts(cmd, words)
+		if err != nil {
+			return "", err
+		}
+		o := Others{Flows: flows, Shared: map[string]bool{}}
+		for _, b := range strings.Split(kv["shared"], ",") {
+			o.Shared[b] = b != ""
+		}
+		h.c.Others(o, at)
 	case "tick":
 		acts = h.c.Tick(at)
 	case "status":
@@ -114,6 +112,28 @@ func (h *harness) run(line string) (string, error) {
 		lines[i] = a.String()
 	}
 	return strings.Join(lines, "\n"), nil
+}
+
+// parseCounts reads broker:queue:count words (remote, others).
+func parseCounts(cmd string, words []string) (map[string]map[string]int, error) {
+	out := map[string]map[string]int{}
+	for _, w := range words {
+		b, rest, _ := strings.Cut(w, ":")
+		i := strings.LastIndex(rest, ":")
+		if i < 0 {
+			return nil, fmt.Errorf("%s %q: want broker:queue:count", cmd, w)
+		}
+		name, n := rest[:i], rest[i+1:]
+		count, err := strconv.Atoi(n)
+		if err != nil {
+			return nil, fmt.Errorf("%s %q: %w", cmd, w, err)
+		}
+		if out[b] == nil {
+			out[b] = map[string]int{}
+		}
+		out[b][name] = count
+	}
+	return out, nil
 }
 
 func (h *harness) entry(kv map[string]string, words []string) error {

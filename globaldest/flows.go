@@ -17,7 +17,7 @@ import (
 //
 // No ping-pong: an instance with consumers is never a flow's source and
 // one without is never a target, so two instances never send to each
-// other. Hysteresis: a flow starts only once its source has had no
+// other. Other routers' flows are no consumers (others.go). Hysteresis: a flow starts only once its source has had no
 // consumer for the entry's Settle at every listing (its first target may
 // have had its consumers for less: seen as it happens, issue 29); a flow
 // changes its target only to one that has had consumers for Settle, and
@@ -110,7 +110,9 @@ func (c *Core) target(d *dest, s string, now time.Time) (string, string) {
 		// settle if they were seen arriving: the messages wait for
 		// nobody; changing a flow's target does (consumers hopping
 		// between brokers), and so do consumers found after a gap.
-		if t == s || !c.brokers[t].up() || ti.consumers == 0 || ((cur != nil || !ti.arrived) && now.Sub(ti.busySince) < settle) {
+		// At a broker another router is attached to, a consumer seen
+		// arriving may be that router's flow (others.go): it waits too.
+		if t == s || !c.brokers[t].up() || ti.consumers == 0 || ((cur != nil || !ti.arrived || c.shared(t)) && now.Sub(ti.busySince) < settle) {
 			continue
 		}
 		if best == "" || ti.consumers > n {

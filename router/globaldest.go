@@ -41,7 +41,12 @@ type globalDests struct {
 	// flowsOut: the flows this router runs or ran out of each (broker,
 	// queue): zero while running, else when stopped (owned by run).
 	flowsOut map[[2]string]time.Time
-	remote   *remoteConsumers // other routers' consumers; nil without link state
+	remote   *remoteCounts // other routers' consumers; nil without link state
+	// others: other routers' flows at this router's brokers (FlowsExt);
+	// nil without link state. flowsTruncOnce: FlowsExt's bound was hit.
+	others         *remoteCounts
+	flowsTruncOnce sync.Once
+	flowsChanged   chan struct{} // publishFlows → the topology driver: advertise now
 	// shares: other routers' ads of the limited destinations (nil
 	// without link state); started, grace: sharesGrace.
 	shares          *remoteShares
@@ -71,6 +76,7 @@ type globalDests struct {
 	counts  api.DestCounts           // guarded by mu
 	listErr map[string]string        // guarded by mu: brokers whose last listing failed
 	ads     map[string]globaldest.Ad // guarded by mu: this router's, for SharesExt
+	flowsAd map[[2]string]time.Time  // guarded by mu: flowsOut's copy, for FlowsExt
 }
 
 // ErrNoDestinations: the router has no destinations: section.
@@ -102,14 +108,16 @@ func (r *Router) newGlobalDests(brokers map[string]amqp.Broker) error {
 	sort.Strings(g.brokers)
 	g.entries, g.limits = entries, newDestLimits(entries, brokers, r.limitGates)
 	g.conns, g.routerID, g.wake, g.consumerEvents = brokers, r.cfg.RouterID, make(chan string, len(g.brokers)), map[[2]string]consumerEvents{}
+	g.flowsChanged = make(chan struct{}, 1)
 	r.gdests = g
 	return nil
 }
 
-// start runs the global destinations under ctx; remote, when link state
-// is on, holds the consumers other routers advertise.
-func (g *globalDests) start(ctx context.Context, remote *remoteConsumers) {
-	g.remote = remote
+// start runs the global destinations under ctx; remote and others, when
+// link state is on, hold the consumers and the flows other routers
+// advertise.
+func (g *globalDests) start(ctx context.Context, remote, others *remoteCounts) {
+	g.remote, g.others = remote, others
 	g.started = time.Now()
 	g.g = group.New(ctx)
 	g.g.Go(g.run)
@@ -127,10 +135,15 @@ func (g *globalDests) stop() {
 func (g *globalDests) run(ctx context.Context) {
 	t := time.NewTicker(globalDestPoll)
 	defer t.Stop()
+	var othersChanged chan struct{} // nil without link state: never ready
+	if g.others != nil {
+		othersChanged = g.others.changed
+	}
 	for {
 		g.round(ctx)
 		select {
 		case <-t.C:
+		case <-othersChanged: // subtracted at once: it may be a flow's receiver taken for a consumer
 		case b := <-g.wake:
 			g.woken(ctx, b)
 			for more := true; more; { // every broker that woke meanwhile
@@ -150,6 +163,9 @@ func (g *globalDests) run(ctx context.Context) {
 // round lists every broker in turn and acts on what the core says after
 // each listing, so that the next broker's listing sees what was created.
 func (g *globalDests) round(ctx context.Context) {
+	if g.others != nil {
+		g.core.Others(g.others.others(g.brokers), time.Now())
+	}
 	for _, b := range g.brokers {
 		call, cancel := context.WithTimeout(ctx, globalDestCall)
 		qs, err := g.mgrs[b].ListQueues(call)
@@ -171,6 +187,7 @@ func (g *globalDests) round(ctx context.Context) {
 		g.core.Remote(g.remote.merged(g.brokers), time.Now())
 	}
 	g.apply(ctx, g.core.Tick(time.Now()))
+	g.publishFlows() // the listings forgot the flows stopped long enough ago
 	st := g.core.Status()
 	g.enforce(ctx, st)
 	g.mu.Lock()
@@ -354,6 +371,7 @@ func (g *globalDests) move(a globaldest.Action) {
 	}
 	if err == nil {
 		g.flowsOut[[2]string{a.Broker, a.Name}] = time.Time{}
+		g.publishFlows()
 	}
 	g.core.Result(a, err)
 	ev := g.log.Info()
@@ -373,6 +391,7 @@ func (g *globalDests) move(a globaldest.Action) {
 func (g *globalDests) stopFlow(ctx context.Context, a globaldest.Action) {
 	st, _ := g.routes.Halt(ctx, flowSpec(a).ID(), routes.HaltMode{Drain: true})
 	g.flowsOut[[2]string{a.Broker, a.Name}] = time.Now()
+	g.publishFlows()
 	g.mu.Lock()
 	g.counts.FlowsStopped++
 	g.counts.Moved += st.Moved

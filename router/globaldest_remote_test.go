@@ -11,7 +11,7 @@ import (
 // is trusted), merged over routers, this router's own brokers left out,
 // gone with the advertisement that carried them.
 func TestRemoteConsumers(t *testing.T) {
-	var rc remoteConsumers
+	rc := remoteCounts{ext: ConsumersExt, max: maxAdvertisedConsumers}
 	many := map[string]map[string]int{"b": {}}
 	for i := range maxAdvertisedConsumers + 1 {
 		many["b"][fmt.Sprint("q", i)] = 1

@@ -127,14 +127,14 @@ func (r *Router) Start(ctx context.Context) error {
 		return err
 	}
 	if r.gdests != nil {
-		var remote *remoteConsumers
+		var remote, others *remoteCounts
 		if r.topo != nil {
-			remote = &r.table.consumers
+			remote, others = r.table.consumers, r.table.flows
 			r.gdests.shares, r.gdests.grace = &r.table.shares, sharesGrace(time.Duration(r.cfg.Topology.Refresh))
 		} else if r.cfg.Cluster != nil {
 			r.gdests.warnSharesAlone()
 		}
-		r.gdests.start(r.ctx, remote)
+		r.gdests.start(r.ctx, remote, others)
 	}
 	r.startReload()
 	return nil
@@ -167,11 +167,15 @@ func (r *Router) startTopology(brokers map[string]amqp.Broker) error {
 	exts := map[string]func() json.RawMessage{DemandExt: r.localDemand, DestinationsExt: r.dests.current, ExchangeRoutesExt: r.localExchangeRoutes}
 	if r.gdests != nil {
 		exts[ConsumersExt] = r.gdests.advertised
+		exts[FlowsExt] = func() json.RawMessage { return r.gdests.advertisedFlows(r.table.flows.sharedNow(), time.Now()) }
 		exts[SharesExt] = r.gdests.advertisedShares
 	}
 	r.topo, err = newTopoDriver(r.cfg, secret, r.control, r.localTopology, exts, r.table, r.log)
 	if err != nil {
 		return fmt.Errorf("router: topology: %w", err)
+	}
+	if r.gdests != nil {
+		r.topo.advertise = r.gdests.flowsChanged
 	}
 	r.control.Start(r.ctx)
 	r.dests.start(r.ctx)

@@ -25,15 +25,19 @@ type table struct {
 	// named: every broker the link state has named since the start
 	// (topology.Ready.Named); guarded by mu.
 	named map[string]struct{}
-	// consumers: the global destinations' consumers other routers
-	// advertise (ConsumersExt); its own lock.
-	consumers remoteConsumers
+	// consumers, flows: the global destinations' consumers and flows
+	// other routers advertise (ConsumersExt, FlowsExt); their own locks.
+	consumers, flows *remoteCounts
 	// shares: the limited destinations' ads other routers advertise
 	// (SharesExt); its own lock.
 	shares remoteShares
 }
 
-func newTable() *table { return &table{changed: make(chan struct{})} }
+func newTable() *table {
+	return &table{changed: make(chan struct{}),
+		consumers: &remoteCounts{ext: ConsumersExt, max: maxAdvertisedConsumers},
+		flows:     &remoteCounts{ext: FlowsExt, max: maxAdvertisedFlows, changed: make(chan struct{}, 1)}}
+}
 
 // Store publishes new paths and wakes every waiter.
 func (t *table) Store(p *topology.Paths) {

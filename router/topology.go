@@ -42,8 +42,13 @@ type topoDriver struct {
 	table        *table
 	edgesErr     string           // the last advertised-edges error logged (owned by run)
 	consumersErr string           // the last advertised-consumers error logged (owned by run)
+	flowsErr     string           // the last advertised-flows error logged (owned by run)
 	sharesErr    string           // the last advertised-shares error logged (owned by run)
 	limit        *ratelog.Limiter // warnings about the node's events, by kind
+	brokers      []string         // this router's, by name
+	// advertise, when set (before start), asks for the extensions to be
+	// read and advertised now rather than at the next localEvery.
+	advertise <-chan struct{}
 
 	snapReq chan chan topology.Snapshot
 	g       *group.Group  // run's; set by start
@@ -86,7 +91,11 @@ func newTopoDriver(cfg *config.Config, secret string, ctl *Control, local func()
 	}
 	// The transport checks signatures before it queues anything.
 	ctl.SetSecret(tc.Secret)
-	return &topoDriver{node: node, ctl: ctl, local: local, exts: exts, table: table, peers: cfg.Topology.Peers, self: cfg.RouterID,
+	brokers := make([]string, 0, len(cfg.Brokers))
+	for _, b := range cfg.Brokers {
+		brokers = append(brokers, b.Name)
+	}
+	return &topoDriver{node: node, ctl: ctl, local: local, exts: exts, table: table, peers: cfg.Topology.Peers, self: cfg.RouterID, brokers: brokers,
 		log: log.With().Str("subsystem", "topology").Logger(), limit: ratelog.New(eventLogEvery),
 		snapReq: make(chan chan topology.Snapshot), done: make(chan struct{})}, nil
 }
@@ -134,6 +143,8 @@ func (d *topoDriver) run(ctx context.Context) {
 			d.receive()
 		case <-timer.C:
 			ready = d.node.Tick(time.Now())
+		case <-d.advertise:
+			d.setLocal(time.Now())
 		case <-local.C:
 			now := time.Now()
 			d.setLocal(now)
@@ -147,6 +158,7 @@ func (d *topoDriver) run(ctx context.Context) {
 		d.carryOut(ready)
 		d.storeEdges()
 		d.storeConsumers()
+		d.storeFlows()
 		d.storeShares()
 		timer.Reset(time.Until(d.node.NextTick(time.Now())))
 	}
@@ -298,18 +310,46 @@ func (d *topoDriver) storeEdges() {
 // global destinations read it there); a bad value is logged once per
 // change of errors.
 func (d *topoDriver) storeConsumers() {
-	err := d.table.consumers.store(d.self, d.node.Ext(ConsumersExt), func(router, broker string) bool {
+	d.storeExt(d.table.consumers, ConsumersExt, &d.consumersErr,
+		"advertised consumers refused: that router's brokers are no flow targets until it advertises them again")
+}
+
+// storeFlows hands the other routers' FlowsExt to the table, with which
+// of this router's brokers another router is attached to (the global
+// destinations subtract those routers' flows from the consumers there).
+func (d *topoDriver) storeFlows() {
+	shared := map[string]bool{}
+	for _, b := range d.brokers {
+		if slices.ContainsFunc(d.node.Peers(b), func(id string) bool { return id != d.self }) {
+			shared[b] = true
+		}
+	}
+	d.table.flows.setShared(shared)
+	d.storeExt(d.table.flows, FlowsExt, &d.flowsErr,
+		"advertised flows refused: that router's flows count as consumers until it advertises sound ones")
+}
+
+// extStore takes every other router's value of one extension, refusing
+// unsound ones (remoteCounts, remoteShares).
+type extStore interface {
+	store(self string, ext map[string]json.RawMessage, attached func(router, broker string) bool) error
+}
+
+// storeExt stores extension ext's values in rc, logging a refusal once
+// per change of errors (last).
+func (d *topoDriver) storeExt(rc extStore, ext string, last *string, refused string) {
+	err := rc.store(d.self, d.node.Ext(ext), func(router, broker string) bool {
 		return slices.Contains(d.node.Peers(broker), router)
 	})
 	msg := ""
 	if err != nil {
 		msg = err.Error()
 	}
-	if msg != d.consumersErr {
+	if msg != *last {
 		if err != nil {
-			d.log.Warn().Err(err).Msg("advertised consumers refused: that router's brokers are no flow targets until it advertises them again")
+			d.log.Warn().Err(err).Msg(refused)
 		}
-		d.consumersErr = msg
+		*last = msg
 	}
 }
 
@@ -317,19 +357,8 @@ func (d *topoDriver) storeConsumers() {
 // global destinations' limits read it there); a refused value is logged
 // once per change of errors, and counted.
 func (d *topoDriver) storeShares() {
-	err := d.table.shares.store(d.self, d.node.Ext(SharesExt), func(router, broker string) bool {
-		return slices.Contains(d.node.Peers(broker), router)
-	})
-	msg := ""
-	if err != nil {
-		msg = err.Error()
-	}
-	if msg != d.sharesErr {
-		if err != nil {
-			d.log.Warn().Err(err).Msg("advertised shares of limited destinations refused: that router takes no part in deciding them until it advertises sound ones")
-		}
-		d.sharesErr = msg
-	}
+	d.storeExt(&d.table.shares, SharesExt, &d.sharesErr,
+		"advertised shares of limited destinations refused: that router takes no part in deciding them until it advertises sound ones")
 }
 
 // localExchangeRoutes encodes the routes taking part in fan-out for
