@@ -30,8 +30,11 @@ func TestIntegrationQpidCloseWithReceiversAttached(t *testing.T) {
 }
 
 // closeCycles connections are closed under their receivers, by
-// closeWorkers at a time.
-const closeCycles, closeWorkers = 3000, 4
+// closeWorkers at a time; each takes up to closeTake messages first, a
+// fifth of its credit (closeCredit), so that receivers wait with credit
+// left at the broker as messages arrive for them. (Taking 25 of 100 did
+// not crash an unfixed qpidd in two runs; this did, within 15 s.)
+const closeCycles, closeWorkers, closeTake, closeCredit = 3000, 4, 10, 50
 
 func qpidCloseWithReceivers(t *testing.T, dataPath string) {
 	qpidd := brokertest.StartPrivateQpidd(t)
@@ -148,7 +151,7 @@ func produce(t *testing.T, s *goamqp.Session, queue string, stop <-chan struct{}
 }
 
 // closeUnderReceiver connects as the router does, attaches a receiver
-// with credit on queue, takes up to ten messages (accepting every
+// with credit on queue, takes up to closeTake messages (accepting every
 // other one: the rest stay unsettled), and closes the connection with
 // the receiver attached. It calls accepted with each sequence number it
 // accepts.
@@ -167,11 +170,11 @@ func closeUnderReceiver(ctx context.Context, cfg famqp.BrokerConfig, queue, data
 	if err != nil {
 		return err
 	}
-	r, err := famqp.NewReceiver(ctx, s, famqp.LinkSpec{Address: queue}, famqp.ReceiverConfig{Window: 50})
+	r, err := famqp.NewReceiver(ctx, s, famqp.LinkSpec{Address: queue}, famqp.ReceiverConfig{Window: closeCredit})
 	if err != nil {
 		return err
 	}
-	for i := range 10 {
+	for i := range closeTake {
 		rctx, rcancel := context.WithTimeout(ctx, 200*time.Millisecond)
 		msg, err := r.Receive(rctx)
 		rcancel()
@@ -201,9 +204,9 @@ func takeEngine(ctx context.Context, c *famqp.Conn, queue string, accepted func(
 	}
 	var mu sync.Mutex
 	var decodeErr error
-	arrived := make(chan struct{}, 50)
+	arrived := make(chan struct{}, closeTake)
 	n := 0
-	_, err = s.NewReceiver(ctx, engine.ReceiverOptions{Address: queue, Credit: 50, OnMessage: func(d *engine.Delivery) {
+	_, err = s.NewReceiver(ctx, engine.ReceiverOptions{Address: queue, Credit: closeCredit, OnMessage: func(d *engine.Delivery) {
 		mu.Lock()
 		defer mu.Unlock()
 		if n++; n%2 == 1 {
@@ -226,10 +229,14 @@ func takeEngine(ctx context.Context, c *famqp.Conn, queue string, accepted func(
 	}
 	idle := time.NewTimer(200 * time.Millisecond)
 	defer idle.Stop()
-	for range 10 {
+wait:
+	for range closeTake {
 		select {
 		case <-arrived:
 		case <-idle.C:
+			break wait // the queue is empty for now: close with credit out
+		case <-ctx.Done():
+			break wait
 		}
 	}
 	// Close (the caller's) ends the session after it sends the pending
@@ -264,5 +271,61 @@ func drain(t *testing.T, cfg famqp.BrokerConfig, queue string) map[int64]int {
 			t.Fatalf("message without seq on %s: %+v", queue, msg.GoAMQP())
 		}
 		left[seq]++
+	}
+}
+
+// After its qpidd died (killed here, as a segfault would), a Conn stays
+// Waiting and keeps dialling; once the broker is back it is Operational
+// again, and engine connections (routes on the engine, control links)
+// dial again too.
+func TestIntegrationQpidConnAfterBrokerDied(t *testing.T) {
+	qpidd := brokertest.StartPrivateQpidd(t)
+	c := brokertest.Dial(t, qpidd.Config, famqp.ConnOptions{Backoff: famqp.Backoff{Min: 50 * time.Millisecond, Max: 500 * time.Millisecond}})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if _, _, err := c.WaitOperational(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Engine(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := c.Status()
+	qpidd.Kill(t)
+	if qpidd.Gone() == nil {
+		t.Fatal("Gone says a killed qpidd lives")
+	}
+	// Dial after dial is refused: the loop goes on.
+	waitStatus(ctx, t, c, "three refused dials", func(st famqp.Status) bool {
+		return st.State != famqp.Operational && st.Attempt >= 3 && st.LastError != nil
+	})
+	qpidd.Restart(t)
+	if _, _, err := c.WaitOperational(ctx); err != nil {
+		t.Fatalf("not Operational again after qpidd came back: %v", err)
+	}
+	if st, _ := c.Status(); st.Generation <= first.Generation {
+		t.Fatalf("generation %d after the reconnect, %d before", st.Generation, first.Generation)
+	}
+	e, err := c.Engine(ctx)
+	if err != nil {
+		t.Fatalf("engine connection after qpidd came back: %v", err)
+	}
+	if _, err := e.NewSession(ctx, engine.SessionOptions{}); err != nil {
+		t.Fatalf("engine session after qpidd came back: %v", err)
+	}
+}
+
+// waitStatus polls c's status until ok or ctx ends.
+func waitStatus(ctx context.Context, t *testing.T, c *famqp.Conn, what string, ok func(famqp.Status) bool) {
+	t.Helper()
+	for {
+		st, changed := c.Status()
+		if ok(st) {
+			return
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatalf("%s: not seen (status %+v)", what, st)
+		}
 	}
 }

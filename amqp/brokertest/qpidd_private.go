@@ -23,6 +23,7 @@ type PrivateQpidd struct {
 	Config famqp.BrokerConfig
 	n      int
 	state  string // TMPDIR given to qpidd.sh: its pid file and log are under it
+	script string
 }
 
 // privateQpiddFirst is the lowest instance number tried: ports from 5920
@@ -58,7 +59,7 @@ func StartPrivateQpidd(t testing.TB) *PrivateQpidd {
 			}
 			t.Fatal(err)
 		}
-		q := &PrivateQpidd{n: n, state: state, Config: famqp.BrokerConfig{
+		q := &PrivateQpidd{n: n, state: state, script: script, Config: famqp.BrokerConfig{
 			Name: fmt.Sprintf("private-qpidd%d", n), URLs: []string{b.URL}, Profile: "qpid",
 		}}
 		t.Cleanup(func() {
@@ -72,6 +73,22 @@ func StartPrivateQpidd(t testing.TB) *PrivateQpidd {
 	}
 	t.Fatal("no free port for a private qpidd in 5920..5959")
 	return nil
+}
+
+// Kill kills the broker with SIGKILL, as a crash would (its queues are
+// lost: no store).
+func (q *PrivateQpidd) Kill(t testing.TB) { q.run(t, "kill9") }
+
+// Restart starts the broker again on its port.
+func (q *PrivateQpidd) Restart(t testing.TB) { q.run(t, "start") }
+
+func (q *PrivateQpidd) run(t testing.TB, cmd string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := runQpiddScript(ctx, q.script, []string{"TMPDIR=" + q.state}, cmd, strconv.Itoa(q.n)); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Gone is nil while the broker's process lives and its port answers;
