@@ -153,3 +153,16 @@ func logTail(path string) string {
 	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
 	return strings.Join(lines[max(0, len(lines)-3):], " | ")
 }
+
+// Gone says, for a shared qpidd (qpidd1..4), whether it is gone (as
+// QpiddGone); nil for any other broker. For a failed test's report.
+func (b Broker) Gone() error {
+	var n int
+	if b.Kind != "qpid" {
+		return nil
+	}
+	if _, err := fmt.Sscanf(b.Name, "qpidd%d", &n); err != nil {
+		return nil // not one of testdata/qpidd.sh's numbered peers
+	}
+	return QpiddGone(n)
+}
