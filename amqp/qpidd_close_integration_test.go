@@ -16,7 +16,7 @@ import (
 	"github.com/fedrouter/fedrouter/amqp/engine"
 )
 
-// qpidd (1.39, 1.40) segfaults when a connection closes with consumers
+// qpidd (the 1.40 test build) segfaults when a connection closes with consumers
 // attached while messages arrive for them on another connection
 // (docs/brokers.md, qpidd). A fedrouter connection ends its sessions
 // before it closes, on both data paths; this loops the sequence on a

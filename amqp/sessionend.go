@@ -9,7 +9,7 @@ import (
 
 // openSessions are the sessions begun on a Conn's current go-amqp
 // connection and not yet ended. Before the Conn closes that connection
-// it ends them (endSessions): qpidd (1.39, 1.40; docs/brokers.md) frees
+// it ends them (endSessions): qpidd (seen with 1.40; docs/brokers.md) frees
 // a connection's I/O handler in the same moment as it cancels the
 // connection's consumers, when the socket closes, and a message arriving
 // for one of them then on another connection notifies the freed handler:

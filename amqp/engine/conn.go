@@ -211,7 +211,7 @@ func (c *Conn) PeerOpen() wire.Open { return c.peer }
 // peer's (the whole of it at most CloseTimeout), and stops the
 // goroutines. It returns the peer's close error, if any.
 //
-// Ending the sessions first is for qpidd (1.39, 1.40): a connection that
+// Ending the sessions first is for qpidd (seen with 1.40): a connection that
 // goes with receivers still attached can crash it (endSessions). A peer
 // that does not answer an end costs the quarter, no more.
 func (c *Conn) Close() error {

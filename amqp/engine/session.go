@@ -172,7 +172,7 @@ func (s *Session) finish(err error) {
 // sending its receivers' pending settlements, and waits for the peer's
 // ends until ctx ends (Close).
 //
-// qpidd (1.39, 1.40; docs/brokers.md) cancels a connection's consumers
+// qpidd (seen with 1.40; docs/brokers.md) cancels a connection's consumers
 // only when its socket closes, in the same moment as it frees the
 // connection's I/O handler; a message arriving for such a consumer at
 // that moment on another connection's thread notifies the freed handler
