@@ -120,6 +120,9 @@ type Conn struct {
 	redial chan struct{}
 
 	pool sessionPool // NewSharedSender's sessions; its lock and mu are never held together
+	// sessions: those open on the current connection, ended before it
+	// is closed (sessionend.go); its lock and mu are never held together
+	sessions openSessions
 
 	mu      sync.Mutex
 	status  Status
@@ -252,7 +255,8 @@ func (c *Conn) NewSession(ctx context.Context) (*Session, uint64, error) {
 		c.ReportBroken(gen, err)
 		return nil, 0, err
 	}
-	return &Session{s: s, owner: c.g.Context()}, gen, nil
+	c.sessions.add(s)
+	return &Session{s: s, owner: c.g.Context(), open: &c.sessions}, gen, nil
 }
 
 // ReportBroken tells the connection that a user saw err on generation gen.
@@ -419,6 +423,7 @@ func (c *Conn) dialAny(ctx context.Context, first int) (transport, int, error) {
 // ends: the Conn is closed (returns nil).
 func (c *Conn) hold(ctx context.Context, t transport) error {
 	conn, _ := t.(*goamqp.Conn)
+	c.sessions.take() // the last connection's: gone with it
 	c.mu.Lock()
 	c.conn = conn
 	c.mu.Unlock()
@@ -447,13 +452,13 @@ func (c *Conn) hold(ctx context.Context, t transport) error {
 			if g != gen {
 				continue // stale report about an earlier connection
 			}
-			_ = t.Close() // dropping it anyway: the loss is what we report
+			c.closeTransport(t) // dropping it anyway: the loss is what we report
 			return &Error{Op: "connection dropped", Broker: c.cfg.Name, Scope: ScopeConn, Err: errors.New("a link reported a connection-level error")}
 		case <-c.redial:
-			_ = t.Close() // replaced by one with the new settings
+			c.closeTransport(t) // replaced by one with the new settings
 			return &Error{Op: "connection dropped", Broker: c.cfg.Name, Scope: ScopeConn, Err: errReconfigured}
 		case <-ctx.Done():
-			_ = t.Close() // closing: a close error changes nothing
+			c.closeTransport(t)
 			return nil
 		}
 	}
@@ -475,7 +480,7 @@ func CloseSessionContext(ctx context.Context, s *Session) {
 	// The session is ended either way: an error (timeout, connection
 	// already gone) leaves nothing to undo, and the broker reclaims its
 	// links when the connection goes.
-	_ = s.s.Close(ctx)
+	_ = s.Close(ctx)
 }
 
 // CloseSession is CloseSessionContext with the context of the session's

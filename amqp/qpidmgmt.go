@@ -184,6 +184,9 @@ func (m *QpidManagement) call(ctx context.Context, opcode string, body map[strin
 	if err != nil {
 		return err
 	}
+	// Ended before the connection closes, which would otherwise take the
+	// reply receiver with it: what can crash qpidd (sessionend.go).
+	defer endSessions([]*goamqp.Session{sess})
 	rcv, err := sess.NewReceiver(ctx, "", &goamqp.ReceiverOptions{DynamicAddress: true, Credit: 10})
 	if err != nil {
 		return fmt.Errorf("attach reply queue: %w", err)

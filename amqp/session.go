@@ -12,6 +12,7 @@ import (
 type Session struct {
 	s     *goamqp.Session
 	owner context.Context // the connection's: CloseSession's values
+	open  *openSessions   // the connection's, left when the session ends; nil for none
 }
 
 // NewSender attaches a sender for spec.
@@ -25,7 +26,13 @@ func (s *Session) NewSender(ctx context.Context, spec LinkSpec) (*Sender, error)
 
 // Close ends the session and its links; prefer CloseSession, which bounds
 // the wait.
-func (s *Session) Close(ctx context.Context) error { return s.s.Close(ctx) }
+func (s *Session) Close(ctx context.Context) error {
+	err := s.s.Close(ctx)
+	if s.open != nil {
+		s.open.remove(s.s)
+	}
+	return err
+}
 
 // GoAMQP is the go-amqp session, for programs that use go-amqp directly
 // as an AMQP application (tests, fedbench, fedchaos); the router's layers

@@ -59,6 +59,11 @@ func brokersOf(t *testing.T, names ...string) *mesh {
 			for id, l := range m.logs {
 				t.Logf("router %s log:\n%s", id, lastLines(l.String(), 60))
 			}
+			for _, b := range m.brokers { // a crashed qpidd, named (docs/brokers.md)
+				if err := b.Gone(); err != nil {
+					t.Log(err)
+				}
+			}
 		}
 	})
 	m.clearTransit() // left by an earlier test or run: not this test's messages

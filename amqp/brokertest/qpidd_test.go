@@ -50,3 +50,19 @@ func TestQpiddScriptLocatesSharedBuild(t *testing.T) {
 		t.Errorf("beside the repository: %v, %q, want %s", err, out, want)
 	}
 }
+
+// Gone: nil for a running shared qpidd and for other brokers; an error
+// naming the broker for a qpidd with no process (no pid file here).
+func TestIntegrationQpiddGone(t *testing.T) {
+	b := Require(t, "qpidd1")[0]
+	if err := b.Gone(); err != nil {
+		t.Fatalf("qpidd1 runs: %v", err)
+	}
+	if err := (Broker{Name: "rabbit1", Kind: "rabbitmq"}).Gone(); err != nil {
+		t.Fatalf("not a qpidd: %v", err)
+	}
+	t.Setenv("TMPDIR", t.TempDir()) // no state there: as a qpidd whose pid file is gone
+	if err := b.Gone(); err == nil || !strings.Contains(err.Error(), "qpidd1") {
+		t.Fatalf("qpidd1 with no state: %v", err)
+	}
+}

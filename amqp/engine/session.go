@@ -168,6 +168,70 @@ func (s *Session) finish(err error) {
 	})
 }
 
+// endSessions ends every session the peer has begun and not ended, after
+// sending its receivers' pending settlements, and waits for the peer's
+// ends until ctx ends (Close).
+//
+// qpidd (seen with 1.40; docs/brokers.md) cancels a connection's consumers
+// only when its socket closes, in the same moment as it frees the
+// connection's I/O handler; a message arriving for such a consumer at
+// that moment on another connection's thread notifies the freed handler
+// and the broker segfaults (OutgoingFromQueue::notify). Ended first, the
+// sessions' links are cancelled while the connection still stands.
+func (c *Conn) endSessions(ctx context.Context) {
+	select {
+	case <-c.done:
+		return // the socket is going or gone: nothing can be ended
+	default:
+	}
+	c.mu.Lock()
+	open := make([]*Session, 0, len(c.sessions))
+	for _, s := range c.sessions {
+		open = append(open, s)
+	}
+	c.mu.Unlock()
+	waiting := open[:0]
+	for _, s := range open {
+		select {
+		case <-s.begun:
+		default:
+			continue // never begun on the peer's side: nothing attached there
+		}
+		select {
+		case <-s.endRecvd:
+			continue // the peer has ended it
+		default:
+		}
+		for _, r := range s.receivers() {
+			r.Flush()
+		}
+		s.sendEnd(nil)
+		waiting = append(waiting, s)
+	}
+	for _, s := range waiting {
+		select {
+		case <-s.endRecvd:
+		case <-c.done:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// receivers lists the session's receiving links.
+func (s *Session) receivers() []*Receiver {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var rs []*Receiver
+	for _, l := range s.links {
+		if l.receiver != nil {
+			rs = append(rs, l.receiver)
+		}
+	}
+	return rs
+}
+
 // release frees the local channel (called by the reader once both ends
 // are ended).
 func (s *Session) release() {
