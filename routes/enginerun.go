@@ -17,8 +17,8 @@ import (
 // Data paths a router's routes may run on (Options.DataPath; the
 // configuration's data_path).
 const (
-	DataPathGoAMQP = "go-amqp" // the default: links.Forward over go-amqp
-	DataPathEngine = "engine"  // fedrouter's own engine (amqp/engine), where a route allows it
+	DataPathEngine = "engine"  // the default: fedrouter's own engine (amqp/engine), where a route allows it
+	DataPathGoAMQP = "go-amqp" // links.Forward over go-amqp, for every route
 )
 
 // CheckDataPath says whether p names a data path ("" is the default).

@@ -31,8 +31,8 @@ type Options struct {
 	StatePath string
 	Log       zerolog.Logger
 	Backoff   amqp.Backoff // retry delays of a route; default DefaultBackoff
-	// DataPath is what routes forward on: DataPathGoAMQP ("" too) or
-	// DataPathEngine, which the routes it can carry take (onEngine).
+	// DataPath is what routes forward on: DataPathEngine ("" too), which
+	// the routes it can carry take (onEngine), or DataPathGoAMQP.
 	DataPath string
 	// PoisonRuns: consecutive runs ended by an undecodable message before
 	// the route is set Failed. Default 3.
@@ -138,6 +138,9 @@ type Manager struct {
 // Its routes and transit forwarders run under ctx, the owner's: its end
 // stops them, and Stop (which the owner calls either way) waits for them.
 func NewManager(ctx context.Context, opts Options) *Manager {
+	if opts.DataPath == "" {
+		opts.DataPath = DataPathEngine
+	}
 	if opts.Backoff.Min == 0 {
 		opts.Backoff = amqp.DefaultBackoff()
 	}
