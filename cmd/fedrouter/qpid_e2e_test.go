@@ -98,15 +98,23 @@ func durableRouteKill9(t *testing.T, src, dst brokertest.Broker) {
 	brokertest.DeclareExchangeQueue(t, src.Config(), ex, "topic", "", "")
 	brokertest.DeclareExchangeQueue(t, dst.Config(), ex, "topic", dq, "orders.created")
 
-	config := writeConfig(t, t.TempDir(), "qk", "", src, dst)
+	id := "qk" + dst.Name // a router id each: the subtests' subscription queues apart
+	config := writeConfig(t, t.TempDir(), id, "", src, dst)
 	p := startRouter(t, config)
 	route := []string{dst.Name, src.Name, ex, "orders.created"}
 	p.mustCLI(append([]string{"route", "add", "-d", "--credit", fmt.Sprint(credit)}, route...)...)
 	waitRoute(t, p, operational)
 
+	// Sent while the router forwards: the engine keeps pace with a
+	// publisher, so a stream sent before the kill would all have crossed.
 	pub := brokertest.Session(t, brokertest.Dial(t, src.Config(), amqp.ConnOptions{}))
-	brokertest.SendAll(t, pub, ex, 200, n, brokertest.Numbered)
+	sent := make(chan struct{})
+	go func() { // ends when the send is done
+		defer close(sent)
+		brokertest.SendAll(t, pub, ex, 200, n, brokertest.Numbered)
+	}()
 	atKill := p.kill9After(n / 10)
+	<-sent
 	if atKill.Forwarded >= n {
 		t.Fatalf("the kill came after all %d had crossed: nothing was in flight", n)
 	}
@@ -120,7 +128,7 @@ func durableRouteKill9(t *testing.T, src, dst brokertest.Broker) {
 	if dups > credit {
 		t.Fatalf("%d duplicates, more than the in-flight window %d", dups, credit)
 	}
-	checkSubscriptionDeleted(t, p, src, route)
+	checkSubscriptionDeleted(t, p, src, id, route)
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -129,9 +137,9 @@ func durableRouteKill9(t *testing.T, src, dst brokertest.Broker) {
 	}
 }
 
-// checkSubscriptionDeleted: router qk's one subscription queue on qpidd
+// checkSubscriptionDeleted: router id's one subscription queue on qpidd
 // src goes when its route is deleted.
-func checkSubscriptionDeleted(t *testing.T, p *routerProc, src brokertest.Broker, route []string) {
+func checkSubscriptionDeleted(t *testing.T, p *routerProc, src brokertest.Broker, id string, route []string) {
 	t.Helper()
 	m := brokertest.QpidManagement(t, src.Config())
 	subQueues := func() []string {
@@ -141,7 +149,7 @@ func checkSubscriptionDeleted(t *testing.T, p *routerProc, src brokertest.Broker
 		}
 		var out []string
 		for _, q := range qs {
-			if strings.HasPrefix(q.String("name"), "fedrouter.qk.") {
+			if strings.HasPrefix(q.String("name"), "fedrouter."+id+".") {
 				out = append(out, q.String("name"))
 			}
 		}
