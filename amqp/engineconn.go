@@ -177,12 +177,6 @@ func (b *BrokerConfig) engineTargets(o ConnOptions) ([]engineTarget, error) {
 	return out, nil
 }
 
-// ErrEngineUnsupported: a link the engine data path does not carry; the
-// route runs on go-amqp instead. No link spec a profile makes is refused
-// today (every filter and a subject on every message are carried): the
-// routes' fallback stays for what a profile may ask later.
-var ErrEngineUnsupported = errors.New("not supported on the engine data path yet")
-
 // EngineReceiver returns the engine receiver options for s, a source
 // at a broker of profile p: its filters encoded as go-amqp encodes them
 // (the peer's echo of them is not checked, as go-amqp does not).

@@ -11,9 +11,12 @@ import (
 // message annotations, the footer) into Go maps keyed by the decoded key,
 // without the check its other maps have: a key that decodes to a slice or
 // a map (binary, list, map, array) makes it panic — "hash of unhashable
-// type" — in its connection goroutine, which takes the router down. A
-// publisher who can put such a message on a queue a route reads could
-// stop the router (docs/security.md).
+// type" — in its connection goroutine, which takes the router down. Routes
+// forward on the engine, which reads no map into Go (amqp/engine), but
+// the control plane's go-amqp receivers still take messages from brokers
+// (the control exchange, a dynamic route's queue events): a publisher who
+// can put such a message where one of them reads could stop the router
+// (docs/security.md).
 //
 // keyGuard sits between the socket and go-amqp and reads what the peer
 // sends as it goes by, without holding any of it back: it follows the
@@ -21,8 +24,8 @@ import (
 // payload, and when an annotation key is of such a type it overwrites the
 // key's type code with one that does not exist (0x01). go-amqp then fails
 // to decode the message — an error, not a panic: it closes the link, and
-// the route treats the message as undecodable (a poison message the
-// operator removes; docs/delivery.md). Nothing else is changed.
+// its owner attaches again (a control message so made is lost to it, as
+// any malformed one). Nothing else is changed.
 
 // badKeyCode replaces the type code of an annotation key go-amqp cannot
 // hash: no AMQP type has it.

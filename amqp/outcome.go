@@ -3,9 +3,7 @@ package amqp
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
-	"strings"
 
 	goamqp "github.com/Azure/go-amqp"
 )
@@ -96,44 +94,6 @@ func (r *Receipt) Wait(ctx context.Context) (Outcome, error) {
 		return Outcome{}, err
 	}
 	return outcomeOf(st), nil
-}
-
-// Undecodable reports whether err is go-amqp closing a receiver because a
-// message could not be decoded (decimal or char values, which go-amqp
-// v1.7.0 does not implement), and returns the decoder's words. The broker
-// redelivers such a message forever: a poison message.
-func Undecodable(err error) (string, bool) {
-	var le *goamqp.LinkError
-	if !errors.As(err, &le) || le.RemoteErr != nil {
-		return "", false
-	}
-	msg := le.Error()
-	prefix := string(goamqp.ErrCondInternalError) + ": "
-	if !strings.HasPrefix(msg, prefix) {
-		return "", false
-	}
-	detail := strings.TrimPrefix(msg, prefix)
-	if detail == fmt.Sprintf("unknown type %#02x", badKeyCode) {
-		detail = "an annotation key of a type go-amqp cannot use (binary, list, map, array or described): marked undecodable by the key guard (amqp/keyguard.go)"
-	}
-	return detail, true
-}
-
-// ErrMessageTooLarge: the destination link refused one message for its
-// size; the link is fine.
-var ErrMessageTooLarge = errors.New("amqp: message too large for the destination")
-
-// PerMessage says whether a send error concerns only that message (the
-// link is fine): it was too large for the destination.
-func PerMessage(err error) bool {
-	if errors.Is(err, ErrMessageTooLarge) {
-		return true
-	}
-	var amqpErr *goamqp.Error
-	if errors.As(err, &amqpErr) {
-		return amqpErr.Condition == goamqp.ErrCondMessageSizeExceeded
-	}
-	return false
 }
 
 // Refusal says whether err is a broker refusing what the route asked for

@@ -1,8 +1,6 @@
 package amqp
 
 import (
-	"errors"
-	"fmt"
 	"testing"
 
 	goamqp "github.com/Azure/go-amqp"
@@ -30,20 +28,5 @@ func TestOutcomeOf(t *testing.T) {
 	}
 	if Accepted.String() != "accepted" || OutcomeKind(9).String() != "OutcomeKind(9)" {
 		t.Error("OutcomeKind names")
-	}
-}
-
-func TestUndecodableAndPerMessage(t *testing.T) {
-	if _, ok := Undecodable(errors.New("x")); ok {
-		t.Fatal("plain error taken for undecodable")
-	}
-	if _, ok := Undecodable(&goamqp.LinkError{RemoteErr: &goamqp.Error{Condition: goamqp.ErrCondInternalError}}); ok {
-		t.Fatal("remote detach taken for undecodable")
-	}
-	if !PerMessage(&goamqp.Error{Condition: goamqp.ErrCondMessageSizeExceeded}) || !PerMessage(fmt.Errorf("x: %w", ErrMessageTooLarge)) {
-		t.Fatal("message size errors are per message")
-	}
-	if PerMessage(&goamqp.LinkError{}) {
-		t.Fatal("a link error is not per message")
 	}
 }

@@ -137,18 +137,6 @@ func (r *Receiver) Release(ctx context.Context, msg Message) error {
 	return wrap("release", "", err)
 }
 
-// Reject settles msg as rejected with condition and description, so the
-// broker's own dead-lettering applies.
-func (r *Receiver) Reject(ctx context.Context, msg Message, condition, description string) error {
-	var e *goamqp.Error
-	if condition != "" {
-		e = &goamqp.Error{Condition: goamqp.ErrCond(condition), Description: description}
-	}
-	err := r.r.RejectMessage(ctx, msg.m, e)
-	r.onSettled()
-	return wrap("reject", "", err)
-}
-
 // Close detaches the link with a bounded context: RabbitMQ answers a
 // closing detach with a non-closing one and go-amqp would wait forever.
 // Owners that must not leak should close the session, which returns at once.

@@ -61,8 +61,9 @@ type Config struct {
 	// cluster (cluster.go, docs/cluster.md): routes live in the store and
 	// are shared; absent, the router is single, with its state file.
 	Cluster *ClusterSpec `yaml:"cluster"`
-	// DataPath is what routes forward on: go-amqp (default) or engine
-	// (routes.DataPath*; docs/engine.md, "Routes on the engine").
+	// DataPath is what routes forward on: engine, the only data path
+	// ("" too; go-amqp was removed and is refused with a reason:
+	// routes.CheckDataPath; docs/engine.md).
 	DataPath string `yaml:"data_path"`
 	// Destinations are global destinations (destinations.go,
 	// docs/destinations.md): queues kept alike at every broker of a span.

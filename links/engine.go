@@ -21,20 +21,16 @@ import (
 // (a link, session or connection gone, a drain, a limit), and the
 // route's counters.
 //
-// Config.OutcomeTimeout and MaxAbandoned act as on go-amqp, checked
-// every engineTick: a message without the destination's outcome in time
+// Config.OutcomeTimeout and MaxAbandoned are checked every engineTick: a message without the destination's outcome in time
 // is rejected at the source (NoOutcome and Rejected count it), and the
 // run ends with ErrTooManyAbandoned after MaxAbandoned of them. With
 // EngineLinks.DeadLetter, a message the destination rejected or gave no
-// outcome for goes to that queue instead, with the annotations
-// links.Forward gives it (the reason, the condition, the time and
+// outcome for goes to that queue instead, with the annotations of
+// deadLetterAnnotations (the reason, the condition, the time and
 // Config.DeadLetterAnnotations), and is accepted at the source once the
-// dead-letter queue accepted it (engine/deadletter.go). Not carried yet
-// (a route needing it runs on go-amqp, routes/ decides): Prepare, and
-// Config.DeadLetter (the go-amqp Sink; EngineLinks.DeadLetter stands for
-// it). Config.Fence is asked by the engine's forwarder before each
-// message (engine.ForwardOptions.Fence); a no ends the run with
-// ErrFenced, as on go-amqp.
+// dead-letter queue accepted it (engine/deadletter.go).
+// Config.Fence is asked by the engine's forwarder before each message
+// (engine.ForwardOptions.Fence); a no ends the run with ErrFenced.
 
 // EngineLinks are one run's sessions on the engine and its termini.
 type EngineLinks struct {
@@ -64,7 +60,7 @@ type EngineLinks struct {
 	Early    []EngineDest
 	Attached func(keys []string)
 	// Gate, when set, is the gate of Target's queue (a global
-	// destination's limits), as GatedSink is on go-amqp: while it is
+	// destination's limits): while it is
 	// closed the copies for Target wait and the source is granted no
 	// more credit; a rejection by the destination is a release at the
 	// source (the limit refused it: the source keeps it) and closes the
@@ -296,7 +292,7 @@ func (e *EngineForwarder) step(cfg Config, c *Counters, expired *engine.Delivery
 }
 
 // destEnded is err, the end of the run's destination; with a gate, the
-// gate closes for RefusalPause first, as GatedSink's does on go-amqp:
+// gate closes for RefusalPause first:
 // RabbitMQ 3.10 answers a refusal by closing the connection, and the
 // next run waits.
 func (e *EngineForwarder) destEnded(err error) error {
@@ -396,9 +392,9 @@ func EngineRefuseAll(condition, reason string, count *atomic.Uint64) func([]byte
 const AnnotationUndecodable = "x-fedrouter-undecodable-annotations"
 
 // deadLetterAnnotations are the annotations a message dead-lettered on
-// the engine gets: those refuse gives one on go-amqp, encoded. A
-// message that does not decode (go-amqp cannot take it at all: a poison
-// message there) is said so, with amqp:decode-error.
+// the engine gets (AnnotationReason, AnnotationCondition, AnnotationTime
+// and Config.DeadLetterAnnotations), encoded. A message whose
+// annotations do not decode is said so, with amqp:decode-error.
 func deadLetterAnnotations(cfg Config) func(st *engine.DeliveryState, cause engine.DeadLetterCause) []wire.Annotated {
 	return func(st *engine.DeliveryState, cause engine.DeadLetterCause) []wire.Annotated {
 		reason, condition := "rejected by the destination", "amqp:not-allowed"

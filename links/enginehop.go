@@ -8,13 +8,13 @@ import (
 )
 
 // The routers' hop annotations read from a message as bytes, for the
-// engine data path (a per-message hook, engine.ForwardOptions.Rewrite):
-// what CheckAnnotations and Trace read from a decoded message, with the
-// same bounds, without decoding the message or allocating.
+// engine data path (a per-message hook, engine.ForwardOptions.Dispatch),
+// with checkAnnotations' bounds, without decoding the message or
+// allocating.
 
 // HopAnnotations are a message's origin and trace as they came: each
-// aliases the payload, nil when absent (or null, or empty: go-amqp's
-// AnnotationString reads those as "" too).
+// aliases the payload, nil when absent (or null, or empty: the same to a
+// router).
 type HopAnnotations struct {
 	Origin, Trace []byte
 }
@@ -22,8 +22,8 @@ type HopAnnotations struct {
 // ReadHop reads AnnotationOrigin and AnnotationTrace from payload, whose
 // sections s locates (wire.ScanSections). Each, when present, must be a
 // string within MaxAnnotationLen and the trace must name at most
-// MaxTraceLen brokers: anything else is a *FieldError, as
-// CheckAnnotations says on go-amqp, and the message is to be refused,
+// MaxTraceLen brokers: anything else is a *FieldError (checkAnnotations'
+// rules), and the message is to be refused,
 // never forwarded on what it claims.
 func ReadHop(payload []byte, s *wire.Sections) (HopAnnotations, error) {
 	var h HopAnnotations

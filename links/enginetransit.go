@@ -26,7 +26,7 @@ type engineMessage struct {
 }
 
 // value decodes one encoded value (nil when absent): the same Go types
-// the transit rules check on go-amqp (string, the integer types).
+// the transit rules check (string, the integer types).
 func value(v []byte, ok bool) any {
 	if !ok {
 		return nil
@@ -74,7 +74,7 @@ func (a *annotations) enterTransit(m engineMessage, src, dest string, node amqp.
 
 // engineRefusal is the forwarder's refusal of a message with a transit
 // condition: rejected at the source with it ("fedrouter: " and the
-// reason, as on go-amqp), or dead-lettered with the reason.
+// reason), or dead-lettered with the reason.
 func engineRefusal(condition, reason string) *wire.Error {
 	return &wire.Error{Condition: condition, Description: refusalPrefix + reason}
 }
@@ -99,7 +99,7 @@ func KeyNode(key string) (amqp.Node, error) {
 // to the source broker's transit queue for dest — the forwarder's own
 // destination (""); count, when set, counts it. A message whose routers'
 // annotations are not what a router writes is refused
-// (CondInvalidField), as DispatchSink refuses it on go-amqp.
+// (CondInvalidField).
 func EngineEnterTransit(src, dest string, node amqp.Node, count *atomic.Uint64) func([]byte, *wire.Sections, *engine.Choice) {
 	return func(payload []byte, s *wire.Sections, c *engine.Choice) {
 		m := engineMessage{payload: payload, s: s}
@@ -210,9 +210,7 @@ func (s *EngineDispatch) Dispatch(payload []byte, sec *wire.Sections, c *engine.
 // EngineResolver attaches the sender of a destination key on the engine
 // (EngineLinks.Resolve) at a broker: the transit queue (created when
 // missing) or a node's address; a node that does not exist, or that the
-// profile cannot name, refuses the messages for it (CondNoAddress), as
-// DispatchSink does. amqp.ErrEngineUnsupported (a target the engine
-// cannot write yet) is returned as an error: the caller runs on go-amqp.
+// profile cannot name, refuses the messages for it (CondNoAddress).
 func EngineResolver(at string, sess *engine.Session, prof amqp.Profile) func(ctx context.Context, key string) (*engine.Session, engine.SenderOptions, *wire.Error, error) {
 	return func(ctx context.Context, key string) (*engine.Session, engine.SenderOptions, *wire.Error, error) {
 		var so engine.SenderOptions

@@ -33,8 +33,8 @@ func engineMsg(t *testing.T, ma, ap wire.Map) []byte {
 
 func sym(k string) wire.Symbol { return wire.Symbol(k) }
 
-// annotationsAfter applies a copy's set to payload and reads them back.
-func annotationsAfter(t *testing.T, payload []byte, c engine.Copy) map[string]any {
+// rewritten is payload with a copy's set applied, as the copy is sent.
+func rewritten(t *testing.T, payload []byte, c engine.Copy) engineMessage {
 	t.Helper()
 	s, err := wire.ScanSections(payload)
 	if err != nil {
@@ -45,17 +45,25 @@ func annotationsAfter(t *testing.T, payload []byte, c engine.Copy) map[string]an
 	if err != nil {
 		t.Fatal(err)
 	}
+	return engineMessage{payload: out, s: &s2}
+}
+
+// annotationsAfter applies a copy's set to payload and reads the routers'
+// annotations back.
+func annotationsAfter(t *testing.T, payload []byte, c engine.Copy) map[string]any {
+	t.Helper()
+	m := rewritten(t, payload, c)
 	got := map[string]any{}
 	for _, k := range []string{AnnotationOrigin, AnnotationHops, AnnotationTrace, AnnotationDestBroker, AnnotationDestAddress, AnnotationFanned} {
-		if v := (engineMessage{payload: out, s: &s2}).annotation(k); v != nil {
+		if v := m.annotation(k); v != nil {
 			got[k] = v
 		}
 	}
 	return got
 }
 
-// The transit rules on the engine, message by message: what DispatchSink
-// does on go-amqp (transit_test.go), read and written as bytes.
+// The transit rules on the engine, message by message, read and written
+// as bytes (the refusals' words: transit_test.go).
 func TestEngineDispatch(t *testing.T) {
 	hop := &EngineDispatch{At: "b2", From: "b1", Only: "b3", MaxHops: 4, Control: "fedrouter.control"}
 	last := &EngineDispatch{At: "b3", From: "b2", Only: "b3", MaxHops: 4, Control: "fedrouter.control"}

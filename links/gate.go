@@ -1,12 +1,9 @@
 package links
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/fedrouter/fedrouter/amqp"
 )
 
 // Gate holds back what is sent into one instance of a global destination
@@ -72,74 +69,4 @@ func (g *Gate) opened() <-chan struct{} {
 		return nil // opened between the load and the lock
 	}
 	return open
-}
-
-// wait blocks while the gate is closed, until ctx ends.
-func (g *Gate) wait(ctx context.Context) error {
-	for {
-		if until := g.refused.Load(); time.Now().UnixNano() < until {
-			t := time.NewTimer(time.Duration(until - time.Now().UnixNano()))
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return ctx.Err()
-			}
-			continue
-		}
-		if !g.closed.Load() {
-			return nil
-		}
-		open := g.opened()
-		if open == nil {
-			continue // opened since
-		}
-		select {
-		case <-open:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// GatedSink sends through Sink once Gate is open. A message the instance
-// refuses (Rejected by the destination, not by the router) is released at
-// the source instead, never rejected there: the limit refused it, the
-// message waits at its source (a flow never loses a message it took), and
-// the gate closes for RefusalPause.
-type GatedSink struct {
-	Sink Sink
-	Gate *Gate
-}
-
-// Send waits for the gate, then sends.
-func (s GatedSink) Send(ctx context.Context, msg amqp.Message) (Receipt, error) {
-	if err := s.Gate.wait(ctx); err != nil {
-		return nil, err
-	}
-	r, err := s.Sink.Send(ctx, msg)
-	if err != nil {
-		return r, err
-	}
-	return gatedReceipt{r: r, g: s.Gate}, nil
-}
-
-type gatedReceipt struct {
-	r Receipt
-	g *Gate
-}
-
-func (r gatedReceipt) Wait(ctx context.Context) (amqp.Outcome, error) {
-	o, err := r.r.Wait(ctx)
-	if err != nil && ctx.Err() == nil {
-		// RabbitMQ 3.10's AMQP 1.0 plugin answers a refusal by closing
-		// the connection: the run ends (the message goes back to the
-		// source), and the next waits.
-		r.g.refuse()
-	}
-	if err == nil && o.Kind == amqp.Rejected && !o.Local {
-		r.g.refuse()
-		return amqp.Outcome{Kind: amqp.Released}, nil
-	}
-	return o, err
 }

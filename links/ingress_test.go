@@ -82,19 +82,19 @@ func TestIngressPolicy(t *testing.T) {
 // no rule allows; each refusal is counted by reason (issue 17, finding 1).
 func TestDispatchIngressRefuses(t *testing.T) {
 	var c IngressCounters
-	in := &DispatchSink{At: "a", MaxHops: 3, Control: "ctl", IngressRefused: &c,
+	in := &EngineDispatch{At: "a", MaxHops: 3, Control: "ctl", IngressRefused: &c,
 		Ingress: &IngressPolicy{Control: "ctl", Rules: []IngressRule{{ToBroker: "*", Address: "*"}, {ToBroker: "d", Address: "exchange:ok"}}}}
-	req := func(dest, addr string) amqp.Message {
-		return message(nil, map[string]any{PropDestBroker: dest, PropDestAddress: addr})
+	req := func(dest, addr string) []byte {
+		return encoded(t, nil, map[string]any{PropDestBroker: dest, PropDestAddress: addr})
 	}
-	for _, msg := range []amqp.Message{
+	for _, msg := range [][]byte{
 		req("d", "queue:fedrouter.transit.e"),
 		req("a", "queue:fedrouter.dead-letter"),
 		req("d", "exchange:ctl"),
 		req("d", "queue:ctl.r1"),
 		// Forged annotations win over the properties when read: the
 		// ingress judges what it would act on.
-		message(map[string]any{AnnotationDestBroker: "d", AnnotationDestAddress: "queue:fedrouter.transit.x", AnnotationHops: int64(0)},
+		encoded(t, map[string]any{AnnotationDestBroker: "d", AnnotationDestAddress: "queue:fedrouter.transit.x", AnnotationHops: int64(0)},
 			map[string]any{PropDestBroker: "d", PropDestAddress: "exchange:ok"}),
 	} {
 		cond, why := refusedWith(t, in, msg)
@@ -102,8 +102,8 @@ func TestDispatchIngressRefuses(t *testing.T) {
 			t.Errorf("refused with %s %q", cond, why)
 		}
 	}
-	narrow := &DispatchSink{At: "a", MaxHops: 3, IngressRefused: &c, Ingress: &IngressPolicy{Rules: []IngressRule{{ToBroker: "d", Address: "exchange:ok"}}}}
-	for _, msg := range []amqp.Message{req("d", "exchange:other"), req("e", "exchange:ok"), req("d", "queue:ok")} {
+	narrow := &EngineDispatch{At: "a", MaxHops: 3, IngressRefused: &c, Ingress: &IngressPolicy{Rules: []IngressRule{{ToBroker: "d", Address: "exchange:ok"}}}}
+	for _, msg := range [][]byte{req("d", "exchange:other"), req("e", "exchange:ok"), req("d", "queue:ok")} {
 		cond, why := refusedWith(t, narrow, msg)
 		if cond != CondUnauthorized || !strings.Contains(why, "matches no ingress.allow rule") {
 			t.Errorf("refused with %s %q", cond, why)
@@ -117,9 +117,9 @@ func TestDispatchIngressRefuses(t *testing.T) {
 // A message in transit is never delivered into one of the routers' own
 // addresses, wherever it came from: a hop's last step refuses it.
 func TestDispatchRefusesRouterOwnedDelivery(t *testing.T) {
-	hop := &DispatchSink{At: "d", From: "b", Only: "d", MaxHops: 3, Control: "ctl"}
+	hop := &EngineDispatch{At: "d", From: "b", Only: "d", MaxHops: 3, Control: "ctl"}
 	for _, addr := range []string{"queue:fedrouter.transit.e", "exchange:ctl", "queue:ctl.r2", "queue:fedrouter.ingress"} {
-		cond, why := refusedWith(t, hop, message(map[string]any{AnnotationDestBroker: "d", AnnotationDestAddress: addr}, nil))
+		cond, why := refusedWith(t, hop, encoded(t, map[string]any{AnnotationDestBroker: "d", AnnotationDestAddress: addr}, nil))
 		if cond != CondUnauthorized || !strings.Contains(why, addr+" on d is one of the routers' own addresses") {
 			t.Errorf("%s: refused with %s %q", addr, cond, why)
 		}

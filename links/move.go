@@ -1,11 +1,9 @@
 package links
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
 
-	"github.com/fedrouter/fedrouter/amqp"
 	"github.com/fedrouter/fedrouter/amqp/engine"
 	"github.com/fedrouter/fedrouter/amqp/wire"
 )
@@ -17,66 +15,6 @@ const (
 	AnnotationMoves  = "x-fedrouter-moves"
 	AnnotationParked = "x-fedrouter-parked"
 )
-
-// MoveSink is the sink of a global destination's flow: it moves messages
-// from the destination's instance at one broker to another (Move, after
-// Prepare), counting each move on the message; a message that has moved
-// Max times already — or whose count is not a count a router wrote — is
-// not moved but parked: written back to the tail of the instance it came
-// from (Park), stamped with Run. Meeting a message stamped with its own
-// Run, the sink has seen every message the source holds: it parks that
-// one too and calls Lapped once, and the run should end and rest (there
-// is nothing to move until something new arrives).
-type MoveSink struct {
-	Move    Sink
-	Prepare func(amqp.Message) bool // the move's own prepare (transit), or nil
-	Park    Sink
-	Max     int64
-	Run     string
-	Lapped  func()
-	// Moved and Parked count what the sink did (the flow's counters,
-	// kept across its runs).
-	Moved, Parked *atomic.Uint64
-	lapOnce       sync.Once
-}
-
-// Send moves or parks msg.
-func (s *MoveSink) Send(ctx context.Context, msg amqp.Message) (Receipt, error) {
-	n, err := hops(msg.Annotation(AnnotationMoves))
-	if err == nil && n < s.Max {
-		msg.SetAnnotation(AnnotationMoves, n+1)
-		msg.DeleteAnnotation(AnnotationParked)
-		if s.Prepare == nil || s.Prepare(msg) {
-			r, err := s.Move.Send(ctx, msg)
-			if err != nil {
-				return r, err
-			}
-			return movedReceipt{r: r, moved: s.Moved}, nil
-		}
-		msg.SetAnnotation(AnnotationMoves, n) // not moved after all
-	}
-	if msg.AnnotationString(AnnotationParked) == s.Run {
-		s.lapOnce.Do(s.Lapped)
-	}
-	msg.SetAnnotation(AnnotationParked, s.Run)
-	s.Parked.Add(1)
-	return s.Park.Send(ctx, msg)
-}
-
-// movedReceipt counts a move once the target accepted it: one refused
-// (and released at the source) did not move.
-type movedReceipt struct {
-	r     Receipt
-	moved *atomic.Uint64
-}
-
-func (m movedReceipt) Wait(ctx context.Context) (amqp.Outcome, error) {
-	o, err := m.r.Wait(ctx)
-	if err == nil && o.Kind == amqp.Accepted {
-		m.moved.Add(1)
-	}
-	return o, err
-}
 
 // ParkKey is the destination key of a parked message on the engine
 // (EngineMove): the source queue, back at its tail.

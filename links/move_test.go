@@ -1,34 +1,40 @@
 package links
 
 import (
-	"context"
 	"sync/atomic"
 	"testing"
 
-	"github.com/fedrouter/fedrouter/amqp"
+	"github.com/fedrouter/fedrouter/amqp/engine"
+	"github.com/fedrouter/fedrouter/amqp/wire"
 )
 
-// A move counts itself on the message; a message at its limit, or with a
-// count no router wrote, is parked (written back where it was) with the
-// run's stamp; meeting its own stamp again, the run has lapped.
-func TestMoveSinkCountsParksAndLaps(t *testing.T) {
-	accept := func(string) (*amqp.Outcome, error) { return outcome(amqp.Accepted), nil }
-	moved, parked := &fakeSink{outcome: accept}, &fakeSink{outcome: accept}
+// annotationAfter is key's value in payload once copy c's annotations are
+// written into it (nil: absent).
+func annotationAfter(t *testing.T, payload []byte, c engine.Copy, key string) any {
+	t.Helper()
+	return rewritten(t, payload, c).annotation(key)
+}
+
+// A move counts itself on the message (counted in Moved by the forwarder
+// once accepted: the copy's Count); a message at its limit, or with a
+// count no router wrote, is parked (sent to ParkKey) with the run's
+// stamp; meeting its own stamp again, the run has lapped, once.
+func TestEngineMoveCountsParksAndLaps(t *testing.T) {
 	laps := 0
-	s := &MoveSink{Move: moved, Park: parked, Max: 2, Run: "run1", Lapped: func() { laps++ }, Moved: new(atomic.Uint64), Parked: new(atomic.Uint64)}
-	msg := func(moves any, stamp string) amqp.Message {
-		m := amqp.NewMessage([]byte("x"))
+	mv := &EngineMove{Max: 2, Run: "run1", Lapped: func() { laps++ }, Moved: new(atomic.Uint64), Parked: new(atomic.Uint64)}
+	msg := func(moves any, stamp string) []byte {
+		ann := map[string]any{}
 		if moves != nil {
-			m.SetAnnotation(AnnotationMoves, moves)
+			ann[AnnotationMoves] = moves
 		}
 		if stamp != "" {
-			m.SetAnnotation(AnnotationParked, stamp)
+			ann[AnnotationParked] = stamp
 		}
-		return m
+		return encoded(t, ann, nil)
 	}
 	cases := []struct {
 		name   string
-		in     amqp.Message
+		in     []byte
 		parked bool
 		moves  any
 	}{
@@ -38,49 +44,35 @@ func TestMoveSinkCountsParksAndLaps(t *testing.T) {
 		{"negative", msg(int32(-1), ""), true, int32(-1)},
 		{"not a count", msg("0", ""), true, "0"},
 		{"an earlier run's", msg(int64(5), "run0"), true, int64(5)},
+		{"its own, come round", msg(int64(2), "run1"), true, int64(2)},
+		{"its own, again", msg(int64(2), "run1"), true, int64(2)},
 	}
 	for _, c := range cases {
-		nm, np := len(moved.sent), len(parked.sent)
-		r, err := s.Send(context.Background(), c.in)
-		if err == nil {
-			_, err = r.Wait(context.Background()) // a move counts once accepted
-		}
+		s, err := wire.ScanSections(c.in)
 		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		got := moved.sent
-		if c.parked {
-			got = parked.sent
-		}
-		if len(moved.sent)-nm+len(parked.sent)-np != 1 || len(got) == 0 {
-			t.Fatalf("%s: moved %d, parked %d", c.name, len(moved.sent)-nm, len(parked.sent)-np)
-		}
-		out := got[len(got)-1]
-		if out.Annotation(AnnotationMoves) != c.moves {
-			t.Errorf("%s: moves %v (%T), want %v", c.name, out.Annotation(AnnotationMoves), out.Annotation(AnnotationMoves), c.moves)
-		}
-		if stamp := out.AnnotationString(AnnotationParked); c.parked && stamp != "run1" || !c.parked && stamp != "" {
-			t.Errorf("%s: parked stamp %q", c.name, stamp)
-		}
-	}
-	if laps != 0 || s.Moved.Load() != 2 || s.Parked.Load() != 4 {
-		t.Fatalf("laps %d, moved %d, parked %d", laps, s.Moved.Load(), s.Parked.Load())
-	}
-	// A move the target refuses did not move: not counted.
-	refusing := &MoveSink{Move: &fakeSink{outcome: func(string) (*amqp.Outcome, error) { return outcome(amqp.Released), nil }},
-		Park: parked, Max: 2, Run: "run1", Lapped: func() { laps++ }, Moved: s.Moved, Parked: s.Parked}
-	if r, err := refusing.Send(context.Background(), msg(nil, "")); err != nil {
-		t.Fatal(err)
-	} else if o, _ := r.Wait(context.Background()); o.Kind != amqp.Released || s.Moved.Load() != 2 {
-		t.Fatalf("a refused move: %v, moved %d, want released and still 2", o, s.Moved.Load())
-	}
-	// Its own parked messages come round again: lapped, once; still parked.
-	for range 2 {
-		if _, err := s.Send(context.Background(), msg(int64(2), "run1")); err != nil {
 			t.Fatal(err)
 		}
+		var ch engine.Choice
+		mv.Dispatch(c.in, &s, &ch)
+		if ch.Refuse != nil || len(ch.Copies) != 1 {
+			t.Fatalf("%s: %+v", c.name, ch)
+		}
+		cp := ch.Copies[0]
+		if want := map[bool]string{true: ParkKey, false: ""}[c.parked]; cp.To != want {
+			t.Fatalf("%s: to %q, want %q", c.name, cp.To, want)
+		}
+		if !c.parked && cp.Count != mv.Moved {
+			t.Errorf("%s: a move not counted in Moved", c.name)
+		}
+		if got := annotationAfter(t, c.in, cp, AnnotationMoves); got != c.moves {
+			t.Errorf("%s: moves %v (%T), want %v (%T)", c.name, got, got, c.moves, c.moves)
+		}
+		stamp := annotationAfter(t, c.in, cp, AnnotationParked)
+		if c.parked && stamp != "run1" || !c.parked && stamp != nil {
+			t.Errorf("%s: parked stamp %v", c.name, stamp)
+		}
 	}
-	if laps != 1 || s.Parked.Load() != 6 {
-		t.Fatalf("laps %d, parked %d", laps, s.Parked.Load())
+	if laps != 1 || mv.Parked.Load() != 6 {
+		t.Fatalf("laps %d, parked %d; want 1 and 6", laps, mv.Parked.Load())
 	}
 }

@@ -1,8 +1,6 @@
 package links
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -111,23 +109,13 @@ type TransitHeader struct {
 	Trace   []string  // brokers left, in order
 }
 
-// ReadTransit reads a message's transit annotations; a message sent by
-// an application to the ingress says where it goes in application
-// properties instead.
-func ReadTransit(msg amqp.Message) (TransitHeader, error) { return readTransit(messageFields{msg}) }
-
 // transitFields is where the transit rules read a message's routers'
-// annotations and routing properties: a go-amqp message (messageFields)
-// or a message on the engine, as bytes (engineMessage). Absent is nil.
+// annotations and routing properties: a message on the engine, as bytes
+// (engineMessage). Absent is nil.
 type transitFields interface {
 	annotation(key string) any
 	property(key string) any
 }
-
-type messageFields struct{ m amqp.Message }
-
-func (f messageFields) annotation(k string) any { return f.m.Annotation(k) }
-func (f messageFields) property(k string) any   { return f.m.Property(k) }
 
 // str is a string annotation or property ("" when absent or not one).
 func str(v any) string {
@@ -166,14 +154,6 @@ func readTransit(m transitFields) (TransitHeader, error) {
 	}
 	return h, nil
 }
-
-// CheckAnnotations refuses a message whose routers' annotations are not
-// what a router writes: the string ones must be strings within
-// MaxAnnotationLen (the routing properties too), a trace must name at most
-// MaxTraceLen brokers, and the hop count must be a non-negative integer.
-// A crafted hop count of -1 or 2.5 would otherwise restart the count and
-// let a message loop for ever. The error is a *FieldError.
-func CheckAnnotations(msg amqp.Message) error { return checkAnnotations(messageFields{msg}) }
 
 func checkAnnotations(m transitFields) error {
 	for _, k := range []string{AnnotationOrigin, AnnotationDestBroker, AnnotationDestAddress, AnnotationTrace, AnnotationFanned} {
@@ -231,136 +211,6 @@ func hops(v any) (int64, error) {
 	return 0, &FieldError{Field: field, Problem: fmt.Sprintf("want a non-negative integer, got %T %v", v, v)}
 }
 
-// Trace returns the brokers msg has left, in order (AnnotationTrace).
-func Trace(msg amqp.Message) []string {
-	if s := msg.AnnotationString(AnnotationTrace); s != "" {
-		return strings.Split(s, ",")
-	}
-	return nil
-}
-
-// EnterTransit marks out as entering transit at broker src, for dest's
-// node: a new journey (hops and trace start afresh); the origin stays if
-// set.
-func EnterTransit(out amqp.Message, src, dest string, node amqp.Node) {
-	out.SetAnnotation(AnnotationDestBroker, dest)
-	out.SetAnnotation(AnnotationDestAddress, node.Address())
-	if _, ok := out.Annotation(AnnotationOrigin).(string); !ok {
-		out.SetAnnotation(AnnotationOrigin, src)
-	}
-	out.SetAnnotation(AnnotationHops, int64(0))
-	out.DeleteAnnotation(AnnotationTrace)
-}
-
 // maxSenders bounds the destination addresses one dispatch sink holds a
 // sender for; past it the run ends and starts afresh with none.
 const maxSenders = 64
-
-var errTooManyAddresses = errors.New("links: more than 64 destination addresses on one transit hop; restarting it")
-
-// DispatchSink writes messages in transit on one broker (At): into the
-// destination address when the message is for that broker, else into the
-// broker's transit queue for the message's destination. A hop (From set)
-// counts the hop and adds the broker it leaves to the trace.
-type DispatchSink struct {
-	At      string
-	From    string // the broker the message leaves; "" when it enters at At
-	Only    string // a hop's destination: messages for another are refused
-	MaxHops int64
-	Session *amqp.Session // on At
-	Profile amqp.Profile  // At's
-	// Control is the control node's name (topology.control_address): no
-	// message in transit is delivered to it, its inboxes, or any
-	// RouterOwned node.
-	Control string
-	// Ingress, when set, makes this sink a broker's ingress: every message
-	// is an application's request, checked against the policy (refused
-	// with CondUnauthorized, counted in IngressRefused) and entering
-	// transit afresh, whatever routers' annotations it carries.
-	Ingress        *IngressPolicy
-	IngressRefused *IngressCounters
-	senders        map[amqp.Node]*amqp.Sender // at most maxSenders
-}
-
-// Send writes msg where its transit header says, or refuses it with the
-// reason (a fed: condition).
-func (s *DispatchSink) Send(ctx context.Context, msg amqp.Message) (Receipt, error) {
-	h, err := ReadTransit(msg)
-	var fe *FieldError
-	switch {
-	case errors.As(err, &fe):
-		return Refusal(CondInvalidField, err.Error()), nil
-	case err != nil:
-		return Refusal(CondBadRequest, err.Error()), nil
-	}
-	if s.Only != "" && h.Dest != s.Only {
-		return Refusal(CondBadRequest, fmt.Sprintf("in the transit queue for %s but addressed to %s", s.Only, h.Dest)), nil
-	}
-	if s.Ingress != nil {
-		if reason, why := s.Ingress.Check(h.Dest, h.Address); reason != "" {
-			s.IngressRefused.add(reason)
-			return Refusal(CondUnauthorized, why), nil
-		}
-		// A new journey from here, at this broker: an application's claim
-		// of an origin, a hop count, a trace or a fan-out is not kept.
-		msg.DeleteAnnotation(AnnotationOrigin)
-		msg.DeleteAnnotation(AnnotationFanned)
-		EnterTransit(msg, s.At, h.Dest, h.Address)
-	} else if _, ok := msg.Annotation(AnnotationDestBroker).(string); !ok {
-		EnterTransit(msg, s.At, h.Dest, h.Address)
-	}
-	if h.Dest == s.At && RouterOwned(h.Address, s.Control) {
-		return Refusal(CondUnauthorized, fmt.Sprintf("%s on %s is one of the routers' own addresses: no message in transit is delivered there", h.Address.Address(), s.At)), nil
-	}
-	if s.From != "" {
-		if h.Hops >= s.MaxHops {
-			return Refusal(CondMaxHops, fmt.Sprintf("made %d hops (trace %s) without reaching %s", h.Hops, strings.Join(h.Trace, ","), h.Dest)), nil
-		}
-		msg.SetAnnotation(AnnotationHops, h.Hops+1)
-		msg.SetAnnotation(AnnotationTrace, strings.Join(append(h.Trace, s.From), ","))
-	}
-	node := TransitNode(h.Dest)
-	if h.Dest == s.At {
-		// Delivered: from here the message is the destination's own (an
-		// exchange route there treats it as published there); the trace
-		// stays, to show its path and keep routes from sending it back.
-		node = h.Address
-		msg.DeleteAnnotation(AnnotationOrigin)
-		msg.DeleteAnnotation(AnnotationHops)
-	}
-	snd, refused, err := s.sender(ctx, node)
-	if err != nil || refused != nil {
-		return refused, err
-	}
-	return SenderSink{S: snd}.Send(ctx, msg)
-}
-
-// sender returns the cached sender for node, attaching one first; a
-// destination address that does not exist refuses the message instead.
-func (s *DispatchSink) sender(ctx context.Context, node amqp.Node) (*amqp.Sender, Receipt, error) {
-	if snd, ok := s.senders[node]; ok {
-		return snd, nil, nil
-	}
-	spec, err := s.Profile.Target(node)
-	if err != nil {
-		return nil, Refusal(CondNoAddress, fmt.Sprintf("%s on %s: %v", node.Address(), s.At, err)), nil
-	}
-	if len(s.senders) >= maxSenders {
-		return nil, nil, errTooManyAddresses
-	}
-	if err := s.Profile.CheckTarget(ctx, node); err != nil {
-		if errors.Is(err, amqp.ErrNotFound) {
-			return nil, Refusal(CondNoAddress, fmt.Sprintf("%s on %s: %v", node.Address(), s.At, err)), nil
-		}
-		return nil, nil, fmt.Errorf("check %s on %s: %w", node.Address(), s.At, err)
-	}
-	snd, err := s.Session.NewSender(ctx, spec)
-	if err != nil {
-		return nil, nil, fmt.Errorf("attach sender to %s on %s: %w", spec.Address, s.At, err)
-	}
-	if s.senders == nil {
-		s.senders = map[amqp.Node]*amqp.Sender{}
-	}
-	s.senders[node] = snd
-	return snd, nil, nil
-}

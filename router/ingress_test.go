@@ -27,7 +27,7 @@ import (
 // amqp:unauthorized-access and the rule, and counted in
 // fedrouter_ingress_refused_total.
 func TestIntegrationIngressAllowList(t *testing.T) {
-	for _, dp := range []string{"go-amqp", "engine"} {
+	for _, dp := range []string{"engine"} {
 		t.Run(dp, func(t *testing.T) { ingressAllowList(t, "data_path: "+dp+"\n") })
 	}
 }

@@ -24,7 +24,7 @@ import (
 // (hk1..hk4): the transit queues their tables make the routers carry
 // are named for them, so no other test's messages are taken.
 func TestIntegrationMeshExchangeRoutesQpidd(t *testing.T) {
-	for _, dp := range []string{routes.DataPathGoAMQP, routes.DataPathEngine} {
+	for _, dp := range []string{routes.DataPathEngine} {
 		t.Run(dp, func(t *testing.T) { meshExchangeRoutesQpidd(t, dp) })
 	}
 }

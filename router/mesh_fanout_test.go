@@ -21,7 +21,7 @@ import (
 // tree it is on; traces stop echoes). On each data path: on the engine,
 // the fan-out routes and the transit forwarders.
 func TestIntegrationMeshExchangeRoutesOnce(t *testing.T) {
-	for _, dp := range []string{"go-amqp", "engine"} {
+	for _, dp := range []string{"engine"} {
 		t.Run(dp, func(t *testing.T) { meshExchangeRoutesOnce(t, dp) })
 	}
 }

@@ -589,7 +589,7 @@ func (m *mesh) receiveN(broker, queue string, n int, stall time.Duration) []*goa
 // source and a dead-lettering one dead-letters them with the reason; after
 // healing the held ones arrive.
 func TestIntegrationMeshCorrectiveAction(t *testing.T) {
-	for _, dp := range []string{"go-amqp", "engine"} {
+	for _, dp := range []string{"engine"} {
 		t.Run(dp, func(t *testing.T) { meshCorrectiveAction(t, dp) })
 	}
 }
@@ -759,7 +759,7 @@ func noPathOn(st routes.Status, dataPath string) error {
 // each data path (the engine: the route enters transit, and the transit
 // forwarder dispatches, as bytes).
 func TestIntegrationMultiHopToProton(t *testing.T) {
-	for _, dp := range []string{"go-amqp", "engine"} {
+	for _, dp := range []string{"engine"} {
 		t.Run(dp, func(t *testing.T) { multiHopToProton(t, "data_path: "+dp+"\n") })
 	}
 }

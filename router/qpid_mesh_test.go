@@ -25,7 +25,7 @@ import (
 // application queue bound to amq.fanout sees none), and, with qpidd4 cut
 // off, each no-path action does what it says: hold, dead-letter, reject.
 func TestIntegrationQpidMultiHopStrictBrokers(t *testing.T) {
-	for _, dp := range []string{"go-amqp", "engine"} {
+	for _, dp := range []string{"engine"} {
 		t.Run(dp, func(t *testing.T) { qpidMultiHopStrictBrokers(t, "data_path: "+dp+"\n") })
 	}
 }
@@ -195,7 +195,7 @@ func checkQpidOwnQueues(t *testing.T, cfg famqp.BrokerConfig, names ...string) {
 // side to qpidd4 is cut, it goes on through transit over qpidd1, nothing
 // lost.
 func TestIntegrationQpidReroute(t *testing.T) {
-	for _, dp := range []string{"go-amqp", "engine"} {
+	for _, dp := range []string{"engine"} {
 		t.Run(dp, func(t *testing.T) { qpidReroute(t, "data_path: "+dp+"\n") })
 	}
 }

@@ -149,11 +149,7 @@ func TestIntegrationTransitIntoLiteralKeyQpidd(t *testing.T) {
 		}
 		cfg := links.Config{Window: 100, OutcomeTimeout: time.Minute, Limit: n}
 		var c links.Counters
-		if dataPath == routes.DataPathEngine {
-			err = engineHop(t.Context(), sc, dc, spec, sp, dp, src.Name, dst.Name, cfg, &c)
-		} else {
-			err = goAMQPHop(t.Context(), sc, dc, spec, dp, src.Name, dst.Name, cfg, &c)
-		}
+		err = engineHop(t.Context(), sc, dc, spec, sp, dp, src.Name, dst.Name, cfg, &c)
 		if err != nil || c.Forwarded.Load() != n {
 			t.Fatalf("%s: forwarded %d of %d (rejected %d): %v", dataPath, c.Forwarded.Load(), n, c.Rejected.Load(), err)
 		}

@@ -40,17 +40,6 @@ func (d *dynamicMode) source(ctx context.Context) (amqp.LinkSpec, error) {
 	return d.subscribeDynamic(ctx)
 }
 
-// wire sends straight to the destination exchange, recording the trace
-// (messages route there by subject), and follows demand during the run.
-func (d *dynamicMode) wire(_, setup context.Context, _ pathpolicy.Path, _ *amqp.Session) (wiring, error) {
-	w, err := d.directSink(setup)
-	if err != nil {
-		return w, err
-	}
-	w.prepare, w.follow = d.traceHop, d.followDemand
-	return w, nil
-}
-
 func (d *dynamicMode) detail(pathpolicy.Path) string { return "" }
 
 // unsubscribe removes the subscription at the source and the queue of

@@ -8,9 +8,11 @@ import (
 	"github.com/fedrouter/fedrouter/links"
 )
 
-// A route's per-message hook on the engine data path: what its go-amqp
-// wiring's prepare does (meshHop, traceHop), done on the message's bytes
-// as an engine.ForwardOptions.Dispatch with one destination. The origin
+// A route's per-message hook on the engine: an exchange route's on a
+// link-state mesh (the message crosses the route's link only if it is on
+// the shortest-path tree of the message's origin, never to a broker in
+// its trace) and a dynamic route's (its trace), done on the message's
+// bytes as an engine.ForwardOptions.Dispatch with one destination. The origin
 // and trace are read with the wire package's section scanner, checked
 // as links.ReadHop says (a bad one refuses the message: rejected at the
 // source with amqp:invalid-field, or dead-lettered), and written back as
@@ -26,9 +28,9 @@ type engineHook struct {
 }
 
 // engineHook returns the route's hook for an engine run (direct path
-// only: onEngine runs nothing else there). An exchange route on a
-// link-state mesh first waits for its link in the table, as its go-amqp
-// wiring does.
+// only: through transit, entering transit is the dispatch). An exchange
+// route on a link-state mesh first waits for its link in the table
+// (waitLinkInTable).
 func (r *route) engineHook(ctx context.Context) (engineHook, error) {
 	switch m := r.mode.(type) {
 	case *dynamicMode:

@@ -14,52 +14,26 @@ import (
 	"github.com/fedrouter/fedrouter/routes/pathpolicy"
 )
 
-// Data paths a router's routes may run on (Options.DataPath; the
-// configuration's data_path).
-const (
-	DataPathEngine = "engine"  // the default: fedrouter's own engine (amqp/engine), where a route allows it
-	DataPathGoAMQP = "go-amqp" // links.Forward over go-amqp, for every route
-)
+// DataPathEngine is the one data path (Options.DataPath, the
+// configuration's data_path): fedrouter's own engine (amqp/engine).
+// go-amqp left the data path (issue 25); it still carries the control
+// plane's clients.
+const DataPathEngine = "engine"
 
-// CheckDataPath says whether p names a data path ("" is the default).
+// dataPathGoAMQP is the data path that was removed; naming it is an error
+// that says so.
+const dataPathGoAMQP = "go-amqp"
+
+// CheckDataPath says whether p names a data path ("" is the default, the
+// engine).
 func CheckDataPath(p string) error {
 	switch p {
-	case "", DataPathGoAMQP, DataPathEngine:
+	case "", DataPathEngine:
 		return nil
+	case dataPathGoAMQP:
+		return fmt.Errorf("data_path %q: go-amqp is no longer a data path (every route runs on the engine); remove data_path or say %s", p, DataPathEngine)
 	}
-	return fmt.Errorf("data_path %q: want %s or %s", p, DataPathGoAMQP, DataPathEngine)
-}
-
-// onEngine says whether this run goes on the engine: the router asks for
-// it, and the route needs nothing the engine path does not carry yet. A
-// route to one of this router's brokers, direct or rerouted through
-// transit, and a route through transit to a broker known only from the
-// link-state network (transitMode), rejecting at the source or
-// dead-lettering (on_reject): a queue route to an exchange, or to a
-// queue (a global destination's gate held on the engine too:
-// links.EngineLinks.Gate; its flow, MaxMoves, included:
-// links.EngineMove); an exchange route (a
-// direct one on a link-state mesh with meshHop on the message's bytes:
-// enginehook.go); fan-out routes; dynamic routes (traceHop likewise,
-// their demand followed beside the run); no-path runs are the engine's
-// too (nopath.go). A link the engine cannot attach
-// (amqp.ErrEngineUnsupported: none of the profiles' links today, kept
-// for one a profile may ask later) makes that run go on go-amqp
-// (runLinks).
-func (r *route) onEngine(path pathpolicy.Path) bool {
-	if r.m.opts.DataPath != DataPathEngine {
-		return false
-	}
-	switch r.mode.(type) {
-	case *transitMode, *fanoutMode, *directMode, *dynamicMode:
-	default:
-		return false
-	}
-	switch r.spec.Kind {
-	case KindQueue, KindExchange, KindDynamic:
-		return true
-	}
-	return false
+	return fmt.Errorf("data_path %q: want %s", p, DataPathEngine)
 }
 
 // engineDetail is an Operational engine run's detail in route list.
@@ -68,8 +42,8 @@ const engineDetail = "forwarding on the engine data path"
 // engineClose bounds detaching a run's links and ending its sessions.
 const engineClose = 5 * time.Second
 
-// runEngine is runLinks on the engine: a session at each broker on its
-// engine connection (dialled on first use, again after it ended), the
+// runEngine attaches a run's links on the engine and forwards until one
+// fails: a session at each broker on its engine connection (dialled on first use, again after it ended), the
 // source's queue forwarded to the destination as bytes, the source
 // settled in ranges (spec.Ack).
 func (r *route) runEngine(ctx context.Context, path pathpolicy.Path, drain <-chan struct{}, lapped func(), credit, limit int) error {
@@ -96,7 +70,7 @@ func (r *route) runEngine(ctx context.Context, path pathpolicy.Path, drain <-cha
 	if hook.dispatch != nil && l.Dispatch == nil {
 		l.Dispatch = hook.dispatch
 	}
-	if hook.follow != nil { // once subscribed (engineLinks), as on go-amqp
+	if hook.follow != nil { // once subscribed (engineLinks)
 		fctx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { defer close(done); hook.follow(fctx) }() // owned by this run: stopped and waited for below
@@ -130,7 +104,7 @@ func (r *route) runEngine(ctx context.Context, path pathpolicy.Path, drain <-cha
 }
 
 // attachRefused makes an attach the broker refused with amqp:not-found a
-// wait for that node (waitfor.go), as on the go-amqp path: the link's
+// wait for that node (waitfor.go): the link's
 // address says whether the source or the destination is missing.
 func (r *route) attachRefused(err error, l links.EngineLinks) error {
 	var le *engine.LinkError
@@ -181,7 +155,7 @@ func (r *route) engineLinks(setup context.Context, path pathpolicy.Path) (links.
 	if err != nil {
 		return l, nil, err
 	}
-	if l.Source, err = srcSpec.EngineReceiver(r.src.Profile); err != nil { // ErrEngineUnsupported: runLinks goes on go-amqp
+	if l.Source, err = srcSpec.EngineReceiver(r.src.Profile); err != nil {
 		return l, nil, err
 	}
 	if l.Target, err = dstSpec.EngineSender(); err != nil {
@@ -202,7 +176,7 @@ func (r *route) engineLinks(setup context.Context, path pathpolicy.Path) (links.
 }
 
 // engineMoves makes l a global destination's flow on the engine
-// (links.EngineMove, as moveWiring on go-amqp): each message moved, its
+// (links.EngineMove): each message moved, its
 // moves counted, or parked back at the tail of the source queue, by a
 // sender on the source's session attached when first needed.
 func (r *route) engineMoves(setup context.Context, l *links.EngineLinks, lapped func()) error {
@@ -252,7 +226,7 @@ func (r *route) fanoutEngineLinks(setup context.Context, fm *fanoutMode) (links.
 }
 
 // engineDeadLetter resolves the route's dead-letter queue on the source
-// broker (as deadLetterSink does on go-amqp); nil when the route rejects
+// broker; nil when the route rejects
 // at the source.
 func (r *route) engineDeadLetter(setup context.Context) (*engine.SenderOptions, error) {
 	if r.spec.OnReject != DeadLetter {

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 
 	"github.com/fedrouter/fedrouter/amqp"
-	"github.com/fedrouter/fedrouter/links"
 	"github.com/fedrouter/fedrouter/routes/pathpolicy"
 )
 
@@ -213,15 +212,6 @@ func reach(origin string, edges []ExchangeEdge, skip []string) []string {
 	return out
 }
 
-// fanoutTargets returns the brokers a message at the route's source is
-// copied to: those the group reaches from there, less those it has been
-// at (trace; a message delivered into the exchange by another route).
-// Called for every message, from the send loop only (on the engine, the
-// source's reader, under the forwarder's lock: one run at a time either way).
-func (f *fanoutMode) fanoutTargets(msg amqp.Message) []string {
-	return f.targetsAfter(links.Trace(msg))
-}
-
 // targetsAfter is fanoutTargets of a message whose trace is trace.
 func (f *fanoutMode) targetsAfter(trace []string) []string {
 	c := &f.reach
@@ -236,16 +226,16 @@ func (f *fanoutMode) targetsAfter(trace []string) []string {
 	return slices.DeleteFunc(slices.Clone(c.targets), func(b string) bool { return slices.Contains(trace, b) })
 }
 
-// fanned says whether the group has copied msg already.
-func fanned(msg amqp.Message, group string) bool {
-	s := msg.AnnotationString(links.AnnotationFanned)
-	return s != "" && slices.Contains(strings.Split(s, ","), group)
+// fanned says whether the group has copied a message already: marks is
+// its links.AnnotationFanned, the groups that copied it.
+func fanned(marks, group string) bool {
+	return marks != "" && slices.Contains(strings.Split(marks, ","), group)
 }
 
 // fanoutMode is an exchange route on a link-state network whose source
 // can share a subscription: each message is taken once from the group's
 // shared queue at the source and copied to every broker the group's
-// routes reach (fanoutSink).
+// routes reach (fanout_engine.go).
 type fanoutMode struct {
 	*routeBase
 	edge          ExchangeEdge  // the route as its group sees it
@@ -257,12 +247,6 @@ type fanoutMode struct {
 // source is the group's shared queue at the source broker.
 func (f *fanoutMode) source(ctx context.Context) (amqp.LinkSpec, error) {
 	return f.sourceAt(ctx, fanoutSubscription(f.edge))
-}
-
-func (f *fanoutMode) wire(_, _ context.Context, _ pathpolicy.Path, srcSess *amqp.Session) (wiring, error) {
-	_, _, dstNode := f.nodes()
-	fs := &fanoutSink{f: f, dispatch: f.transitSink(srcSess), node: dstNode}
-	return wiring{sink: fs, prepare: f.fanoutPrepare, close: fs.close}, nil
 }
 
 func (f *fanoutMode) detail(pathpolicy.Path) string { return f.fanoutDetail() }
@@ -284,135 +268,8 @@ func (f *fanoutMode) addStatus(st *Status) {
 	st.Copies, st.CopiesViaTransit = f.copies.Load(), f.copiesTransit.Load()
 }
 
-// fanoutPrepare drops what the group need not copy (counted looped): a
-// copy it made elsewhere, and a message nobody else wants.
-func (f *fanoutMode) fanoutPrepare(out amqp.Message) bool {
-	return !fanned(out, f.edge.Group()) && len(f.fanoutTargets(out)) > 0
-}
-
 // fanoutDetail says, for route list, where the route's fan-out copies go.
 func (f *fanoutMode) fanoutDetail() string {
 	targets := reach(f.spec.Src, f.env.groupEdges(f.edge), nil)
 	return fmt.Sprintf("fan-out from %s to %s (shared queue %s)", f.spec.Src, strings.Join(targets, ", "), fanoutSubscription(f.edge).Name)
-}
-
-// fanoutSink copies each message, one copy per broker the group reaches:
-// straight into the exchange there when this router is attached to that
-// broker and its connection is up (as a direct route would), else into
-// the source broker's transit queue for it. Its receipt is accepted once
-// every copy is.
-type fanoutSink struct {
-	f        *fanoutMode
-	dispatch *links.DispatchSink // at the source broker
-	node     amqp.Node           // the exchange at each destination
-	// direct holds, per destination broker, the sender of the copies
-	// written straight there on this run; a nil entry: through transit
-	// this run (the exchange is missing there, or the attach failed).
-	direct   map[string]links.Sink
-	sessions []*amqp.Session // of the direct senders; closed by close
-}
-
-func (s *fanoutSink) Send(ctx context.Context, msg amqp.Message) (links.Receipt, error) {
-	targets := s.f.fanoutTargets(msg)
-	group := s.f.edge.Group()
-	marks := msg.AnnotationString(links.AnnotationFanned)
-	if marks != "" {
-		marks += ","
-	}
-	marks += group
-	receipts := make(allReceipt, 0, len(targets))
-	viaTransit := 0
-	for _, d := range targets {
-		c := msg.ForwardCopy()
-		var sink links.Sink = s.dispatch
-		if direct := s.directSink(ctx, d); direct != nil {
-			// Delivered as transit would deliver it: the trace shows
-			// where it came from.
-			trace := c.AnnotationString(links.AnnotationTrace)
-			if trace != "" {
-				trace += ","
-			}
-			c.SetAnnotation(links.AnnotationTrace, trace+s.f.spec.Src)
-			sink = direct
-		} else {
-			links.EnterTransit(c, s.f.spec.Src, d, s.node)
-			viaTransit++
-		}
-		c.SetAnnotation(links.AnnotationFanned, marks)
-		rc, err := sink.Send(ctx, c)
-		if err != nil {
-			// The copies sent so far are not waited for: the message is
-			// not settled, comes back and is copied again (at-least-once).
-			return nil, err
-		}
-		receipts = append(receipts, rc)
-	}
-	s.f.copies.Add(uint64(len(receipts)))
-	s.f.copiesTransit.Add(uint64(viaTransit))
-	return receipts, nil
-}
-
-// directSink returns the sender of copies written straight to d's
-// exchange, attaching it first; nil when d is not one of this router's
-// brokers, its connection is not up, or d cannot be written to directly
-// on this run — the copy then goes through transit.
-func (s *fanoutSink) directSink(ctx context.Context, d string) links.Sink {
-	if snd, ok := s.direct[d]; ok {
-		return snd
-	}
-	b, ok := s.f.env.brokers[d]
-	if !ok {
-		return nil
-	}
-	conn := b.Conn
-	if d == s.f.spec.Dest && s.f.dst.Conn != nil {
-		conn = s.f.dst.Conn // the route's own connection there
-	}
-	if st, _ := conn.Status(); st.State != amqp.Operational {
-		return nil // not remembered: direct again once it is up
-	}
-	setup, cancel := context.WithTimeout(ctx, s.f.env.setupTimeout)
-	defer cancel()
-	if s.direct == nil {
-		s.direct = map[string]links.Sink{}
-	}
-	sess, _, err := conn.NewSession(setup)
-	if err == nil {
-		var snd links.Sink
-		if snd, err = senderTo(setup, sess, b.Profile, d, s.node, "fan-out"); err == nil {
-			s.sessions = append(s.sessions, sess)
-			s.direct[d] = snd
-			return snd
-		}
-		amqp.CloseSession(sess)
-	}
-	s.f.log.Debug().Err(err).Str("broker", d).Msg("fan-out copies for this broker go through transit on this run")
-	s.direct[d] = nil
-	return nil
-}
-
-// close ends the direct senders' sessions.
-func (s *fanoutSink) close() {
-	for _, sess := range s.sessions {
-		amqp.CloseSession(sess)
-	}
-}
-
-// allReceipt waits for every copy's outcome: accepted when all are, else
-// the first other outcome (the source message is then dead-lettered or
-// rejected as the route says; the copies accepted stay delivered).
-type allReceipt []links.Receipt
-
-func (a allReceipt) Wait(ctx context.Context) (amqp.Outcome, error) {
-	first := amqp.Outcome{Kind: amqp.Accepted}
-	for _, rc := range a {
-		o, err := rc.Wait(ctx)
-		if err != nil {
-			return amqp.Outcome{}, err
-		}
-		if o.Kind != amqp.Accepted && first.Kind == amqp.Accepted {
-			first = o
-		}
-	}
-	return first, nil
 }

@@ -2,7 +2,6 @@ package routes
 
 import (
 	"context"
-	"slices"
 	"strings"
 
 	"github.com/fedrouter/fedrouter/amqp"
@@ -11,18 +10,20 @@ import (
 	"github.com/fedrouter/fedrouter/links"
 )
 
-// Fan-out on the engine data path: fanoutSink's copies as one
+// Fan-out on the engine: a fan-out route's copies as one
 // engine.Forwarder's (links/engine.go, Dispatch): each message taken
 // once from the group's shared queue, one copy per broker the group
 // reaches — straight into the exchange there when this router is
 // attached to that broker and its sender attached before the run's
 // first message ("direct:" keys), else into the source broker's transit
 // queue for it, entering transit — and the source settled once every
-// copy has its outcome (accepted when all are: allReceipt's rules).
-// What the group need not copy (a copy it made elsewhere, a message
-// nobody else wants) is dropped, counted looped, as fanoutPrepare does.
-// A broker whose direct sender could not be attached at the start of a
-// run gets its copies through transit for that run, as on go-amqp.
+// copy has its outcome: accepted when all are, else the first other
+// outcome (the source message is then dead-lettered or rejected as the
+// route says; the copies accepted stay delivered). What the group need
+// not copy (a copy it made elsewhere, a message nobody else wants) is
+// dropped, counted looped. A broker whose direct sender could not be
+// attached at the start of a run gets its copies through transit for
+// that run.
 
 // fanoutRun is one engine run's dispatch.
 type fanoutRun struct {
@@ -38,7 +39,7 @@ func (r *fanoutRun) dispatch(payload []byte, s *wire.Sections, c *engine.Choice)
 	f := r.f
 	group := f.edge.Group()
 	marks := links.EngineString(payload, s, links.AnnotationFanned)
-	if marks != "" && slices.Contains(strings.Split(marks, ","), group) {
+	if fanned(marks, group) {
 		return // copied by the group already: dropped, looped
 	}
 	var trace []string

@@ -1,14 +1,9 @@
 package routes
 
 import (
-	"context"
-	"errors"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/fedrouter/fedrouter/amqp"
-	"github.com/fedrouter/fedrouter/links"
 )
 
 // The square of the mesh tests, routes both ways on every side.
@@ -82,42 +77,10 @@ func TestFanoutGroupsAndEligibility(t *testing.T) {
 }
 
 func TestFanned(t *testing.T) {
-	msg := amqp.NewMessage(nil)
-	msg.SetAnnotation(links.AnnotationFanned, "aaa,bbb")
-	if !fanned(msg, "bbb") || fanned(msg, "bb") || fanned(msg, "ccc") {
+	if !fanned("aaa,bbb", "bbb") || fanned("aaa,bbb", "bb") || fanned("aaa,bbb", "ccc") {
 		t.Error("fanned misreads the list")
 	}
-	if fanned(amqp.NewMessage(nil), "aaa") {
+	if fanned("", "aaa") {
 		t.Error("a message without the annotation counts as fanned")
 	}
 }
-
-type stateReceipt struct {
-	st  amqp.Outcome
-	err error
-}
-
-func (r stateReceipt) Wait(context.Context) (amqp.Outcome, error) { return r.st, r.err }
-
-func TestAllReceipt(t *testing.T) {
-	ok := stateReceipt{st: amqp.Outcome{Kind: amqp.Accepted}}
-	rej := stateReceipt{st: amqp.Refused("fed:x", "")}
-	rel := stateReceipt{st: amqp.Outcome{Kind: amqp.Released}}
-	boom := stateReceipt{err: errors.New("link detached")}
-	ctx := context.Background()
-	if st, err := (allReceipt{}).Wait(ctx); err != nil || !isAccepted(st) {
-		t.Errorf("no copies: %v %v", st, err)
-	}
-	if st, err := (allReceipt{ok, ok, ok}).Wait(ctx); err != nil || !isAccepted(st) {
-		t.Errorf("all accepted: %v %v", st, err)
-	}
-	if st, err := (allReceipt{ok, rej, rel}).Wait(ctx); err != nil || st != rej.st {
-		t.Errorf("one rejected: %v %v, want the first refusal", st, err)
-	}
-	if _, err := (allReceipt{ok, boom, rej}).Wait(ctx); err == nil {
-		t.Error("a failed copy: no error")
-	}
-	var _ links.Receipt = allReceipt{}
-}
-
-func isAccepted(st amqp.Outcome) bool { return st.Kind == amqp.Accepted }

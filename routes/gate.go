@@ -16,16 +16,6 @@ type Gates interface {
 	Gate(broker, queue string) *links.Gate
 }
 
-// gateWiring sends w's messages through the gate of the route's
-// destination queue, when it has one: asked once per run, so a route
-// into a queue without limits pays nothing per message.
-func (r *route) gateWiring(w wiring) wiring {
-	if g := r.destGate(); g != nil {
-		w.sink = links.GatedSink{Sink: w.sink, Gate: g}
-	}
-	return w
-}
-
 // destGate is the gate of the route's destination queue, nil when it has
 // none (no limit holds there, or the destination is no queue). On the
 // engine it is links.EngineLinks.Gate.

@@ -31,11 +31,12 @@ type Options struct {
 	StatePath string
 	Log       zerolog.Logger
 	Backoff   amqp.Backoff // retry delays of a route; default DefaultBackoff
-	// DataPath is what routes forward on: DataPathEngine ("" too), which
-	// the routes it can carry take (onEngine), or DataPathGoAMQP.
+	// DataPath is what routes forward on: DataPathEngine, the only one
+	// ("" too; CheckDataPath).
 	DataPath string
-	// PoisonRuns: consecutive runs ended by an undecodable message before
-	// the route is set Failed. Default 3.
+	// PoisonRuns: consecutive runs that died on the message at the head
+	// of the source (sent, nothing settled) before the route is set
+	// Failed. Default 3.
 	PoisonRuns int
 	// FailedRetry: how often a Failed route tries again (the operator may
 	// have removed the poison message or created the exchange). Default 5m.

@@ -14,15 +14,13 @@ import (
 	"github.com/fedrouter/fedrouter/amqp/brokertest"
 	"github.com/fedrouter/fedrouter/amqp/engine"
 	"github.com/fedrouter/fedrouter/links"
-	"github.com/fedrouter/fedrouter/routes"
 )
 
 // TestMeasureTransitHop (ROUTES_MEASURE=1; a measurement, not a check):
 // the CPU per message of one transit hop — a transit queue's forwarder
 // reading each message's transit header, counting the hop and
 // delivering it into the address it names at the next broker — on the
-// engine (links.EngineDispatch) and on go-amqp (links.DispatchSink),
-// alternating, medians of 3. The source is a queue of the test's own
+// engine (links.EngineDispatch), medians of 3. The source is a queue of the test's own
 // (the forwarder does not care what its queue is called: no shared
 // transit queue is touched), filled before the clock starts; the clock
 // stops when n are settled. CPU is this process's (getrusage).
@@ -41,22 +39,20 @@ func TestMeasureTransitHop(t *testing.T) {
 		}
 		t.Run(fmt.Sprintf("%s to %s %d B x %d", c.src, c.dst, c.size, c.n), func(t *testing.T) {
 			brokertest.Require(t, c.src, c.dst)
-			var eng, goa []figure
+			var eng []figure
 			for range 3 {
-				goa = append(goa, measureHop(t, routes.DataPathGoAMQP, c.src, c.dst, c.size, c.n))
-				eng = append(eng, measureHop(t, routes.DataPathEngine, c.src, c.dst, c.size, c.n))
+				eng = append(eng, measureHop(t, c.src, c.dst, c.size, c.n))
 			}
-			e, g := median(eng), median(goa)
+			e := median(eng)
 			load, _ := os.ReadFile("/proc/loadavg")
-			t.Logf("%s: engine %.0f msg/s %.1f µs/msg; go-amqp %.0f msg/s %.1f µs/msg; engine/go-amqp throughput x%.2f, CPU x%.2f (load %s)",
-				t.Name(), e.rate, e.cpuUs, g.rate, g.cpuUs, e.rate/g.rate, e.cpuUs/g.cpuUs, string(load[:min(len(load), 14)]))
+			t.Logf("%s: engine %.0f msg/s %.1f µs/msg (load %s)", t.Name(), e.rate, e.cpuUs, string(load[:min(len(load), 14)]))
 		})
 	}
 }
 
 // measureHop forwards n messages in transit for dst, from a queue at
 // src into a queue at dst, as the last hop of their journey.
-func measureHop(t *testing.T, dataPath, src, dst string, size, n int) figure {
+func measureHop(t *testing.T, src, dst string, size, n int) figure {
 	bs := map[string]brokertest.Broker{}
 	for _, b := range brokertest.Require(t, src, dst) {
 		bs[b.Name] = b
@@ -87,40 +83,17 @@ func measureHop(t *testing.T, dataPath, src, dst string, size, n int) figure {
 	var c links.Counters
 	runtime.GC()
 	cpu0, t0 := processCPU(t), time.Now()
-	if dataPath == routes.DataPathEngine {
-		err = engineHop(ctx, sc, dc, spec, sp, dp, src, dst, cfg, &c)
-	} else {
-		err = goAMQPHop(ctx, sc, dc, spec, dp, src, dst, cfg, &c)
-	}
+	err = engineHop(ctx, sc, dc, spec, sp, dp, src, dst, cfg, &c)
 	wall, used := time.Since(t0), processCPU(t)-cpu0
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Forwarded.Load() != uint64(n) {
-		t.Fatalf("%s: forwarded %d of %d (rejected %d, redelivered %d)", dataPath, c.Forwarded.Load(), n, c.Rejected.Load(), c.Redelivered.Load())
+		t.Fatalf("forwarded %d of %d (rejected %d, redelivered %d)", c.Forwarded.Load(), n, c.Rejected.Load(), c.Redelivered.Load())
 	}
 	f := figure{rate: float64(n) / wall.Seconds(), cpuUs: float64(used.Microseconds()) / float64(n)}
-	t.Logf("%s: %.0f msg/s, %.1f µs/msg", dataPath, f.rate, f.cpuUs)
+	t.Logf("engine: %.0f msg/s, %.1f µs/msg", f.rate, f.cpuUs)
 	return f
-}
-
-func goAMQPHop(ctx context.Context, sc, dc *famqp.Conn, spec famqp.LinkSpec, dp famqp.Profile, src, dst string, cfg links.Config, c *links.Counters) error {
-	ss, _, err := sc.NewSession(ctx)
-	if err != nil {
-		return err
-	}
-	defer famqp.CloseSession(ss)
-	ds, _, err := dc.NewSession(ctx)
-	if err != nil {
-		return err
-	}
-	defer famqp.CloseSession(ds)
-	rcv, err := famqp.NewReceiver(ctx, ss, spec, famqp.ReceiverConfig{Window: cfg.Window / 2, MaxUnsettled: cfg.Window})
-	if err != nil {
-		return err
-	}
-	sink := &links.DispatchSink{At: dst, From: src, Only: dst, MaxHops: links.DefaultMaxHops, Session: ds, Profile: dp}
-	return links.Forward(ctx, rcv, sink, cfg, c)
 }
 
 func engineHop(ctx context.Context, sc, dc *famqp.Conn, spec famqp.LinkSpec, sp, dp famqp.Profile, src, dst string, cfg links.Config, c *links.Counters) error {

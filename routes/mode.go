@@ -3,7 +3,6 @@ package routes
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/fedrouter/fedrouter/amqp"
-	"github.com/fedrouter/fedrouter/links"
 	"github.com/fedrouter/fedrouter/routes/pathpolicy"
 )
 
@@ -30,10 +28,6 @@ type mode interface {
 	// source resolves (and for exchange and dynamic routes, creates)
 	// what the run's receiver attaches to at the source broker.
 	source(ctx context.Context) (amqp.LinkSpec, error)
-	// wire attaches the destination side of a run on path: where the
-	// messages go and the hook each forward copy passes first. Attaching
-	// is bounded by setup; what runs with the run, by ctx.
-	wire(ctx, setup context.Context, path pathpolicy.Path, srcSess *amqp.Session) (wiring, error)
 	// detail says, for route list, how an Operational run on path goes;
 	// "" for nothing to say.
 	detail(path pathpolicy.Path) string
@@ -42,18 +36,6 @@ type mode interface {
 	unsubscribe(ctx context.Context)
 	// addStatus adds the mode's own counts and facts to st.
 	addStatus(st *Status)
-}
-
-// wiring is a run's destination side, from mode.wire.
-type wiring struct {
-	sink links.Sink
-	// prepare sees each forward copy before it is sent (links.Config.Prepare).
-	prepare func(amqp.Message) bool
-	// follow, when set, runs beside the forwarding (in a goroutine the run
-	// owns) once the source is attached, until ctx ends.
-	follow func(ctx context.Context)
-	// close releases what wire attached; nil: nothing.
-	close func()
 }
 
 // modeEnv is what the modes need of the router around them, the same for
@@ -153,52 +135,6 @@ func (b *routeBase) unsubscribeAt(ctx context.Context, sub amqp.Subscription) {
 	}
 }
 
-// deadLetterSink attaches a sender to the dead-letter queue on the source.
-func (b *routeBase) deadLetterSink(ctx context.Context, sess *amqp.Session) (links.Sink, error) {
-	return senderTo(ctx, sess, b.src.Profile, b.spec.Src, amqp.Node{Kind: amqp.Queue, Name: b.spec.DeadLetterQueue}, "dead-letter queue")
-}
-
-// directSink attaches a sender to the route's destination node.
-//
-// The sender joins one of the destination connection's shared sessions
-// (amqp.NewSharedSender): what it has in flight is still unsettled at the
-// source, on the route's own session there, so losing the sender — or
-// the whole shared session, when another route's attach is refused —
-// loses nothing; the route retries. After one of its own attaches was
-// refused (ownSession), it attaches on a session of its own instead, so
-// that a refusal again ends no other route's sender.
-func (b *routeBase) directSink(setup context.Context) (wiring, error) {
-	_, _, dstNode := b.nodes()
-	// RabbitMQ accepts and drops sends to a missing node: look first. A
-	// refused attach would also end the shared session.
-	if err := b.dst.Profile.CheckTarget(setup, dstNode); err != nil {
-		return wiring{}, missing(fmt.Errorf("destination %s on %s: %w", dstNode, b.spec.Dest, err), dstNode, b.spec.Dest)
-	}
-	dstSpec, err := b.dst.Profile.Target(dstNode)
-	if err != nil {
-		return wiring{}, err
-	}
-	newSender := b.dst.Conn.NewSharedSender
-	if b.ownSession.Load() {
-		newSender = b.dst.Conn.NewOwnSender
-	}
-	snd, err := newSender(setup, dstSpec)
-	if err != nil {
-		if amqp.Refusal(err) {
-			b.ownSession.Store(true)
-		}
-		return wiring{}, missing(fmt.Errorf("attach sender to %s on %s: %w", dstSpec.Address, b.spec.Dest, err), dstNode, b.spec.Dest)
-	}
-	return wiring{sink: links.SenderSink{S: snd}, close: snd.Close}, nil
-}
-
-// transitSink is the sink of a run through transit: the source broker's
-// transit queue for the destination; the transit forwarders take it from
-// there (transitrun.go).
-func (b *routeBase) transitSink(srcSess *amqp.Session) *links.DispatchSink {
-	return &links.DispatchSink{At: b.spec.Src, MaxHops: int64(b.env.maxHops), Session: srcSess, Profile: b.src.Profile}
-}
-
 // transitDetail says, for route list, which path a transit run takes;
 // how says why it goes through transit.
 func (b *routeBase) transitDetail(how string) string {
@@ -208,37 +144,4 @@ func (b *routeBase) transitDetail(how string) string {
 		}
 	}
 	return how
-}
-
-// senderTo checks node on broker (RabbitMQ drops sends to a missing
-// queue; a Transit node is created) and attaches a sender to it.
-func senderTo(ctx context.Context, sess *amqp.Session, prof amqp.Profile, broker string, n amqp.Node, what string) (links.Sink, error) {
-	if err := prof.CheckTarget(ctx, n); err != nil {
-		return nil, fmt.Errorf("%s on %s: %w", what, broker, err)
-	}
-	spec, err := prof.Target(n)
-	if err != nil {
-		return nil, err
-	}
-	snd, err := sess.NewSender(ctx, spec)
-	if err != nil {
-		return nil, fmt.Errorf("attach %s sender to %s on %s: %w", what, spec.Address, broker, err)
-	}
-	return links.SenderSink{S: snd}, nil
-}
-
-// traceHop is the links.Config.Prepare of dynamic routes and of direct
-// ones carried on a path: it records the
-// source broker in the message's trace and drops the message if the
-// destination is already in it.
-func (b *routeBase) traceHop(out amqp.Message) bool {
-	trace := links.Trace(out)
-	if slices.Contains(trace, b.spec.Dest) {
-		return false
-	}
-	if !slices.Contains(trace, b.spec.Src) {
-		trace = append(trace, b.spec.Src)
-	}
-	out.SetAnnotation(links.AnnotationTrace, strings.Join(trace, ","))
-	return true
 }

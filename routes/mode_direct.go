@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/fedrouter/fedrouter/amqp"
-	"github.com/fedrouter/fedrouter/links"
 	"github.com/fedrouter/fedrouter/routes/pathpolicy"
 )
 
@@ -21,11 +20,6 @@ func (t *transitMode) source(ctx context.Context) (amqp.LinkSpec, error) {
 	return t.sourceAt(ctx, sub)
 }
 
-func (t *transitMode) wire(_, _ context.Context, _ pathpolicy.Path, srcSess *amqp.Session) (wiring, error) {
-	_, _, dstNode := t.nodes()
-	return wiring{sink: t.transitSink(srcSess), prepare: t.enterTransit(dstNode, nil)}, nil
-}
-
 func (t *transitMode) detail(pathpolicy.Path) string { return t.transitDetail("multi-hop") }
 
 func (t *transitMode) unsubscribe(ctx context.Context) {
@@ -34,19 +28,6 @@ func (t *transitMode) unsubscribe(ctx context.Context) {
 }
 
 func (t *transitMode) addStatus(*Status) {}
-
-// enterTransit is the prepare of a run through transit: each message is
-// addressed to the destination broker and node; count, when set, counts
-// it.
-func (b *routeBase) enterTransit(node amqp.Node, count *atomic.Uint64) func(amqp.Message) bool {
-	return func(out amqp.Message) bool {
-		links.EnterTransit(out, b.spec.Src, b.spec.Dest, node)
-		if count != nil {
-			count.Add(1)
-		}
-		return true
-	}
-}
 
 // directMode is a queue or exchange route to one of this router's
 // brokers: a sender there; through transit while its no_path chain
@@ -59,25 +40,6 @@ type directMode struct {
 func (d *directMode) source(ctx context.Context) (amqp.LinkSpec, error) {
 	_, sub, _ := d.nodes()
 	return d.sourceAt(ctx, sub)
-}
-
-func (d *directMode) wire(ctx, setup context.Context, path pathpolicy.Path, srcSess *amqp.Session) (wiring, error) {
-	_, _, dstNode := d.nodes()
-	if path == pathpolicy.Transit {
-		return wiring{sink: d.transitSink(srcSess), prepare: d.enterTransit(dstNode, &d.rerouted)}, nil
-	}
-	w, err := d.directSink(setup)
-	if err != nil {
-		return w, err
-	}
-	if d.spec.Kind == KindExchange && d.env.table != nil {
-		w.prepare = d.meshHop
-		if err := d.waitLinkInTable(ctx); err != nil {
-			w.close()
-			return wiring{}, err
-		}
-	}
-	return w, nil
 }
 
 func (d *directMode) detail(path pathpolicy.Path) string {
@@ -121,26 +83,4 @@ func (d *directMode) waitLinkInTable(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-}
-
-// meshHop is an exchange route's prepare on a link-state network: a
-// message published at one broker must reach every other once, however
-// many paths the routes make. It crosses this route's link only if the
-// link is on the shortest-path tree of the broker it was first published
-// at (its origin; valid origins), never to a broker in its trace, and it
-// records both.
-func (d *directMode) meshHop(out amqp.Message) bool {
-	origin := out.AnnotationString(links.AnnotationOrigin)
-	if origin == "" {
-		origin = d.spec.Src
-		out.SetAnnotation(links.AnnotationOrigin, origin)
-	}
-	if origin != d.spec.Src {
-		if p, _ := d.env.table.Paths(); p != nil {
-			if on, known := p.OnTree(origin, d.spec.Src, d.spec.Dest); known && !on {
-				return false
-			}
-		}
-	}
-	return d.traceHop(out)
 }

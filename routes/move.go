@@ -8,9 +8,6 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
-
-	"github.com/fedrouter/fedrouter/amqp"
-	"github.com/fedrouter/fedrouter/links"
 )
 
 // A global destination's flow (OriginDestination, Spec.MaxMoves) is a
@@ -37,20 +34,6 @@ type moveCounts struct {
 	moved, parked atomic.Uint64
 	lastMoved     uint64        // moved at the end of the last rest (run goroutine only)
 	restFor       time.Duration // the next rest (run goroutine only)
-}
-
-// moveWiring makes w a flow's: its sink moves or parks each message; the
-// park sender is on the source session, at the source queue.
-func (r *route) moveWiring(setup context.Context, srcSess *amqp.Session, w wiring, lapped func()) (wiring, error) {
-	srcNode, _, _ := r.nodes()
-	park, err := senderTo(setup, srcSess, r.src.Profile, r.spec.Src, srcNode, "park")
-	if err != nil {
-		return wiring{}, err
-	}
-	w.sink = &links.MoveSink{Move: w.sink, Prepare: w.prepare, Park: park, Max: int64(r.spec.MaxMoves),
-		Run: runStamp(), Lapped: lapped, Moved: &r.moves.moved, Parked: &r.moves.parked}
-	w.prepare = nil
-	return w, nil
 }
 
 // runStamp is a flow run's stamp on what it parks: random, so a run

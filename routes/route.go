@@ -143,7 +143,7 @@ func (r *route) run(ctx context.Context) {
 		r.state.setState(StateConnecting, nil, 0)
 		began, sent, settled := time.Now(), r.c.Sent.Load(), r.c.Settled()
 		// After a run that died on the message at the head of the source
-		// (undecodable, or the destination failing on it), probe one
+		// (the destination failing on it), probe one
 		// message at a time: the messages before it are settled before it
 		// is even fetched (otherwise its failure strands them too), and
 		// once more than a full window has passed, it is gone and the
@@ -206,18 +206,17 @@ type failure struct {
 // that died on the head message; stuck: it sent and settled nothing.
 func (r *route) failed(err error, delay time.Duration, suspect int, stuck bool) failure {
 	f := failure{state: StateWaiting, err: err, delay: delay, suspect: suspect}
-	detail, undecodable := links.Undecodable(err)
 	var miss *missingError
 	switch {
 	case errors.As(err, &miss):
 		// Not a failure of the route's: it starts by itself once the
 		// object appears, looked for again every few seconds.
 		f.suspect, f.delay, f.why = 0, min(delay, missingRetry), miss.waiting()
-	case undecodable || stuck:
+	case stuck:
 		f.suspect++
 		if f.suspect >= r.m.opts.PoisonRuns {
 			f.state, f.delay = StateFailed, r.m.opts.FailedRetry
-			f.err = poisonError(err, detail, undecodable, f.suspect, f.delay)
+			f.err = poisonError(err, f.suspect, f.delay)
 			f.suspect = r.m.opts.PoisonRuns - 1 // one more failure after the retry: Failed again
 		}
 	default:
@@ -231,10 +230,9 @@ func (r *route) failed(err error, delay time.Duration, suspect int, stuck bool) 
 
 // poisonError says what blocks a route whose runs keep dying on the same
 // message, and what the operator can do.
-func poisonError(err error, detail string, undecodable bool, times int, retry time.Duration) error {
-	if undecodable {
-		return fmt.Errorf("poison message: the next message at the source cannot be decoded (%s); it came back %d times; remove it from the source queue — the route retries every %s", detail, times, retry)
-	}
+// (A message the engine cannot decode is no poison: it is refused alone,
+// links.AnnotationUndecodable.)
+func poisonError(err error, times int, retry time.Duration) error {
 	return fmt.Errorf("poison message: the route fails on the message at the head of the source (%d times in a row, nothing settled): %w; remove or fix it at the source — the route retries every %s", times, err, retry)
 }
 
@@ -271,89 +269,13 @@ func (r *route) runOnce(ctx context.Context, path pathpolicy.Path, credit, limit
 		case <-ctx.Done():
 		}
 	}()
-	err := r.runLinks(ctx, path, drain, func() { close(lap) }, credit, limit)
+	err := r.runEngine(ctx, path, drain, func() { close(lap) }, credit, limit)
 	stop(nil)
 	<-watched
 	if changed != nil {
 		return changed
 	}
 	return err
-}
-
-// runLinks attaches the route's links — the destination side as its mode
-// wires it for path — and forwards until one fails. A flow calls lapped
-// (once) when it has nothing left to move.
-func (r *route) runLinks(ctx context.Context, path pathpolicy.Path, drain <-chan struct{}, lapped func(), credit, limit int) error {
-	if r.onEngine(path) {
-		err := r.runEngine(ctx, path, drain, lapped, credit, limit)
-		if !errors.Is(err, amqp.ErrEngineUnsupported) {
-			return err
-		}
-		r.log.Debug().Err(err).Msg("this route's links are not for the engine: forwarding on go-amqp")
-	}
-	release, err := r.m.setupSlot(ctx)
-	if err != nil {
-		return err
-	}
-	defer release()
-	setup, cancel := context.WithTimeout(ctx, r.m.opts.SetupTimeout)
-	defer cancel()
-	srcSess, _, err := r.src.Conn.NewSession(setup)
-	if err != nil {
-		return err
-	}
-	defer amqp.CloseSession(srcSess)
-	w, err := r.mode.wire(ctx, setup, path, srcSess)
-	if err != nil {
-		return err
-	}
-	if w.close != nil {
-		defer w.close()
-	}
-	w = r.gateWiring(w) // before a flow's parking: only the move is held back
-	if r.spec.MaxMoves > 0 {
-		if w, err = r.moveWiring(setup, srcSess, w, lapped); err != nil {
-			return err
-		}
-	}
-	cfg := links.Config{Window: credit, Limit: limit, OutcomeTimeout: r.spec.OutcomeTimeout, Drain: drain, Prepare: w.prepare, Fence: r.fence}
-	if r.spec.OnReject == DeadLetter {
-		if cfg.DeadLetter, err = r.deadLetterSink(setup, srcSess); err != nil {
-			return err
-		}
-		cfg.DeadLetterAnnotations = r.routeAnnotation()
-	}
-	srcSpec, err := r.mode.source(setup)
-	if err != nil {
-		return err
-	}
-	if w.follow != nil {
-		fctx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { defer close(done); w.follow(fctx) }() // owned by this run: stopped and waited for below
-		defer func() { stop(); <-done }()
-	}
-	rcv, err := amqp.NewReceiver(setup, srcSess, srcSpec, amqp.ReceiverConfig{Window: max(1, credit/2), MaxUnsettled: credit})
-	if err != nil {
-		err = fmt.Errorf("attach receiver to %s on %s: %w", srcSpec.Address, r.spec.Src, err)
-		if srcNode, _, _ := r.nodes(); r.spec.Kind == KindQueue {
-			err = missing(err, srcNode, r.spec.Src) // an exchange route's own subscription queue is made, not waited for
-		}
-		return err
-	}
-	release() // attached: the next route's turn
-	defer r.attached(func() (int64, int64) {
-		st := rcv.Stats()
-		return int64(st.Unsettled), int64(max(st.Credit, 0))
-	})()
-	r.state.setState(StateOperational, nil, 0)
-	if detail := r.mode.detail(path); detail != "" {
-		r.state.setDetail(detail)
-		if path == pathpolicy.Transit {
-			r.log.Info().Str("path", detail).Msg("route runs through transit")
-		}
-	}
-	return links.Forward(ctx, rcv, w.sink, cfg, &r.c)
 }
 
 // routeAnnotation is what a message dead-lettered by the route's runs

@@ -2,7 +2,6 @@ package routes
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -42,9 +41,6 @@ type forwarder struct {
 	lastErr  string
 	// loggedErr is the failure last logged at warn; "" once Operational.
 	loggedErr string
-	// onGoAMQP: a run on the engine met a destination it cannot write
-	// (amqp.ErrEngineUnsupported); this forwarder's runs go on go-amqp.
-	onGoAMQP bool
 }
 
 func (f *forwarder) queue() string {
@@ -155,71 +151,14 @@ func (f *forwarder) set(s State, err error) {
 	}
 }
 
-// runOnce attaches the forwarder's links and forwards until one fails.
-func (f *forwarder) runOnce(ctx context.Context) error {
-	if f.m.opts.DataPath == DataPathEngine && !f.onGoAMQP {
-		err := f.runEngine(ctx)
-		if !errors.Is(err, amqp.ErrEngineUnsupported) {
-			return err
-		}
-		f.onGoAMQP = true
-		f.log.Info().Err(err).Msg("a destination of this transit queue is not for the engine: forwarding on go-amqp")
-	}
-	from := f.m.opts.Brokers[f.from]
-	at, atName := from, f.from // the ingress writes on its own broker
-	if f.via != "" {
-		at, atName = f.m.opts.Brokers[f.via], f.via
-	}
-	setup, cancel := context.WithTimeout(ctx, f.m.opts.SetupTimeout)
-	defer cancel()
-	srcSess, _, err := from.Conn.NewSession(setup)
-	if err != nil {
-		return err
-	}
-	defer amqp.CloseSession(srcSess)
-	dstSess := srcSess
-	if f.via != "" {
-		if dstSess, _, err = at.Conn.NewSession(setup); err != nil {
-			return err
-		}
-		defer amqp.CloseSession(dstSess)
-	}
-	sink := &links.DispatchSink{At: atName, Only: f.dest, MaxHops: int64(f.m.opts.MaxHops), Session: dstSess, Profile: at.Profile,
-		Control: f.m.opts.ControlAddress}
-	if f.via != "" {
-		sink.From = f.from
-	}
-	if f.dest == "" { // the ingress: only what its rules allow
-		sink.Ingress = &links.IngressPolicy{Rules: f.m.opts.Ingress[f.from], Control: f.m.opts.ControlAddress}
-		sink.IngressRefused = &f.refused
-	}
-	dl, err := routerDeadLetter(setup, srcSess, from.Profile, f.from)
-	if err != nil {
-		return err
-	}
-	node := amqp.Node{Kind: amqp.Transit, Name: f.queue()}
-	spec, err := from.Profile.Source(setup, node, amqp.Subscription{})
-	if err != nil {
-		return fmt.Errorf("%s on %s: %w", node.Name, f.from, err)
-	}
-	w := f.m.opts.TransitWindow
-	rcv, err := amqp.NewReceiver(setup, srcSess, spec, amqp.ReceiverConfig{Window: max(1, w/2), MaxUnsettled: w})
-	if err != nil {
-		return fmt.Errorf("attach receiver to %s on %s: %w", spec.Address, f.from, err)
-	}
-	f.operational(DataPathGoAMQP)
-	cfg := links.Config{Window: w, OutcomeTimeout: f.m.opts.TransitOutcomeTimeout, DeadLetter: dl, Drain: f.drain,
-		DeadLetterAnnotations: map[string]string{links.AnnotationRoute: "transit " + f.from + " " + f.queue()}}
-	return links.Forward(ctx, rcv, sink, cfg, &f.c)
-}
-
-// runEngine is runOnce on the engine (routes.Options.DataPath): the
+// runOnce attaches the forwarder's links on the engine and forwards
+// until one fails: the
 // transit queue's (or the ingress's) messages read, checked and sent on
 // as bytes, each to the next hop's transit queue or, on the last hop,
 // into the address it names, a sender attached per destination as messages name them
 // (links.EngineDispatch, links.EngineResolver); refusals to the router
-// dead-letter queue on the source broker, as on go-amqp.
-func (f *forwarder) runEngine(ctx context.Context) error {
+// dead-letter queue on the source broker.
+func (f *forwarder) runOnce(ctx context.Context) error {
 	from, at, atName := f.m.opts.Brokers[f.from], f.m.opts.Brokers[f.from], f.from // the ingress writes on its own broker
 	if f.via != "" {
 		at, atName = f.m.opts.Brokers[f.via], f.via
@@ -279,12 +218,6 @@ func (f *forwarder) runEngine(ctx context.Context) error {
 	}()
 	f.operational(DataPathEngine)
 	return fw.Run(ctx, cfg, &f.c)
-}
-
-// routerDeadLetter attaches a sender to the router dead-letter queue on a
-// broker (created when missing).
-func routerDeadLetter(ctx context.Context, sess *amqp.Session, prof amqp.Profile, broker string) (links.Sink, error) {
-	return senderTo(ctx, sess, prof, broker, amqp.Node{Kind: amqp.Transit, Name: links.RouterDeadLetterQueue}, "dead-letter queue")
 }
 
 func (f *forwarder) status() TransitStatus {

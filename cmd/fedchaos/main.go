@@ -26,8 +26,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/fedrouter/fedrouter/routes"
 )
 
 // options are the suite's flags.
@@ -46,8 +44,6 @@ type options struct {
 	Timeout       time.Duration
 	Workdir       string
 	Keep          bool
-	// DataPath is the router's data_path ("" leaves the router's default).
-	DataPath string
 	// Cluster is the number of members of a router cluster (0: a single
 	// router); Store, Heartbeat and Lease are the cluster's.
 	Cluster          int
@@ -86,7 +82,6 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.Timeout, "timeout", 20*time.Minute, "deadline for the whole run")
 	fs.StringVar(&o.Workdir, "workdir", "", "directory for the router's config, state file and logs (default: a new temporary one, removed after a pass)")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the work directory after a pass")
-	fs.StringVar(&o.DataPath, "data-path", "", "the router's data_path: go-amqp or engine (default: the router's own default)")
 	fs.IntVar(&o.Cluster, "cluster", 0, "run a router cluster of this many members (at least 2) instead of a single router")
 	// Not os.Getenv as the default: -h would print the password.
 	fs.StringVar(&o.Store, "store", "", "with -cluster: the cluster store's postgres:// URL (default $DATABASE_URL); store-kill KILLS IT")
@@ -132,9 +127,6 @@ func (o options) problems() []error {
 	}
 	if o.Hold <= 0 || o.FaultTimeout <= 0 || o.DrainTimeout <= 0 || o.Timeout <= 0 {
 		problems = append(problems, errors.New("-hold, -fault-timeout, -drain-timeout and -timeout must be positive"))
-	}
-	if err := routes.CheckDataPath(o.DataPath); err != nil {
-		problems = append(problems, fmt.Errorf("-data-path: %w", err))
 	}
 	return problems
 }

@@ -60,7 +60,6 @@ func TestParseFlagsErrors(t *testing.T) {
 		{[]string{"-dst", "rabbit3"}, []string{`-src and -dst are both "rabbit3"`}},
 		{[]string{"-hold", "0s"}, []string{"must be positive"}},
 		{[]string{"extra"}, []string{"unexpected arguments"}},
-		{[]string{"-data-path", "fast"}, []string{`-data-path: data_path "fast"`, "go-amqp", "engine"}},
 	})
 }
 

@@ -212,15 +212,6 @@ func freeListen() (string, error) {
 	return addr, l.Close()
 }
 
-// dataPathLine is the config line choosing the data path, none for the
-// router's default.
-func dataPathLine(dp string) string {
-	if dp == "" {
-		return ""
-	}
-	return fmt.Sprintf("data_path: %q\n", dp)
-}
-
 // writeConfig writes m's configuration, with tail (its state file or its
 // cluster section), and has fedrouter check it.
 func (s *suite) writeConfig(m *member, tail string) error {
@@ -236,10 +227,10 @@ brokers:
 reconnect: {min: 100ms, max: 2s, connect_timeout: 5s}
 log: {level: info, format: json}
 admin: {listen: %[11]q}
-%[12]s%[6]sroutes:
+%[6]sroutes:
   - {kind: queue, src: src, dest: dst, exchange: %[7]q, queue: %[8]q, credit: %[9]d, durable: true}
 `, s.run, s.srcProxy.Addr(), s.src.MgmtURL, s.dstProxy.Addr(), s.dst.MgmtURL,
-		tail, s.dstExchange, s.srcQueue, s.opt.Credit, m.id, admin, dataPathLine(s.opt.DataPath))
+		tail, s.dstExchange, s.srcQueue, s.opt.Credit, m.id, admin)
 	if err := os.WriteFile(m.config, []byte(yaml), 0o600); err != nil {
 		return err
 	}

@@ -381,7 +381,7 @@ func (d *destRig) produce(ctx context.Context, b int, q string, base int64) (int
 // rabbit2 still move; a consumer back at rabbit2 gets them all.
 func TestGlobalDestinationsMaxHopsKeepsMessages(t *testing.T) {
 	parallelE2E(t)
-	for _, dp := range []string{routes.DataPathGoAMQP, routes.DataPathEngine} {
+	for _, dp := range []string{routes.DataPathEngine} {
 		t.Run(dp, func(t *testing.T) { maxHopsKeepsMessages(t, dp) })
 	}
 }

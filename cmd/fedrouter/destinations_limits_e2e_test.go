@@ -462,7 +462,7 @@ func (d *destRig) drainAll(q string, accepted []int64) int {
 // are gated on either.
 func TestGlobalDestinationsLimitsAddUp(t *testing.T) {
 	parallelE2E(t, &limitsLane)
-	for _, dp := range []string{routes.DataPathGoAMQP, routes.DataPathEngine} {
+	for _, dp := range []string{routes.DataPathEngine} {
 		t.Run(dp, func(t *testing.T) { limitsAddUp(t, dp) })
 	}
 }
@@ -542,7 +542,7 @@ func limitsAddUp(t *testing.T, dataPath string) {
 // on each data path.
 func TestGlobalDestinationsBytesLimitsAddUp(t *testing.T) {
 	parallelE2E(t, &limitsLane)
-	for _, dp := range []string{routes.DataPathGoAMQP, routes.DataPathEngine} {
+	for _, dp := range []string{routes.DataPathEngine} {
 		t.Run(dp, func(t *testing.T) { bytesLimitsAddUp(t, dp) })
 	}
 }
@@ -601,7 +601,7 @@ func (d *destRig) policyStatus(b brokertest.Broker, q string) int {
 // each data path (on the engine, the flow into rabbit4 is seen there).
 func TestGlobalDestinationsFlowsRespectLimits(t *testing.T) {
 	parallelE2E(t, &limitsLane)
-	for _, dp := range []string{routes.DataPathGoAMQP, routes.DataPathEngine} {
+	for _, dp := range []string{routes.DataPathEngine} {
 		t.Run(dp, func(t *testing.T) { flowsRespectLimits(t, dp) })
 	}
 }

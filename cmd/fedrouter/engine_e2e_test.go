@@ -105,14 +105,3 @@ func onEngine(st routes.Status) error {
 	}
 	return nil
 }
-
-// onGoAMQP: the route is Operational on the go-amqp data path.
-func onGoAMQP(st routes.Status) error {
-	if err := operational(st); err != nil {
-		return err
-	}
-	if strings.Contains(st.Detail, "engine") {
-		return fmt.Errorf("Operational on the engine, want go-amqp (detail %q)", st.Detail)
-	}
-	return nil
-}

@@ -183,7 +183,7 @@ type routeCase struct {
 // routes with a wildcard and a literal key.
 func TestQpidRouteKinds(t *testing.T) {
 	t.Parallel() // each data path a parallel subtest
-	for _, dataPath := range []string{routes.DataPathGoAMQP, routes.DataPathEngine} {
+	for _, dataPath := range []string{routes.DataPathEngine} {
 		t.Run(dataPath, func(t *testing.T) {
 			parallelE2E(t)
 			qpidRouteKinds(t, dataPath)
@@ -226,11 +226,7 @@ func qpidRouteKinds(t *testing.T, dataPath string) {
 	}
 	brokertest.Eventually(t, 60*time.Second, 100*time.Millisecond, func() error {
 		for _, st := range p.routes() {
-			ok := onGoAMQP
-			if dataPath == routes.DataPathEngine {
-				ok = onEngine
-			}
-			if err := ok(st); err != nil {
+			if err := onEngine(st); err != nil {
 				return fmt.Errorf("route %s: %w", st.Spec, err)
 			}
 		}

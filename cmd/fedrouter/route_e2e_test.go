@@ -92,7 +92,7 @@ func (p *routerProc) routes() []routes.Status {
 // state file and every message arrives, duplicates within the window.
 func TestRouterKilledMidStreamLosesNothing(t *testing.T) {
 	t.Parallel() // each data path a parallel subtest
-	for _, dataPath := range []string{routes.DataPathGoAMQP, routes.DataPathEngine} {
+	for _, dataPath := range []string{routes.DataPathEngine} {
 		t.Run(dataPath, func(t *testing.T) {
 			parallelE2E(t)
 			routerKilledMidStream(t, dataPath)

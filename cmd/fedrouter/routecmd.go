@@ -173,7 +173,7 @@ func addCommand(kind routes.Kind) *cli.Command {
 	}[kind]
 	cmd.Flags = append(cmd.Flags,
 		&cli.BoolFlag{Name: "durable", Aliases: []string{"d"}, Usage: "keep the route across router restarts (state file)"},
-		&cli.IntFlag{Name: "ack", Usage: "qpid-route's batch acknowledgement `N`: settle the source after at most N messages (data_path engine; go-amqp settles each)"},
+		&cli.IntFlag{Name: "ack", Usage: "qpid-route's batch acknowledgement `N`: settle the source after at most N messages (or 5 ms, whichever first)"},
 		&cli.IntFlag{Name: "credit", Value: routes.DefaultCredit, Usage: fmt.Sprintf("messages in flight at most, `N` (1..%d)", routes.MaxCredit)},
 		&cli.BoolFlag{Name: "src-local", Aliases: []string{"s"}, Usage: "push route: the router local to the source owns it"},
 		&cli.IntFlag{Name: "cost", Value: routes.DefaultCost, Usage: "link cost `N` for the topology"},
