@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -71,12 +70,6 @@ type routeBase struct {
 	spec     Spec
 	src, dst amqp.Broker // dst is zero for a destination not attached here
 	log      zerolog.Logger
-	// ownSession: an attach of this route's sender was refused, which on
-	// RabbitMQ ends the session with every other route's sender on it;
-	// from then on its sender takes a session of its own, so a route
-	// that keeps being refused (no permission, say) disturbs the others
-	// once, not at every retry.
-	ownSession atomic.Bool
 	// state is the route's state as its runs leave it (routestate.go).
 	state runState
 }

@@ -15,12 +15,12 @@ import (
 )
 
 // route is one running route: a goroutine that waits for a path
-// (routepath.go), attaches the route's links — its receiver on a session
-// of its own, whose end hands the run's unsettled messages back to the
-// source; its sender on a session shared with other routes (mode.go,
-// directSink) —, forwards until something fails, and retries with
-// backoff. What differs by mode — where the messages go — is its mode
-// (mode.go).
+// (routepath.go), attaches the route's links on the engine — each run
+// begins a session of its own at each broker, on the broker's engine
+// connection, whose end hands the run's unsettled messages back to the
+// source (enginerun.go) —, forwards until something fails, and retries
+// with backoff. What differs by mode — where the messages go — is its
+// mode (mode.go).
 type route struct {
 	*routeBase
 	m       *Manager // the route's own life (backoff, setup slots): not its mode's
@@ -42,7 +42,7 @@ type route struct {
 	haltOnce sync.Once
 	moves    moveCounts // a global destination's flow (move.go)
 
-	// runs counts the runs that attached, on either data path; holding
+	// runs counts the runs that attached; holding
 	// reads the current run's source link (nil between runs): what the
 	// stall watcher reads (stallwatch.go).
 	runs    atomic.Uint64
@@ -51,15 +51,17 @@ type route struct {
 	// reattachRun as a path change does, and the route attaches again.
 	reattach    chan struct{}
 	reattachRun atomic.Uint64
-	// onEngineRun: the current run forwards on the engine (runDetail).
-	onEngineRun atomic.Bool
+	// forwarding: the current run attached its links and forwards
+	// (runDetail says so).
+	forwarding atomic.Bool
 }
 
 // runDetail is an Operational run's detail in route list: the mode's
-// (the path through transit) and whether it forwards on the engine.
+// (the path through transit) and, once its links are attached, that it
+// forwards on the engine.
 func (r *route) runDetail(path pathpolicy.Path) string {
 	d := r.mode.detail(path)
-	if r.onEngineRun.Load() {
+	if r.forwarding.Load() {
 		if d != "" {
 			d += "; "
 		}
@@ -151,9 +153,6 @@ func (r *route) run(ctx context.Context) {
 		credit, limit := r.spec.Credit, 0
 		if suspect > 0 {
 			credit, limit = 1, r.spec.Credit+1
-			// A message the destination fails on may end its session:
-			// from now on not one shared with other routes.
-			r.ownSession.Store(true)
 		}
 		err := r.runOnce(ctx, path, credit, limit)
 		if ctx.Err() != nil || errors.Is(err, errHalted) {

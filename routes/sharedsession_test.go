@@ -29,11 +29,12 @@ func (p lenientProfile) CheckTarget(ctx context.Context, n famqp.Node) error {
 	return p.Profile.CheckTarget(ctx, n)
 }
 
-// One route's refused attach ends the shared destination session of the
-// others (RabbitMQ ends a session on a refused attach). The others must
-// retry and deliver every message, and be disturbed by the first refusal
-// only: the refused route retries on a session of its own, so its later
-// failures leave the others' last errors as they were.
+// One route's refused attach (RabbitMQ ends a session on a refused
+// attach) must not disturb the other routes to the same broker: each run
+// begins sessions of its own on the broker's engine connection. The
+// others deliver every message, and the refused route's failures leave
+// their last errors as they were (the check allows one disturbance, from
+// when go-amqp's routes shared a destination session).
 func TestIntegrationSharedSessionRefusedRoute(t *testing.T) {
 	onEachDataPath(t, sharedSessionRefusedRoute)
 }
