@@ -90,9 +90,9 @@ qpidd-stop:
 	@if $(QPIDD) dir >/dev/null 2>&1; then $(QPIDD) stop-test; fi
 
 # Benchmarks (docs/performance.md), every figure measured in this run on
-# this machine: a raw go-amqp pipe (the floor), fedrouter (one queue route,
-# then 8, on the go-amqp data path, on its engine, and on its engine with
-# --ack; exchange routes fanning out with link state on, RabbitMQ; a
+# this machine: a raw go-amqp pipe (the floor, the baseline of every
+# ratio), fedrouter on its engine (one queue route, then 8, without and
+# with --ack; exchange routes fanning out with link state on, RabbitMQ; a
 # queue route crossing two routers through rabbit2's transit queue to
 # rabbit3), Qpid Dispatch Router 1.19 (qdrouterd from the shared build
 # found as the qpidd one is, or FEDROUTER_QDROUTERD_DIR; one worker
@@ -100,24 +100,24 @@ qpidd-stop:
 # the RabbitMQ shovel (AMQP 0-9-1 and 1.0, ack-mode on-confirm),
 # on RabbitMQ->RabbitMQ, Proton C->Proton C and qpidd->qpidd, 256-byte and 16 KiB
 # messages; router memory under a 1,000,000-message backlog; the topology
-# recompute. Prints a table and writes BENCH_OUT (JSON); 240 timed runs
+# recompute. Prints a table and writes BENCH_OUT (JSON); 192 timed runs
 # at the defaults (BENCH_REPS=1 BENCH_BACKLOG=0 BENCH_PAIRS=rabbitmq,qpidd:
-# 64). Knobs, as make or
+# 52). Knobs, as make or
 # environment variables: BENCH_N (256-byte messages per case),
 # BENCH_N_LARGE (16 KiB), BENCH_REPS (runs per case; the median is
 # reported), BENCH_CREDIT, BENCH_ROUTES, BENCH_BACKLOG (0 skips it),
-# BENCH_BACKLOG_DATA_PATHS (go-amqp,engine: the backlog drained on each),
+# BENCH_BACKLOG_DATA_PATHS (engine, the only one; go-amqp is refused),
 # BENCH_PAIRS (rabbitmq,proton,qpidd: qpidd only with the shared qpidd
 # build, see the qpidd target), BENCH_VARIANTS
-# (raw,fedrouter,engine,engine-ack,qdrouterd,shovel091,shovel10,fanout,transit,transit-engine,qpidfed:
-# fedrouter's queue routes on data_path go-amqp, on data_path engine, and
-# on the engine with BENCH_ENGINE_ACK, default 100; transit-engine: the
-# transit routers on data_path engine, reported "not on the engine" when
-# a forwarder of the way ran elsewhere). BENCH_ROUTES=1 runs
+# (raw,engine,engine-ack,qdrouterd,shovel091,shovel10,fanout,transit-engine,qpidfed:
+# fedrouter's queue routes on the engine, and with BENCH_ENGINE_ACK,
+# default 100; transit-engine: the transit routers, a run failing when a
+# forwarder of the way did not run on the engine; fedrouter and transit,
+# fedrouter on go-amqp, were removed on 2026-12-05). BENCH_ROUTES=1 runs
 # only the one-route cases.
 # A failed run is run again once (reported); a second failure fails the
 # case, the bench goes on and exits non-zero. Uses rabbit1,
-# rabbit2, rabbit3 (transit), proton1, proton2, qpidd1 and qpidd2 (started if missing), removes what it
+# rabbit2, rabbit3 (transit-engine), proton1, proton2, qpidd1 and qpidd2 (started if missing), removes what it
 # creates, and leaves the brokers running.
 BENCH_OUT ?= bench-results.json
 bench: build

@@ -10,7 +10,7 @@ import (
 	"github.com/fedrouter/fedrouter/routes"
 )
 
-// backlogResult is the memory-under-backlog case on one data path: a
+// backlogResult is the memory-under-backlog case on the engine: a
 // large backlog at the source, one route draining it, the router's RSS
 // sampled as it goes.
 type backlogResult struct {
@@ -39,8 +39,8 @@ type rssSample struct {
 const rssEvery = 500 * time.Millisecond
 
 // runBacklogs runs the backlog case once per data path of
-// --backlog-data-path, one after the other; a failed one is recorded
-// with its error and the others still run.
+// --backlog-data-path (the engine: one run); a failed one is recorded
+// with its error.
 func (b *bench) runBacklogs(ctx context.Context, p pairDef, start time.Time) ([]*backlogResult, error) {
 	var out []*backlogResult
 	for _, path := range b.opt.BacklogPaths {
@@ -58,14 +58,17 @@ func (b *bench) runBacklogs(ctx context.Context, p pairDef, start time.Time) ([]
 	return out, nil
 }
 
-// backlogDataPaths checks --backlog-data-path: each a data path, once.
+// backlogDataPaths checks --backlog-data-path: the engine, once. go-amqp,
+// which the backlog also drained on before 2026-12-05, is refused by name.
 func backlogDataPaths(paths []string) ([]string, error) {
 	var out []string
 	for _, p := range paths {
-		if p != routes.DataPathGoAMQP && p != routes.DataPathEngine {
-			return nil, fmt.Errorf("--backlog-data-path %q: want %s or %s", p, routes.DataPathGoAMQP, routes.DataPathEngine)
-		}
-		if !slices.Contains(out, p) {
+		switch {
+		case p == "go-amqp":
+			return nil, fmt.Errorf("--backlog-data-path %q: the go-amqp data path was removed on 2026-12-05 (every route runs on the engine): want %s", p, routes.DataPathEngine)
+		case p != routes.DataPathEngine:
+			return nil, fmt.Errorf("--backlog-data-path %q: want %s", p, routes.DataPathEngine)
+		case !slices.Contains(out, p):
 			out = append(out, p)
 		}
 	}
@@ -74,7 +77,7 @@ func backlogDataPaths(paths []string) ([]string, error) {
 
 func (b *bench) runBacklog(ctx context.Context, p pairDef, dataPath string) (*backlogResult, error) {
 	const size = 256
-	c := caseSpec{Pair: p.Name, Size: size, Variant: vFedrouter, Routes: 1, Messages: b.opt.Backlog}
+	c := caseSpec{Pair: p.Name, Size: size, Variant: vEngine, Routes: 1, Messages: b.opt.Backlog}
 	o := b.objects(c, p)
 	res := &backlogResult{DataPath: dataPath, Messages: c.Messages, Size: size, Verified: "pending"}
 	defer func() {
@@ -131,7 +134,7 @@ func (b *bench) runBacklog(ctx context.Context, p pairDef, dataPath string) (*ba
 	if err != nil {
 		return nil, err
 	}
-	if err := checkDataPath(sts, dataPath); err != nil {
+	if err := checkOnEngine(sts); err != nil {
 		return nil, fmt.Errorf("fedrouter (log %s): %w", rp.log, err)
 	}
 	res.Rate = float64(c.Messages) / res.DrainSeconds

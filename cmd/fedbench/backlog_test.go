@@ -10,25 +10,37 @@ import (
 	"github.com/fedrouter/fedrouter/routes"
 )
 
-func TestBacklogDataPathsTakesEachPathOnceAndRefusesOthers(t *testing.T) {
-	got, err := backlogDataPaths([]string{routes.DataPathEngine, routes.DataPathGoAMQP, routes.DataPathEngine})
-	if err != nil || !reflect.DeepEqual(got, []string{routes.DataPathEngine, routes.DataPathGoAMQP}) {
+func TestBacklogDataPathsTakeTheEngineOnceAndRefuseGoAMQP(t *testing.T) {
+	got, err := backlogDataPaths([]string{routes.DataPathEngine, routes.DataPathEngine})
+	if err != nil || !reflect.DeepEqual(got, []string{routes.DataPathEngine}) {
 		t.Fatalf("got %v, %v", got, err)
 	}
-	if _, err := backlogDataPaths([]string{"go-amqp", "proton"}); err == nil || !strings.Contains(err.Error(), `--backlog-data-path "proton"`) {
-		t.Fatalf("a data path that does not exist: err %v, want one naming it", err)
+	for _, tc := range []struct{ paths, want []string }{
+		{[]string{"engine", "go-amqp"}, []string{`--backlog-data-path "go-amqp"`, "removed on 2026-12-05", "want engine"}},
+		{[]string{"proton"}, []string{`--backlog-data-path "proton"`, "want engine"}},
+	} {
+		got, err := backlogDataPaths(tc.paths)
+		if err == nil {
+			t.Errorf("%v: accepted as %v", tc.paths, got)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%v: err %q lacks %q", tc.paths, err, w)
+			}
+		}
 	}
 }
 
-func TestReportPrintsAndChecksEveryDataPathsBacklog(t *testing.T) {
-	ok := &backlogResult{DataPath: routes.DataPathGoAMQP, Messages: 1000, Size: 256, Verified: "ok", RSSMaxKiB: 2048}
+func TestReportPrintsAndChecksEveryBacklog(t *testing.T) {
+	ok := &backlogResult{DataPath: routes.DataPathEngine, Messages: 1000, Size: 256, Verified: "ok", RSSMaxKiB: 2048}
 	failed := &backlogResult{DataPath: routes.DataPathEngine, Error: "route r1 is not on the engine data path"}
 	r := &report{Backlogs: []*backlogResult{ok, failed}}
 	var out bytes.Buffer
 	if err := r.print(&out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"backlog on go-amqp: 1000 x 256 B", "max 2.0 / final", "backlog on engine: FAILED: route r1 is not on the engine data path"} {
+	for _, want := range []string{"backlog on engine: 1000 x 256 B", "max 2.0 / final", "backlog on engine: FAILED: route r1 is not on the engine data path"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the summary lacks %q:\n%s", want, out.String())
 		}

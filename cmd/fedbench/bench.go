@@ -30,17 +30,10 @@ type result struct {
 	// per message over Qpid Dispatch's on the same case.
 	VsQdrouterd    *float64 `json:"fedrouter_vs_qdrouterd,omitempty"`
 	CPUVsQdrouterd *float64 `json:"fedrouter_cpu_vs_qdrouterd,omitempty"`
-	// VsGoAMQP and CPUVsGoAMQP (the engine variants): msg/s and router
-	// CPU per message over fedrouter's on go-amqp on the same case.
-	VsGoAMQP    *float64 `json:"engine_vs_go_amqp,omitempty"`
-	CPUVsGoAMQP *float64 `json:"engine_cpu_vs_go_amqp,omitempty"`
-	Errors      []string `json:"errors,omitempty"`
+	Errors         []string `json:"errors,omitempty"`
 	// Retried are the failures of runs that were run again (and
 	// succeeded, or failed again: then in Errors too).
 	Retried []string `json:"retried,omitempty"`
-	// NotOnEngine: a case asked on the engine that some forwarder of
-	// ran elsewhere (transitpath.go); no figures, not a failure.
-	NotOnEngine string `json:"not_on_engine,omitempty"`
 }
 
 func (b *bench) pairs() ([]pairDef, error) {
@@ -201,17 +194,9 @@ func (b *bench) run(ctx context.Context) error {
 // sample, or the failure, in res. Its error is the bench's context's,
 // when the bench is being stopped.
 func runWithRetry(ctx context.Context, res *result, r, reps int, start time.Time, run func() (*sample, error)) error {
-	if res.NotOnEngine != "" {
-		return nil // a later round would find the same
-	}
 	for attempt := 1; ; attempt++ {
 		fmt.Fprintf(os.Stderr, "[%s] round %d/%d: %s ... ", time.Since(start).Round(time.Second), r, reps, res.caseSpec)
 		s, err := run()
-		if errors.Is(err, errNotOnEngine) {
-			fmt.Fprintf(os.Stderr, "NOT ON THE ENGINE: %v\n", err)
-			res.NotOnEngine = err.Error()
-			return nil
-		}
 		switch nextStep(attempt, err, ctx.Err() != nil) {
 		case stepDone:
 			fmt.Fprintf(os.Stderr, "%.0f msg/s (fill %.1fs, wait %.1fs)\n", s.Rate, s.FillSecs, s.WaitSecs)
@@ -237,7 +222,7 @@ func summarize(results []*result) {
 		size, routes int
 	}
 	raw, qfed := map[key]float64{}, map[key]float64{}
-	shov, qdr, goamqp := map[key]*result{}, map[key]*result{}, map[key]*result{}
+	shov, qdr := map[key]*result{}, map[key]*result{}
 	for _, r := range results {
 		if len(r.Runs) == 0 {
 			continue
@@ -261,8 +246,6 @@ func summarize(results []*result) {
 			qfed[k] = r.Rate
 		case vQdrouterd:
 			qdr[k] = r
-		case vFedrouter:
-			goamqp[k] = r
 		}
 	}
 	for _, r := range results {
@@ -288,9 +271,6 @@ func summarize(results []*result) {
 		if q := qdr[k]; q != nil && isQueueRoute(r.Variant) {
 			r.VsQdrouterd, r.CPUVsQdrouterd = ratio(r.Rate, q.Rate), ratio(r.ProcCPUPer100k, q.ProcCPUPer100k)
 		}
-		if g := goamqp[k]; g != nil && (r.Variant == vEngine || r.Variant == vEngineAck) {
-			r.VsGoAMQP, r.CPUVsGoAMQP = ratio(r.Rate, g.Rate), ratio(r.ProcCPUPer100k, g.ProcCPUPer100k)
-		}
 	}
 }
 
@@ -300,7 +280,7 @@ func isFedrouter(v string) bool { return isQueueRoute(v) || v == vFanout || isTr
 
 // isQueueRoute says whether variant v is fedrouter's one-hop queue
 // routes, which move the same messages as Qpid Dispatch's auto-links.
-func isQueueRoute(v string) bool { return v == vFedrouter || v == vEngine || v == vEngineAck }
+func isQueueRoute(v string) bool { return v == vEngine || v == vEngineAck }
 
 // ratio is a/b, or nil when b is not positive.
 func ratio(a, b float64) *float64 {

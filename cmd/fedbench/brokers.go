@@ -151,3 +151,14 @@ func waitQueueMessages(ctx context.Context, m *amqp.RabbitManagement, q string, 
 		}
 	}
 }
+
+// brokerConfig is b as fedrouter's amqp package takes it: the management
+// clients of the RabbitMQ and qpidd brokers are made from it.
+func brokerConfig(b broker) amqp.BrokerConfig {
+	c := amqp.BrokerConfig{Name: b.Name, URLs: []string{b.URL}, Profile: b.profile()}
+	if b.Kind == "rabbitmq" {
+		c.Username, c.Password = "guest", "guest"
+		c.Management.URL = b.Mgmt
+	}
+	return c
+}

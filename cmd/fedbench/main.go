@@ -1,24 +1,24 @@
 // Command fedbench measures fedrouter against its baselines on the brokers
 // of testdata/brokers.sh, all in one run on one machine: a raw go-amqp
-// pipe (the floor), fedrouter with one and with several queue routes
-// (on the go-amqp data path, on its own engine, and on the engine with
-// --ack),
-// Qpid Dispatch Router (qdrouterd, the other AMQP 1.0 router) moving the
-// same messages, the RabbitMQ shovel plugin in its AMQP 0-9-1 and AMQP
-// 1.0 modes and qpidd's own federation; a message across two routers
-// (transit, on each data path, with the data path each forwarder ran on);
-// memory under a large backlog, on each data path; and the topology
-// benchmarks (a full recompute, and
-// one advertisement up to the updated next hops). It prints a table and
-// writes the figures as JSON. `make bench` runs it; method and results are
-// in docs/performance.md.
+// pipe (the floor every run is compared with), fedrouter with one and
+// with several queue routes (on its engine, and on the engine with
+// --ack), Qpid Dispatch Router (qdrouterd, the other AMQP 1.0 router)
+// moving the same messages, the RabbitMQ shovel plugin in its AMQP 0-9-1
+// and AMQP 1.0 modes and qpidd's own federation; a message across two
+// routers (transit, with the data path each forwarder ran on); memory
+// under a large backlog; and the topology benchmarks (a full recompute,
+// and one advertisement up to the updated next hops). It prints a table
+// and writes the figures as JSON. `make bench` runs it; method and
+// results are in docs/performance.md.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -39,7 +39,8 @@ type options struct {
 	PipeProf  string `json:"-"`          // CPU profile of the raw pipe (the last run's)
 	Many      int    `json:"routes"`     // routes in the "several routes" cases
 	Backlog   int    `json:"backlog"`    // messages waiting at the source in the backlog case (0: skip)
-	// BacklogPaths are the data paths the backlog case runs on, each once.
+	// BacklogPaths are the data paths the backlog case runs on: the
+	// engine, the only one since go-amqp left the data path.
 	BacklogPaths []string      `json:"backlog_data_paths"`
 	Pairs        []string      `json:"pairs"`
 	Variants     []string      `json:"variants"`
@@ -65,8 +66,8 @@ func main() {
 				Action: runBench,
 			},
 			pipeCommand(),
-			profileCommand(),
 			tableCommand(),
+			removedProfileCommand(),
 		},
 	}
 	// A closed stdout (fedbench ... | head) must not kill the process
@@ -78,6 +79,19 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fedbench:", err)
 		os.Exit(1)
+	}
+}
+
+// removedProfileCommand answers `fedbench profile`, which profiled
+// links.Forward over go-amqp in process until 2026-12-05, with what
+// profiles the engine instead.
+func removedProfileCommand() *cli.Command {
+	return &cli.Command{
+		Name: "profile", Hidden: true, SkipFlagParsing: true,
+		Action: func(*cli.Context) error {
+			return errors.New("profile was removed on 2026-12-05 with go-amqp's data path: profile the engine with " +
+				"`go test -run '^$' -bench '^BenchmarkForward$' -cpuprofile cpu.out ./amqp/engine/` (docs/performance.md)")
+		},
 	}
 }
 
@@ -93,9 +107,9 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "pipe-cpuprofile", Usage: "write the raw pipe's CPU profile to `FILE` (each run overwrites it)"},
 		&cli.IntFlag{Name: "routes", Value: 8, EnvVars: []string{"BENCH_ROUTES"}, Usage: "routes in the several-routes cases"},
 		&cli.IntFlag{Name: "backlog", Value: 1000000, EnvVars: []string{"BENCH_BACKLOG"}, Usage: "messages waiting at the source in the backlog case (0: skip)"},
-		&cli.StringSliceFlag{Name: "backlog-data-path", Value: cli.NewStringSlice(routes.DataPathGoAMQP, routes.DataPathEngine), EnvVars: []string{"BENCH_BACKLOG_DATA_PATHS"}, Usage: "data paths the backlog case runs on, one run each: go-amqp, engine"},
+		&cli.StringSliceFlag{Name: "backlog-data-path", Value: cli.NewStringSlice(routes.DataPathEngine), EnvVars: []string{"BENCH_BACKLOG_DATA_PATHS"}, Usage: "data path the backlog case runs on: engine, the only one (go-amqp was removed on 2026-12-05)"},
 		&cli.StringSliceFlag{Name: "pair", Value: cli.NewStringSlice("rabbitmq", "proton", kindQpidd), EnvVars: []string{"BENCH_PAIRS"}, Usage: "broker pairs: rabbitmq (rabbit1->rabbit2), proton (proton1->proton2), qpidd (qpidd1->qpidd2 of testdata/qpidd.sh; left out of the default when the shared build is absent)"},
-		&cli.StringSliceFlag{Name: "variant", Value: cli.NewStringSlice("raw", "fedrouter", "engine", "engine-ack", "qdrouterd", "shovel091", "shovel10", "fanout", "transit", "transit-engine", "qpidfed"), EnvVars: []string{"BENCH_VARIANTS"}, Usage: "variants: raw, fedrouter (queue routes, data_path go-amqp), engine (the same, data_path engine), engine-ack (data_path engine, the routes with --engine-ack), qdrouterd (Qpid Dispatch Router 1.19 from the shared build, one worker thread, auto-links; left out of the default when the build is absent), shovel091, shovel10, fanout (an exchange route fanning out through transit, RabbitMQ), transit (a queue route rabbit1 -> rabbit3 across two routers through rabbit2's transit queue), transit-engine (the same, both routers on data_path engine; a run some forwarder of which the engine did not carry is reported as not on the engine, without figures), qpidfed (qpidd's own federation: a link and bridges made through QMF, qpidd)"},
+		&cli.StringSliceFlag{Name: "variant", Value: cli.NewStringSlice(defaultVariantNames...), EnvVars: []string{"BENCH_VARIANTS"}, Usage: "variants: raw (the raw go-amqp pipe, the baseline), engine (fedrouter's queue routes), engine-ack (the same, the routes with --engine-ack), qdrouterd (Qpid Dispatch Router 1.19 from the shared build, one worker thread, auto-links; left out of the default when the build is absent), shovel091, shovel10, fanout (an exchange route fanning out through transit, RabbitMQ), transit-engine (a queue route rabbit1 -> rabbit3 across two routers through rabbit2's transit queue; a forwarder of the way not on the engine fails the run), qpidfed (qpidd's own federation: a link and bridges made through QMF, qpidd); fedrouter and transit (fedrouter on go-amqp) were removed on 2026-12-05"},
 		&cli.StringFlag{Name: "out", Value: "bench-results.json", EnvVars: []string{"BENCH_OUT"}, Usage: "write the results as JSON to `FILE`"},
 		&cli.StringFlag{Name: "fedrouter", Value: "bin/fedrouter", Usage: "the fedrouter binary to measure"},
 		&cli.StringFlag{Name: "go", Value: "go", Usage: "go command, for the topology benchmark"},
@@ -106,7 +120,34 @@ func runFlags() []cli.Flag {
 	}
 }
 
-var variantNames = map[string]string{"raw": vRaw, "fedrouter": vFedrouter, "engine": vEngine, "engine-ack": vEngineAck, "shovel091": vShovel091, "shovel10": vShovel10, "fanout": vFanout, "transit": vTransit, "transit-engine": vTransitEngine, "qpidfed": vQpidFed, "qdrouterd": vQdrouterd}
+// variantNames are the names --variant takes.
+var variantNames = map[string]string{"raw": vRaw, "engine": vEngine, "engine-ack": vEngineAck, "qdrouterd": vQdrouterd, "shovel091": vShovel091, "shovel10": vShovel10, "fanout": vFanout, "transit-engine": vTransitEngine, "qpidfed": vQpidFed}
+
+// defaultVariantNames are every variant, in the order a round runs them.
+var defaultVariantNames = []string{"raw", "engine", "engine-ack", "qdrouterd", "shovel091", "shovel10", "fanout", "transit-engine", "qpidfed"}
+
+// removedVariants are the variants that ran fedrouter on go-amqp, and
+// what measures the same on the engine. Refused by name: "fedrouter"
+// meant go-amqp in every results file and page before 2026-12-05, so it
+// is not reused for the engine.
+var removedVariants = map[string]string{"fedrouter": "engine", "transit": "transit-engine"}
+
+// parseVariants maps --variant's names to the variants, refusing an
+// unknown or removed one with what to ask for instead.
+func parseVariants(names []string) ([]string, error) {
+	var out []string
+	for _, v := range names {
+		if now, ok := removedVariants[v]; ok {
+			return nil, fmt.Errorf("--variant %q: fedrouter on the go-amqp data path was removed on 2026-12-05 (every route runs on the engine): ask for %s", v, now)
+		}
+		name, ok := variantNames[v]
+		if !ok {
+			return nil, fmt.Errorf("--variant %q: want one of %s", v, strings.Join(defaultVariantNames, ", "))
+		}
+		out = append(out, name)
+	}
+	return out, nil
+}
 
 func runBench(c *cli.Context) error {
 	o := options{
@@ -116,12 +157,9 @@ func runBench(c *cli.Context) error {
 		Control: max(0, c.Int("control-routes")), OnlyCtl: c.Bool("control-only"),
 		Tmp: os.TempDir(),
 	}
-	for _, v := range c.StringSlice("variant") {
-		name, ok := variantNames[v]
-		if !ok {
-			return fmt.Errorf("--variant %q: want raw, fedrouter, engine, engine-ack, qdrouterd, shovel091, shovel10, fanout, transit, transit-engine or qpidfed", v)
-		}
-		o.Variants = append(o.Variants, name)
+	var err error
+	if o.Variants, err = parseVariants(c.StringSlice("variant")); err != nil {
+		return err
 	}
 	paths, err := backlogDataPaths(c.StringSlice("backlog-data-path"))
 	if err != nil {

@@ -234,3 +234,11 @@ func closeSession(s *amqp.Session) {
 	defer cancel()
 	_ = s.Close(ctx)
 }
+
+// closeProfile closes a CPU profile file, saying so when it could not: the
+// profile on disk may then be cut short.
+func closeProfile(f *os.File) {
+	if err := f.Close(); err != nil {
+		fmt.Fprintf(os.Stderr, "fedbench: closing the CPU profile %s: %v (it may be incomplete)\n", f.Name(), err)
+	}
+}

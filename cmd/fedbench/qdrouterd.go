@@ -16,7 +16,7 @@ import (
 
 // vQdrouterd is Apache Qpid Dispatch Router 1.19 (qdrouterd), the
 // reference AMQP 1.0 router, moving the same messages between the same
-// brokers as vFedrouter: a router process of its own with one worker
+// brokers as vEngine: a router process of its own with one worker
 // thread (one core, as fedrouter is measured), a connector per broker
 // connection (linkCapacity = the run's credit) and per route two
 // auto-links on one address, phase 0, `in` from the source queue and

@@ -49,7 +49,7 @@ func TestQdrouterdDirLooksWhereQpiddShIsLookedFor(t *testing.T) {
 }
 
 func TestDefaultVariantsDropQdrouterdOnlyWhenItsBuildIsMissing(t *testing.T) {
-	all := []string{vRaw, vFedrouter, vQdrouterd}
+	all := []string{vRaw, vEngine, vQdrouterd}
 	for _, tc := range []struct {
 		name     string
 		variants []string
@@ -60,7 +60,7 @@ func TestDefaultVariantsDropQdrouterdOnlyWhenItsBuildIsMissing(t *testing.T) {
 		err      bool
 	}{
 		{"found", all, false, nil, all, false, false},
-		{"missing", all, false, errNoQdrouterd, []string{vRaw, vFedrouter}, true, false},
+		{"missing", all, false, errNoQdrouterd, []string{vRaw, vEngine}, true, false},
 		{"missing but asked for", all, true, errNoQdrouterd, nil, false, true},
 		{"missing, not wanted", []string{vRaw}, true, errNoQdrouterd, []string{vRaw}, false, false},
 		{"binary broken", all, false, errors.New("exit status 127"), nil, false, true},

@@ -41,17 +41,17 @@ func TestDefaultPairsDropsQpiddOnlyWhenItsBuildIsMissing(t *testing.T) {
 
 func TestCasesRunEachVariantOnlyWhereItApplies(t *testing.T) {
 	b := &bench{opt: options{NSmall: 100, NLarge: 10, Sizes: []int{256}, Many: 8,
-		Variants: []string{vRaw, vFedrouter, vShovel10, vQpidFed, vQdrouterd}}}
+		Variants: []string{vRaw, vEngine, vShovel10, vQpidFed, vQdrouterd}}}
 	var got []string
 	for _, c := range b.cases([]pairDef{{Name: "R", Shovel: true}, {Name: "P", PreSettled: true}, {Name: "Q", QpidFed: true}}) {
 		got = append(got, fmt.Sprintf("%s %s x%d %d", c.Pair, c.Variant, c.Routes, c.Messages))
 	}
 	want := []string{
-		"R raw pipe x1 100", "R fedrouter x1 100", "R shovel amqp10 x1 100", "R Qpid Dispatch x1 100",
-		"R raw pipe x8 96", "R fedrouter x8 96", "R shovel amqp10 x8 96", "R Qpid Dispatch x8 96",
-		"P raw pipe x1 100", "P fedrouter x1 100", "P raw pipe x8 96", "P fedrouter x8 96",
-		"Q raw pipe x1 100", "Q fedrouter x1 100", "Q qpidd federation x1 100", "Q Qpid Dispatch x1 100",
-		"Q raw pipe x8 96", "Q fedrouter x8 96", "Q qpidd federation x8 96", "Q Qpid Dispatch x8 96",
+		"R raw pipe x1 100", "R fedrouter engine x1 100", "R shovel amqp10 x1 100", "R Qpid Dispatch x1 100",
+		"R raw pipe x8 96", "R fedrouter engine x8 96", "R shovel amqp10 x8 96", "R Qpid Dispatch x8 96",
+		"P raw pipe x1 100", "P fedrouter engine x1 100", "P raw pipe x8 96", "P fedrouter engine x8 96",
+		"Q raw pipe x1 100", "Q fedrouter engine x1 100", "Q qpidd federation x1 100", "Q Qpid Dispatch x1 100",
+		"Q raw pipe x8 96", "Q fedrouter engine x8 96", "Q qpidd federation x8 96", "Q Qpid Dispatch x8 96",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("cases\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -63,7 +63,7 @@ func TestSummarizeRatiosAgainstQpiddFederation(t *testing.T) {
 		return &result{caseSpec: caseSpec{Pair: "qpidd->qpidd", Size: 256, Variant: v, Routes: 1, Messages: 1000},
 			Runs: []*sample{{Rate: rate, ProcCPU: 0.05}}}
 	}
-	raw, fed, qfed := res(vRaw, 20000), res(vFedrouter, 16000), res(vQpidFed, 80000)
+	raw, fed, qfed := res(vRaw, 20000), res(vEngine, 16000), res(vQpidFed, 80000)
 	summarize([]*result{raw, fed, qfed})
 	if fed.VsRaw == nil || *fed.VsRaw != 0.8 {
 		t.Fatalf("fedrouter vs raw %v, want 0.8", fed.VsRaw)

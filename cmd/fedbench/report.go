@@ -25,7 +25,7 @@ type report struct {
 	Versions map[string]string `json:"versions"`
 	Options  options           `json:"options"`
 	Results  []*result         `json:"results"`
-	Backlogs []*backlogResult  `json:"backlogs,omitempty"` // one per data path (--backlog-data-path)
+	Backlogs []*backlogResult  `json:"backlogs,omitempty"` // one per data path (--backlog-data-path): the engine
 	Topology *topoResult       `json:"topology,omitempty"` // full recompute
 	// TopologyUpdate is one changed advertisement up to the updated next
 	// hops of 20 origins.
@@ -174,9 +174,6 @@ func (r *report) print(out io.Writer) error {
 		for _, e := range res.Errors {
 			fmt.Fprintf(&b, "FAILED: %s: %s\n", res.caseSpec, e)
 		}
-		if res.NotOnEngine != "" {
-			fmt.Fprintf(&b, "NOT ON THE ENGINE (no figures): %s: %s\n", res.caseSpec, res.NotOnEngine)
-		}
 		if n := len(res.Runs); n > 0 && len(res.Runs[n-1].DataPaths) > 0 {
 			fmt.Fprintf(&b, "data paths: %s: %s\n", res.caseSpec, strings.Join(res.Runs[n-1].DataPaths, "; "))
 		}
@@ -242,9 +239,6 @@ func (r *report) resultRows() string {
 		runs := fmt.Sprintf("%d/%d", ok, len(res.Runs)+len(res.Errors))
 		if n := len(res.Retried); n > 0 {
 			runs += fmt.Sprintf(" (%d retried)", n)
-		}
-		if res.NotOnEngine != "" {
-			runs = "not on the engine"
 		}
 		fmt.Fprintf(&b, "%s\t%s\t%d\t%s\t%.0f\t%s\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t\n", res.Pair, sizeName(res.Size), res.Routes, res.Variant,
 			res.Rate, ratio(res.VsRaw), ratio(native), proc, res.BrokerCPUPer100k, res.ProcCPUPer100k+res.BrokerCPUPer100k, rss, runs)

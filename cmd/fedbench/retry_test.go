@@ -56,7 +56,7 @@ func TestRunWithRetryRecordsWhatHappened(t *testing.T) {
 		{"twice", []error{internal, internal}, 2, 0, 1, 1},
 		{"not retried", []error{notRetried(errNoQdrouterd)}, 1, 0, 0, 1},
 	} {
-		res := &result{caseSpec: caseSpec{Pair: "R", Variant: vFedrouter, Routes: 1, Messages: 10}}
+		res := &result{caseSpec: caseSpec{Pair: "R", Variant: vEngine, Routes: 1, Messages: 10}}
 		run, calls := attempts(tc.errs...)
 		if err := runWithRetry(context.Background(), res, 2, 3, time.Now(), run); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)

@@ -9,18 +9,21 @@ import (
 	"time"
 
 	"github.com/fedrouter/fedrouter/links"
+	"github.com/fedrouter/fedrouter/routes"
 	"github.com/fedrouter/fedrouter/topology"
 )
 
-// vTransit: a message crossing two routers (docs/multihop.md). Router A
-// is attached to the pair's source and destination (rabbit1, rabbit2),
-// router B to the destination and a third node (rabbit2, rabbit3); both
-// flood link state. Each route is a queue route on A from rabbit1's
-// queue to an exchange on rabbit3, which A is not attached to: A writes
-// each message into rabbit1's transit queue for rabbit3, A's transit
-// forwarder carries it to rabbit2's, and B's from there into the
-// exchange on rabbit3 — three forwards, two routers, two broker hops.
-const vTransit = "fedrouter transit"
+// vTransitEngine: a message crossing two routers (docs/multihop.md),
+// both on data_path engine. Router A is attached to the pair's source
+// and destination (rabbit1, rabbit2), router B to the destination and a
+// third node (rabbit2, rabbit3); both flood link state. Each route is a
+// queue route on A from rabbit1's queue to an exchange on rabbit3, which
+// A is not attached to: A writes each message into rabbit1's transit
+// queue for rabbit3, A's transit forwarder carries it to rabbit2's, and
+// B's from there into the exchange on rabbit3 — three forwards, two
+// routers, two broker hops. Each run checks that every one of those
+// forwarders ran on the engine (transitpath.go).
+const vTransitEngine = "fedrouter transit engine"
 
 // transitFar is the harness node the transit variant delivers to.
 const transitFar = "rabbit3"
@@ -46,7 +49,7 @@ func (b *bench) transitControl() string { return b.id + ".control" }
 // sees B's transit forwarder on rabbit2 deliver every message to rabbit3
 // (accepted there, settled at rabbit2); CPU is both routers' (ProcCPU
 // their sum, RouterCPU each) and the three nodes'.
-func (b *bench) runTransit(ctx context.Context, o runObjs, dataPath string, s *sample) error {
+func (b *bench) runTransit(ctx context.Context, o runObjs, s *sample) error {
 	src, via, dst := b.meshBroker(o.pair.Src), b.meshBroker(o.via), b.meshBroker(o.pair.Dst)
 	specs := []routerSpec{
 		{ID: routerA, Brokers: []broker{src, via}, Links: [][2]string{{src.Name, via.Name}}},
@@ -64,7 +67,7 @@ func (b *bench) runTransit(ctx context.Context, o runObjs, dataPath string, s *s
 		if err != nil {
 			return err
 		}
-		rs.Conns, rs.Flooding, rs.Control, rs.DataPath = b.conns(o), true, b.transitControl(), dataPath
+		rs.Conns, rs.Flooding, rs.Control, rs.DataPath = b.conns(o), true, b.transitControl(), routes.DataPathEngine
 		rp, err := startRouterSpec(ctx, b.opt.Fedrouter, dir, rs)
 		if err != nil {
 			_ = os.RemoveAll(dir) // nothing started there
@@ -125,7 +128,7 @@ func (b *bench) runTransit(ctx context.Context, o runObjs, dataPath string, s *s
 	for _, h := range hops {
 		s.DataPaths = append(s.DataPaths, h.String())
 	}
-	return checkHops(hops, dataPath)
+	return checkHops(hops)
 }
 
 // transitWay reads what each forwarder on a transit run's way ran on: A's

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,24 +11,19 @@ import (
 	"github.com/fedrouter/fedrouter/routes"
 )
 
-// vTransitEngine is vTransit with both routers on data_path engine. Each
-// run reports the data path every forwarder of the message's way actually
-// ran on (transitHop): the route on A (route list's detail) and the
-// transit forwarders of A and B that carried the messages (link list's
-// data_path). A hop the engine did not carry makes the case "not on the
-// engine", reported as such with no figures, never measured under the
-// engine's name.
-const vTransitEngine = "fedrouter transit engine"
-
 // isTransit says whether variant v crosses two routers.
-func isTransit(v string) bool { return v == vTransit || v == vTransitEngine }
+func isTransit(v string) bool { return v == vTransitEngine }
 
 // The transit routers' IDs: A takes from the source, B delivers.
 const routerA, routerB = "fedbench-a", "fedbench-b"
 
 // pathUnreported is a transit forwarder's data path when the router's
-// link list does not say (a fedrouter from before transit on the engine).
-const pathUnreported = "unreported"
+// link list does not say (a fedrouter from before transit on the engine);
+// pathNotEngine a route's whose detail does not say the engine.
+const (
+	pathUnreported = "unreported"
+	pathNotEngine  = "not engine"
+)
 
 // transitHop is one forwarder on a transit run's way and the data path it
 // ran on.
@@ -41,38 +35,30 @@ type transitHop struct {
 
 func (h transitHop) String() string { return h.Router + " " + h.What + ": " + h.Path }
 
-// errNotOnEngine marks a transit run asked on the engine in which some
-// hop ran elsewhere: the case is reported as not carried, not failed.
-var errNotOnEngine = errors.New("not carried by the engine")
-
-// checkHops says whether every hop ran on dataPath. On the engine every
-// hop must say engine (else errNotOnEngine, naming the others); on
-// go-amqp a hop saying engine is an error, and an unreported transit
-// forwarder is accepted (a router that does not say runs transit on
-// go-amqp alone).
-func checkHops(hops []transitHop, dataPath string) error {
+// checkHops says whether every hop of a transit run ran on the engine,
+// naming those that did not. The engine is the only data path: a hop on
+// anything else (or one that does not say, a router from before transit
+// on the engine) is a router defect whose figures are not the engine's,
+// so the run fails, not retried (a second run would find the same).
+func checkHops(hops []transitHop) error {
 	var off []string
 	for _, h := range hops {
-		if dataPath == routes.DataPathEngine && h.Path != routes.DataPathEngine ||
-			dataPath != routes.DataPathEngine && h.Path == routes.DataPathEngine {
+		if h.Path != routes.DataPathEngine {
 			off = append(off, h.String())
 		}
 	}
-	switch {
-	case len(off) == 0:
+	if len(off) == 0 {
 		return nil
-	case dataPath == routes.DataPathEngine: // runWithRetry records it, never retried
-		return fmt.Errorf("%w: %s", errNotOnEngine, strings.Join(off, "; "))
 	}
-	return notRetried(fmt.Errorf("not on the %s data path: %s", dataPath, strings.Join(off, "; ")))
+	return notRetried(fmt.Errorf("not on the engine data path: %s", strings.Join(off, "; ")))
 }
 
 // routeHops are the hops of a router's routes: engine when route list's
-// detail says so, go-amqp otherwise (a route always says which).
+// detail says so, else pathNotEngine with the detail.
 func routeHops(router string, sts []routes.Status) []transitHop {
 	var out []transitHop
 	for _, st := range sts {
-		path := routes.DataPathGoAMQP
+		path := fmt.Sprintf("%s (detail %q)", pathNotEngine, st.Detail)
 		if strings.Contains(st.Detail, engineDetail) {
 			path = routes.DataPathEngine
 		}
@@ -83,7 +69,7 @@ func routeHops(router string, sts []routes.Status) []transitHop {
 
 // linkList is what the transit hops need of GET /api/v1/links, decoded
 // here rather than through adminclient so that a router whose link list
-// lacks data_path reads as unreported instead of as go-amqp.
+// lacks data_path reads as unreported.
 type linkList []struct {
 	Transit []struct {
 		Broker    string `json:"broker"`
