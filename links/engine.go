@@ -119,9 +119,9 @@ func AttachEngine(ctx context.Context, l EngineLinks, cfg Config, ack int) (*Eng
 	fo.NoDestinations = l.Dst == nil && l.Resolve == nil && len(l.Early) == 0
 	pause := &releasePause{}
 	fo.OnReleased = func() { pause.released(time.Now().UnixNano()) }
-	fo.Hold = func() bool { return pause.holding(time.Now().UnixNano()) }
+	fo.Hold = pause.holdingNow
 	if g := l.Gate; g != nil {
-		fo.Hold = func() bool { return g.Closed() || pause.holding(time.Now().UnixNano()) }
+		fo.Hold = func() bool { return g.Closed() || pause.holdingNow() }
 		fo.OnRejected = func(*engine.DeliveryState) *engine.DeliveryState {
 			g.refuse()
 			return engine.Released
@@ -314,7 +314,7 @@ func (e *EngineForwarder) holding() bool {
 	if g := e.l.Gate; g != nil && g.Closed() {
 		return true
 	}
-	return e.pause.holding(time.Now().UnixNano())
+	return e.pause.holdingNow()
 }
 
 // destEnded is err, the end of the run's destination; with a gate, the

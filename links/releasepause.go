@@ -48,8 +48,13 @@ func (p *releasePause) released(now int64) {
 	p.next.Store(min(2*d, int64(ReleasePauseMax)))
 }
 
-// holding says whether the pause runs at now. The common case, no pause,
-// is one atomic load: Hold is asked for every message.
+// holdingNow is holding at the present time. The common case, no pause,
+// is one atomic load and no clock read: Hold is asked for every message.
+func (p *releasePause) holdingNow() bool {
+	return p.until.Load() != 0 && p.holding(time.Now().UnixNano())
+}
+
+// holding says whether the pause runs at now.
 func (p *releasePause) holding(now int64) bool {
 	u := p.until.Load()
 	if u == 0 {
