@@ -30,7 +30,10 @@ import (
 // Config.DeadLetterAnnotations), and is accepted at the source once the
 // dead-letter queue accepted it (engine/deadletter.go).
 // Config.Fence is asked by the engine's forwarder before each message
-// (engine.ForwardOptions.Fence); a no ends the run with ErrFenced.
+// (engine.ForwardOptions.Fence); a no ends the run with ErrFenced. A
+// message the destination released goes back to the source, and the run
+// pauses before it sends more (releasepause.go): a full queue does not
+// make it send the same messages round at full speed.
 
 // EngineLinks are one run's sessions on the engine and its termini.
 type EngineLinks struct {
@@ -90,6 +93,9 @@ type EngineForwarder struct {
 	last engine.ForwardStats
 	// resumed is the forwarder's Held count at the last Resume.
 	resumed uint64
+	// pause holds the copies for Target back after it released one
+	// (releasepause.go).
+	pause *releasePause
 }
 
 // AttachEngine attaches the destination sender and the source receiver
@@ -107,31 +113,34 @@ func AttachEngine(ctx context.Context, l EngineLinks, cfg Config, ack int) (*Eng
 	// A dispatching run with no way to a destination refuses or drops
 	// every message: its source's credit is its window.
 	fo.NoDestinations = l.Dst == nil && l.Resolve == nil && len(l.Early) == 0
+	pause := &releasePause{}
+	fo.OnReleased = func() { pause.released(time.Now().UnixNano()) }
+	fo.Hold = pause.holdingNow
 	if g := l.Gate; g != nil {
-		fo.Hold = g.Closed
+		fo.Hold = func() bool { return g.Closed() || pause.holdingNow() }
 		fo.OnRejected = func(*engine.DeliveryState) *engine.DeliveryState {
 			g.refuse()
 			return engine.Released
 		}
 	}
 	if l.Dst == nil {
-		return attachDispatch(ctx, l, ro, fo)
+		return attachDispatch(ctx, l, ro, fo, pause)
 	}
 	f, rcv, snd, err := engine.Forward(ctx, l.Src, ro, l.Dst, l.Target, fo)
 	if err != nil {
 		return nil, err
 	}
-	return &EngineForwarder{f: f, rcv: rcv, snd: snd, l: l}, nil
+	return &EngineForwarder{f: f, rcv: rcv, snd: snd, l: l, pause: pause}, nil
 }
 
 // attachDispatch attaches a dispatching forwarder: l.Early first, then
 // the source.
-func attachDispatch(ctx context.Context, l EngineLinks, ro engine.ReceiverOptions, fo engine.ForwardOptions) (*EngineForwarder, error) {
+func attachDispatch(ctx context.Context, l EngineLinks, ro engine.ReceiverOptions, fo engine.ForwardOptions, pause *releasePause) (*EngineForwarder, error) {
 	f, err := engine.NewForwarder(fo)
 	if err != nil {
 		return nil, err
 	}
-	e := &EngineForwarder{f: f, l: l}
+	e := &EngineForwarder{f: f, l: l, pause: pause}
 	var keys []string
 	for _, d := range l.Early {
 		snd, err := f.AddDestination(ctx, d.Key, d.Sess, d.Target)
@@ -265,7 +274,11 @@ func (e *EngineForwarder) step(cfg Config, c *Counters, expired *engine.Delivery
 	if cfg.OutcomeTimeout > 0 {
 		e.f.Expire(time.Now().Add(-cfg.OutcomeTimeout), expired)
 	}
+	prev := e.last.Accepted
 	st := e.count(c)
+	if st.Accepted != prev {
+		e.pause.accepted()
+	}
 	if int(st.Abandoned) >= cfg.MaxAbandoned {
 		return true, ErrTooManyAbandoned
 	}
@@ -284,11 +297,20 @@ func (e *EngineForwarder) step(cfg Config, c *Counters, expired *engine.Delivery
 		e.f.Stop()
 		*draining = true
 	}
-	if g := e.l.Gate; g != nil && st.Held != e.resumed && !g.Closed() {
+	if st.Held != e.resumed && !e.holding() {
 		e.resumed = st.Held
 		e.f.Resume()
 	}
 	return false, nil
+}
+
+// holding says whether the run holds its copies for Target back now: its
+// gate is closed, or it pauses after a release.
+func (e *EngineForwarder) holding() bool {
+	if g := e.l.Gate; g != nil && g.Closed() {
+		return true
+	}
+	return e.pause.holdingNow()
 }
 
 // destEnded is err, the end of the run's destination; with a gate, the

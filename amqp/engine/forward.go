@@ -66,7 +66,8 @@ type ForwardOptions struct {
 	// is granted no more credit: what it has sent waits in the
 	// forwarder, the rest at the source. The owner calls Resume once Hold
 	// may say false again (ForwardStats.Held counts its yeses). A global
-	// destination's gate: its limit holds messages back at the source.
+	// destination's gate: its limit holds messages back at the source;
+	// and a run's pause after its destination released a message.
 	Hold func() bool
 	// OnRejected, when set, is told the forwarder's own destination's
 	// rejection of a copy and returns the state to take instead (a
@@ -74,6 +75,14 @@ type ForwardOptions struct {
 	// It runs on the destination's reader with the forwarder's lock
 	// held: it must not block.
 	OnRejected func(st *DeliveryState) *DeliveryState
+	// OnReleased, when set, is told each time the forwarder's own
+	// destination answers a copy released or modified: it did not take
+	// it, and the source will deliver it again at once. A full qpidd
+	// queue (qpid.policy_type reject) releases every message past
+	// qpid.max_count; the owner pauses (Hold) rather than send them
+	// round at full speed. It runs on the destination's reader with the
+	// forwarder's lock held: it must not block.
+	OnReleased func()
 	// NoDestinations: Dispatch names no destination ever (it refuses or
 	// drops every message: a route with no path), so the source's credit
 	// is its receiver's window, not one message at a time as for a

@@ -285,8 +285,12 @@ func (f *Forwarder) onSettled(d *dest, first, last uint32, st *DeliveryState) {
 		if int32(o.id-first) >= 0 && !o.done {
 			o.done = true
 			st := st
-			if st.Kind == wire.StateRejected && d.key == "" && f.opts.OnRejected != nil {
+			switch {
+			case d.key != "":
+			case st.Kind == wire.StateRejected && f.opts.OnRejected != nil:
 				st = f.opts.OnRejected(st)
+			case (st.Kind == wire.StateReleased || st.Kind == wire.StateModified) && f.opts.OnReleased != nil:
+				f.opts.OnReleased()
 			}
 			if e := f.entry(o.seq); o.count != nil && st.Kind == wire.StateAccepted && e != nil && !e.done {
 				o.count.Add(1)
