@@ -42,7 +42,7 @@ type route struct {
 	haltOnce sync.Once
 	moves    moveCounts // a global destination's flow (move.go)
 
-	// runs counts the runs that attached, on either data path; holding
+	// runs counts the runs that attached; holding
 	// reads the current run's source link (nil between runs): what the
 	// stall watcher reads (stallwatch.go).
 	runs    atomic.Uint64
@@ -256,7 +256,7 @@ func (r *route) runOnce(ctx context.Context, path pathpolicy.Path, credit, limit
 	drain := make(chan struct{})
 	var changed error // set before drain is closed
 	watched := make(chan struct{})
-	lap := make(chan struct{}) // closed once by a flow's MoveSink
+	lap := make(chan struct{}) // closed once by a flow's EngineMove
 	go func() {                // owned by runOnce, which waits for it
 		defer close(watched)
 		if changed = r.watchPathOrHalt(ctx, path, lap); changed == nil {
