@@ -11,11 +11,11 @@ import (
 )
 
 // engineConn is a broker's connection on fedrouter's own engine
-// (amqp/engine), used by routes on the engine data path (docs/engine.md,
-// "Routes on the engine") and by the control links' size-bounded
-// receivers (boundedreceiver.go). It sits beside the go-amqp connection,
-// which keeps serving everything else (management, the control links'
-// senders, routes on the go-amqp path). It is dialled on first use and again
+// (amqp/engine), used by every route (docs/engine.md, "Routes on the
+// engine") and by the control links' size-bounded receivers
+// (boundedreceiver.go). It sits beside the go-amqp connection, which
+// keeps serving the rest of the control plane (QMF, the control links'
+// senders, binding and queue events). It is dialled on first use and again
 // after it ended; the routes that use it retry with their own backoff,
 // so it has no reconnect loop of its own.
 type engineConn struct {

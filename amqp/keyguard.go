@@ -14,7 +14,8 @@ import (
 // type" — in its connection goroutine, which takes the router down. Routes
 // forward on the engine, which reads no map into Go (amqp/engine), but
 // the control plane's go-amqp receivers still take messages from brokers
-// (the control exchange, a dynamic route's queue events): a publisher who
+// (a dynamic route's binding events, global destinations' queue events,
+// QMF replies; the control exchange receives on the engine): a publisher who
 // can put such a message where one of them reads could stop the router
 // (docs/security.md).
 //

@@ -389,8 +389,8 @@ func (e *EngineForwarder) Close(ctx context.Context) {
 }
 
 // noOutcome is the state a message without the destination's outcome in
-// time is settled with at the source: rejected, as links.Forward does
-// without a dead-letter queue.
+// time is settled with at the source when there is no dead-letter
+// queue: rejected.
 func noOutcome(timeout time.Duration) *engine.DeliveryState {
 	return &engine.DeliveryState{Kind: wire.StateRejected, Error: &wire.Error{Condition: "amqp:not-allowed",
 		Description: fmt.Sprintf("fedrouter: no outcome from the destination within %s (unroutable?)", timeout)}}
@@ -398,8 +398,7 @@ func noOutcome(timeout time.Duration) *engine.DeliveryState {
 
 // EngineRefuseAll is a Dispatch refusing every message with condition
 // and reason (a route with no path: CondNoPath), each counted in count:
-// rejected at the source, or dead-lettered with the reason, as
-// links.Forward does with a sink answering Refusal.
+// rejected at the source, or dead-lettered with the reason.
 func EngineRefuseAll(condition, reason string, count *atomic.Uint64) func([]byte, *wire.Sections, *engine.Choice) {
 	refusal := engineRefusal(condition, reason) // shared: the forwarder only reads it
 	return func(_ []byte, _ *wire.Sections, c *engine.Choice) {

@@ -15,8 +15,8 @@ import (
 // Transit on the engine (docs/engine.md, "Routes on the engine"): the
 // transit header (transit.go) read, checked and rewritten in a
 // message's annotations as bytes, as engine.ForwardOptions.Dispatch
-// functions. The rules are ReadTransit's, CheckAnnotations' and
-// DispatchSink's, the same conditions; only the reading differs.
+// functions. The rules are transit.go's (readTransit, checkAnnotations)
+// and the conditions those name.
 
 // engineMessage is a message on the engine as the transit rules read
 // it: its payload and where its sections are.
@@ -60,8 +60,8 @@ func (a *annotations) put(key string, v []byte) {
 
 func (a *annotations) del(key string) { a.put(key, nil) }
 
-// enterTransit is EnterTransit on the engine: the annotations that
-// address a message to dest's node, entering transit at src.
+// enterTransit is the annotations that address a message to dest's
+// node, entering transit at src.
 func (a *annotations) enterTransit(m engineMessage, src, dest string, node amqp.Node) {
 	a.put(AnnotationDestBroker, wire.AppendString(nil, dest))
 	a.put(AnnotationDestAddress, wire.AppendString(nil, node.Address()))
@@ -95,7 +95,7 @@ func KeyNode(key string) (amqp.Node, error) {
 }
 
 // EngineEnterTransit is the Dispatch of a route's run through transit on
-// the engine: each message addressed to dest's node (EnterTransit), sent
+// the engine: each message addressed to dest's node (enterTransit), sent
 // to the source broker's transit queue for dest — the forwarder's own
 // destination (""); count, when set, counts it. A message whose routers'
 // annotations are not what a router writes is refused
@@ -105,8 +105,8 @@ func EngineEnterTransit(src, dest string, node amqp.Node, count *atomic.Uint64) 
 		m := engineMessage{payload: payload, s: s}
 		var set annotations
 		set.enterTransit(m, src, dest, node)
-		// Checked as DispatchSink checks it after EnterTransit: what
-		// EnterTransit does not overwrite (an origin that is a string
+		// Checked as a transit queue's forwarder will check it: what
+		// enterTransit does not overwrite (an origin that is a string
 		// stays).
 		checks := []fieldValue{
 			{"annotation " + AnnotationFanned, m.annotation(AnnotationFanned)},
@@ -135,8 +135,8 @@ type fieldValue struct {
 	v     any
 }
 
-// EngineDispatch is DispatchSink on the engine, for a transit queue's
-// forwarder or a broker's ingress: each message's copy goes to At's
+// EngineDispatch is the Dispatch of a transit queue's forwarder or a
+// broker's ingress: each message's copy goes to At's
 // transit queue for its destination broker, or into its destination
 // address when that is At, chosen per message (TransitKey, a node's
 // address).
@@ -144,8 +144,8 @@ type EngineDispatch struct {
 	At, From, Only string
 	MaxHops        int64
 	Control        string
-	// Ingress, when set, makes this a broker's ingress, as on
-	// DispatchSink: every message an application's request, checked
+	// Ingress, when set, makes this a broker's ingress: every message an
+	// application's request, checked
 	// against the policy (refused with CondUnauthorized, counted in
 	// IngressRefused) and entering transit afresh at At.
 	Ingress        *IngressPolicy
@@ -242,7 +242,7 @@ func EngineString(payload []byte, s *wire.Sections, key string) string {
 }
 
 // EngineEnterTransitSet is what EngineEnterTransit sets on a message
-// entering transit at src for dest's node (EnterTransit, as bytes).
+// entering transit at src for dest's node (enterTransit, as bytes).
 func EngineEnterTransitSet(payload []byte, s *wire.Sections, src, dest string, node amqp.Node) []wire.Annotated {
 	var set annotations
 	set.enterTransit(engineMessage{payload: payload, s: s}, src, dest, node)

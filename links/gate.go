@@ -10,8 +10,9 @@ import (
 // with limits (docs/destinations.md, "Limits"): closed while the sum of
 // the instances' depths is at the limit or this instance is near its
 // share, and for RefusalPause after the instance refused a message. A
-// forwarder blocked in a gated Send takes no more from its source once
-// its window is full: credit is withheld, nothing is settled.
+// forwarder held by a closed gate (engine.ForwardOptions.Hold) parks what
+// it has for the gated destination and grants its source no more credit:
+// nothing is sent or settled until the gate opens.
 type Gate struct {
 	closed  atomic.Bool
 	refused atomic.Int64  // unix nanoseconds until which a refusal holds it

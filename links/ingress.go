@@ -15,8 +15,9 @@ import (
 // federation, the routers' own included. So a request passes only when
 // an allow rule of that ingress matches its destination broker and
 // address, and never when the address is one of the routers' own — the
-// decision below is pure (no I/O, no state), and DispatchSink refuses
-// what it does not allow with CondUnauthorized and the rule.
+// decision below is pure (no I/O, no state), and the ingress's dispatch
+// (EngineDispatch) refuses what it does not allow with CondUnauthorized
+// and the rule.
 
 // CondUnauthorized is the condition of a request the ingress refused, or
 // of a message in transit for one of the routers' own addresses.

@@ -20,7 +20,8 @@ const (
 // (EngineMove): the source queue, back at its tail.
 const ParkKey = "park"
 
-// EngineMove is MoveSink on the engine (engine.ForwardOptions.Dispatch):
+// EngineMove is a global destination's flow's Dispatch
+// (engine.ForwardOptions.Dispatch):
 // a message is moved (Inner's copy, or the forwarder's own destination
 // "" without Inner, its move counted in x-fedrouter-moves and counted
 // in Moved once accepted) while it has moved fewer than Max times, else

@@ -26,7 +26,7 @@ var errNoDemandSupport = errors.New("dynamic routes need brokers whose profile c
 // dynamicMode is a dynamic route: a direct route whose subscription's
 // bindings follow the destination's demand. Each run subscribes and
 // reconciles before it attaches, follows demand while it forwards
-// (wiring.follow) and stops following when it ends.
+// (engineHook.follow, beside runEngine) and stops following when it ends.
 type dynamicMode struct {
 	directMode
 

@@ -12,7 +12,7 @@ import (
 
 // A global destination's flow (OriginDestination, Spec.MaxMoves) is a
 // queue route from the destination's instance at one broker into its
-// instance at another (Spec.DestQueue). Its sink (links.MoveSink) counts
+// instance at another (Spec.DestQueue). Its dispatch (links.EngineMove) counts
 // each message's moves and parks a message that has moved MaxMoves times
 // back at the tail of the source queue; once a run meets a message it
 // parked itself, it has seen all there is and rests, longer each time it

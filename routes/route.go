@@ -255,7 +255,7 @@ func (r *route) runOnce(ctx context.Context, path pathpolicy.Path, credit, limit
 	drain := make(chan struct{})
 	var changed error // set before drain is closed
 	watched := make(chan struct{})
-	lap := make(chan struct{}) // closed once by a flow's MoveSink
+	lap := make(chan struct{}) // closed once by a flow's EngineMove
 	go func() {                // owned by runOnce, which waits for it
 		defer close(watched)
 		if changed = r.watchPathOrHalt(ctx, path, lap); changed == nil {

@@ -20,8 +20,7 @@ import (
 // The forwarder keeps a copy of each message in flight for this (pooled,
 // reused: with dead-lettering, a message is copied once more than
 // without). Dead-lettering goes in send order from the head of what is
-// in flight, one message at a time, as links.Forward does on go-amqp:
-// the deliveries behind wait for it.
+// in flight, one message at a time: the deliveries behind wait for it.
 
 // DeadLetterCause is why a message goes to the dead-letter queue.
 type DeadLetterCause uint8

@@ -30,7 +30,7 @@ type ForwardOptions struct {
 	// MaxDestinations bounds the senders a dispatching forwarder keeps
 	// (default 64); a message for one more stops the forwarder with
 	// ErrTooManyDestinations (released at the source), and its owner
-	// starts afresh with none, as links.DispatchSink does.
+	// starts afresh with none.
 	MaxDestinations int
 	// AckN: 0 settles the source once per outcome the destination sends
 	// (one disposition per range it acknowledged); N > 0 leaves it to

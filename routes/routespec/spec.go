@@ -92,17 +92,16 @@ type Spec struct {
 	DivertBindings bool `json:"divert_bindings,omitempty" yaml:"divert_bindings"`
 	// DestQueue (queue routes): deliver into this queue at the destination
 	// instead of an exchange; MaxMoves: count each message's moves and
-	// leave one that has moved this often where it is (links.MoveSink).
+	// leave one that has moved this often where it is (links.EngineMove).
 	// Only a global destination's flows (OriginDestination) have them: the
 	// configuration cannot say them and the admin API refuses them.
 	DestQueue string `json:"dest_queue,omitempty" yaml:"-"`
 	MaxMoves  int    `json:"max_moves,omitempty" yaml:"-"`
 
 	Durable bool `json:"durable" yaml:"durable"`
-	// Ack is qpid-route's --ack: settle the source in batches of N. On
-	// the engine data path, a disposition after at most N deliveries or
-	// a short delay; through go-amqp, which settles each delivery with
-	// its own disposition, shown only (see docs/delivery.md).
+	// Ack is qpid-route's --ack: settle the source in batches of N, a
+	// disposition after at most N deliveries or a short delay (see
+	// docs/delivery.md).
 	Ack    int  `json:"ack" yaml:"ack"`
 	Credit int  `json:"credit" yaml:"credit"` // in-flight window (messages)
 	Push   bool `json:"push" yaml:"push"`     // push (-s) vs pull: who owns the route among routers

@@ -37,7 +37,7 @@ type Counters struct {
 	// Lost: the source sent them pre-settled (it keeps no copy: the
 	// Proton C broker does) and the destination did not take them —
 	// released, not redelivered. Always 0 on a source that waits for
-	// settlement; counted on the engine data path only.
+	// settlement.
 	Lost         uint64 `json:"lost"`
 	Rejected     uint64 `json:"rejected"`      // rejected at the source (policy reject)
 	DeadLettered uint64 `json:"dead_lettered"` // sent to the dead-letter queue (policy dead-letter)
@@ -107,7 +107,7 @@ type TransitStatus struct {
 	State     State     `json:"state"`          // Connecting, Operational, Waiting
 	Since     time.Time `json:"since"`          // in this state since
 	LastError string    `json:"last_error,omitempty"`
-	DataPath  string    `json:"data_path,omitempty"` // what the last run forwarded on: go-amqp or engine
+	DataPath  string    `json:"data_path,omitempty"` // what the last run forwarded on: engine, the one data path
 	Counters
 	// IngressRefused counts the ingress's refusals (nil for a transit
 	// queue).
