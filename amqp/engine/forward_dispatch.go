@@ -158,8 +158,8 @@ func (f *Forwarder) sendCopy(seq uint64, i int, cp *Copy, payload []byte, sec *w
 		case err == nil:
 			f.sent(d, seq, i, id, cp.Count)
 			return
-		case errors.Is(err, ErrUnwritable):
-			f.refuseCopy(seq, i, unwritable(err))
+		case perMessage(err) != nil:
+			f.refuseCopy(seq, i, perMessage(err))
 			return
 		case !errors.Is(err, ErrNoCredit):
 			f.failDest(seq, err)
@@ -210,10 +210,25 @@ func (f *Forwarder) refuseCopy(seq uint64, i int, st *DeliveryState) {
 	f.outcome(seq, i, st, true)
 }
 
-// unwritable is the refusal of a message a destination's sender cannot
-// write (ErrUnwritable): a decode error naming why.
-func unwritable(err error) *DeliveryState {
-	return &DeliveryState{Kind: wire.StateRejected, Error: &wire.Error{Condition: condDecodeError, Description: err.Error()}}
+// perMessage is the refusal of a message a destination's sender cannot
+// send, when that is the message's fault, not the link's: one it cannot
+// write (ErrUnwritable: a decode error naming why), or one over the
+// destination's max-message-size (ErrTooLarge). The message is rejected
+// at the source (or dead-lettered) alone and the forwarder goes on;
+// releasing it instead would bring it back at the head of the source
+// for every run, and nothing behind it would ever cross. nil: not such
+// an error.
+func perMessage(err error) *DeliveryState {
+	cond := ""
+	switch {
+	case errors.Is(err, ErrUnwritable):
+		cond = condDecodeError
+	case errors.Is(err, ErrTooLarge):
+		cond = condMessageSize
+	default:
+		return nil
+	}
+	return &DeliveryState{Kind: wire.StateRejected, Error: &wire.Error{Condition: cond, Description: err.Error()}}
 }
 
 // ask hands key to the owner to attach, once; false when that would
@@ -340,8 +355,8 @@ func (f *Forwarder) drainParked() {
 				f.failEntry(e) // stopping: the source keeps it, never sent
 			} else if id, err := d.snd.TrySend(p.payload); errors.Is(err, ErrNoCredit) {
 				break
-			} else if errors.Is(err, ErrUnwritable) {
-				f.refuseCopy(p.seq, p.copy, unwritable(err))
+			} else if st := perMessage(err); st != nil {
+				f.refuseCopy(p.seq, p.copy, st)
 			} else if err != nil {
 				f.failDest(p.seq, err)
 			} else {
