@@ -6,9 +6,13 @@ accepts every message it holds, and every one after. With --reject it
 rejects every message at once instead (amqp:resource-limit-exceeded,
 "queue full"): a destination that refuses, which RabbitMQ 3.10 and qpidd
 do not give over AMQP 1.0 (RabbitMQ's plugin crashes the session on a
-reject-publish overflow; qpidd accepts and drops).
+reject-publish overflow; qpidd releases past its max_count). With
+--fail-on-poison it accepts every message at once, except one whose
+application property "poison" is true: on that one it closes the link
+with amqp:internal-error, settling nothing — a destination that fails on
+one message, every time it is sent (a route's poison message).
 
-usage: nosettle.py HOST:PORT [--reject]
+usage: nosettle.py HOST:PORT [--reject | --fail-on-poison]
 It prints "listening" once it listens, then "accepting" after SIGUSR1.
 """
 import signal
@@ -44,7 +48,14 @@ class NoSettle(MessagingHandler):
         self.container.schedule(0.1, self)
 
     def on_message(self, event):
-        if REJECT:
+        if FAIL_ON_POISON:
+            props = event.message.properties or {}
+            if props.get("poison"):
+                event.link.condition = Condition("amqp:internal-error", "cannot take this message")
+                event.link.close()
+            else:
+                self.accept(event.delivery)
+        elif REJECT:
             event.delivery.local.condition = Condition("amqp:resource-limit-exceeded", "queue full")
             self.reject(event.delivery)
         elif self.accepting:
@@ -54,6 +65,7 @@ class NoSettle(MessagingHandler):
 
 
 REJECT = "--reject" in sys.argv[2:]
+FAIL_ON_POISON = "--fail-on-poison" in sys.argv[2:]
 handler = NoSettle(sys.argv[1])
 
 
