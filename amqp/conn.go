@@ -77,9 +77,6 @@ type ConnOptions struct {
 	// call (coalescingConn). Default DefaultWriteBuffer; < 0 writes every
 	// frame with a system call of its own, as go-amqp does.
 	WriteBuffer int
-	// LinksPerSession is how many senders share a session
-	// (NewSharedSender); default DefaultLinksPerSession.
-	LinksPerSession int
 	// OnState is called from the connection's goroutine after every state
 	// change, never under a lock. It must not block for long.
 	OnState func(Status)
@@ -119,7 +116,6 @@ type Conn struct {
 	// end a wait, and dial with the new ones at once.
 	redial chan struct{}
 
-	pool sessionPool // NewSharedSender's sessions; its lock and mu are never held together
 	// sessions: those open on the current connection, ended before it
 	// is closed (sessionend.go); its lock and mu are never held together
 	sessions openSessions
@@ -241,9 +237,8 @@ func (c *Conn) WaitOperational(ctx context.Context) (*goamqp.Conn, uint64, error
 
 // NewSession waits for the connection and opens a session on it. A
 // refused attach ends the session on RabbitMQ: links that must not be
-// ended by another's refusal get a session of their own; senders may
-// share (NewSharedSender). A failure that kills the connection makes it
-// reconnect.
+// ended by another's refusal get a session of their own. A failure that
+// kills the connection makes it reconnect.
 func (c *Conn) NewSession(ctx context.Context) (*Session, uint64, error) {
 	conn, gen, err := c.WaitOperational(ctx)
 	if err != nil {

@@ -1,4 +1,7 @@
-// Package amqp is fedrouter's AMQP 1.0 layer over github.com/Azure/go-amqp.
+// Package amqp is fedrouter's AMQP 1.0 layer: a broker's connections —
+// one over github.com/Azure/go-amqp for the control plane, one on
+// fedrouter's own engine (amqp/engine, Conn.Engine) on which routes
+// forward — and how each kind of broker names things.
 //
 // It hides the go-amqp details the rest of the router should not know:
 //
@@ -11,5 +14,4 @@
 //     needs (queue, exchange with or without binding key, control address),
 //     including broker-side objects made through a management API.
 //   - Classify: which scope (link, session, connection, auth) an error kills.
-//   - ForwardCopy: the outgoing copy of a received message.
 package amqp

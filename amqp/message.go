@@ -1,22 +1,15 @@
 package amqp
 
 import (
-	"reflect"
-
 	goamqp "github.com/Azure/go-amqp"
 )
 
-// Message is a message as the router's layers handle it: received from a
-// source, copied, annotated and sent on. It wraps go-amqp's message, which
-// stays inside this package, in a value of two pointers: passing it costs
-// what passing the pointer did, and nothing is copied until ForwardCopy.
+// Message is a message as the control plane's go-amqp links handle it
+// (routes forward bytes on the engine, amqp/engine): received, annotated
+// and sent. It wraps go-amqp's message, which stays inside this package.
 // The zero Message holds nothing; its getters return zero values.
 type Message struct {
 	m *goamqp.Message
-	// from is the received message a forward copy shares its sections
-	// with (nil otherwise): the setters copy a shared section before the
-	// first change, so the received message never changes.
-	from *goamqp.Message
 }
 
 // NewMessage is a message whose body is one data section.
@@ -48,7 +41,6 @@ func (m Message) AnnotationString(key string) string {
 
 // SetAnnotation sets the message annotation key to v.
 func (m Message) SetAnnotation(key string, v any) {
-	m.ownAnnotations()
 	if m.m.Annotations == nil {
 		m.m.Annotations = goamqp.Annotations{}
 	}
@@ -57,24 +49,9 @@ func (m Message) SetAnnotation(key string, v any) {
 
 // DeleteAnnotation removes the message annotation key.
 func (m Message) DeleteAnnotation(key string) {
-	if _, ok := m.get().Annotations[key]; !ok {
-		return // nothing to change: a shared map stays shared
+	if m.m != nil {
+		delete(m.m.Annotations, key)
 	}
-	m.ownAnnotations()
-	delete(m.m.Annotations, key)
-}
-
-// ownAnnotations gives a forward copy annotations of its own before its
-// first change.
-func (m Message) ownAnnotations() {
-	if m.from != nil && len(m.m.Annotations) > 0 && sameMap(m.m.Annotations, m.from.Annotations) {
-		m.m.Annotations = copyAnnotations(m.m.Annotations)
-	}
-}
-
-// sameMap says whether a and b are the same map (not equal ones).
-func sameMap(a, b goamqp.Annotations) bool {
-	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 // Property returns the application property under key (nil when absent).
@@ -92,12 +69,8 @@ func (m Message) Data() []byte { return m.get().GetData() }
 
 // SetSubject sets the properties' subject.
 func (m Message) SetSubject(s string) {
-	switch {
-	case m.m.Properties == nil:
+	if m.m.Properties == nil {
 		m.m.Properties = &goamqp.MessageProperties{}
-	case m.from != nil && m.m.Properties == m.from.Properties:
-		p := *m.m.Properties // shared with the received message: copy first
-		m.m.Properties = &p
 	}
 	m.m.Properties.Subject = &s
 }
@@ -113,73 +86,6 @@ func (m Message) withSubject(s string) Message {
 	p.Subject = &s
 	out.Properties = &p
 	return Message{m: &out}
-}
-
-// ForwardCopy returns the message to send onward for a received one.
-//
-// Kept: header, message annotations, properties, application properties,
-// body (data, value or sequence sections) and footer. Dropped: delivery
-// annotations — they are per hop by definition, and RabbitMQ 3.10 kills the
-// connection on a message carrying them.
-//
-// The copy shares its sections with the received message; Message's
-// setters copy a section before changing it (copy on write), so the
-// received message is never changed. Copying every map on every message
-// was over 40 % of the forwarder's own CPU (docs/performance.md); most
-// messages are sent on unchanged. Changing a copy through GoAMQP() is
-// not covered: that is go-amqp's message as is.
-//
-// Not kept either: the source's delivery tag (the destination link numbers
-// its own deliveries) and go-amqp's settlement state.
-//
-// A copy of a copy (rare) gets maps of its own at once: its sections may
-// be shared with the first copy's origin or be the first copy's own, and
-// only the origin is known never to change.
-func (m Message) ForwardCopy() Message {
-	in := m.m
-	if m.from != nil {
-		out := Message{m: &goamqp.Message{Format: in.Format, Header: in.Header, Properties: in.Properties,
-			Annotations: copyAnnotations(in.Annotations), ApplicationProperties: copyMap(in.ApplicationProperties),
-			Data: in.Data, Value: in.Value, Sequence: in.Sequence, Footer: in.Footer}}
-		if in.Properties != nil {
-			p := *in.Properties
-			out.m.Properties = &p
-		}
-		return out
-	}
-	return Message{m: &goamqp.Message{
-		Format:                in.Format,
-		Header:                in.Header, // no setter changes it
-		Annotations:           in.Annotations,
-		Properties:            in.Properties,
-		ApplicationProperties: in.ApplicationProperties, // no setter changes it
-		Data:                  in.Data,
-		Value:                 in.Value,
-		Sequence:              in.Sequence,
-		Footer:                in.Footer,
-	}, from: in}
-}
-
-func copyAnnotations(a goamqp.Annotations) goamqp.Annotations {
-	if a == nil {
-		return nil
-	}
-	out := make(goamqp.Annotations, len(a))
-	for k, v := range a {
-		out[k] = v
-	}
-	return out
-}
-
-func copyMap(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // WrapMessage wraps a go-amqp message, for programs that use go-amqp

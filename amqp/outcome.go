@@ -80,17 +80,13 @@ func outcomeOf(st goamqp.DeliveryState) Outcome {
 
 // Receipt is the pending outcome of one message sent unsettled.
 type Receipt struct {
-	r      goamqp.SendReceipt
-	shared *PooledSender // set when sent on a shared session
+	r goamqp.SendReceipt
 }
 
 // Wait waits for the destination's outcome.
 func (r *Receipt) Wait(ctx context.Context) (Outcome, error) {
 	st, err := r.r.Wait(ctx)
 	if err != nil {
-		if r.shared != nil {
-			err = r.shared.sessionError(err)
-		}
 		return Outcome{}, err
 	}
 	return outcomeOf(st), nil
@@ -100,9 +96,6 @@ func (r *Receipt) Wait(ctx context.Context) (Outcome, error) {
 // as configured — the node is not there, or not allowed — rather than a
 // passing failure.
 func Refusal(err error) bool {
-	if errors.Is(err, ErrSharedSessionEnded) {
-		return false // whatever the session ended with was another sender's
-	}
 	if errors.Is(err, ErrNotFound) {
 		return true
 	}

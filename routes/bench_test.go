@@ -94,7 +94,7 @@ func rawForward(b *testing.B, s1, s2 *famqp.Session, src, ex string, n int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		rc, err := snd.SendWithReceipt(ctx, msg.ForwardCopy().GoAMQP(), nil)
+		rc, err := snd.SendWithReceipt(ctx, msg.GoAMQP(), nil)
 		if err != nil {
 			b.Fatal(err)
 		}
