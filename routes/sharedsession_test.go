@@ -61,10 +61,10 @@ func sharedSessionRefusedRoute(t *testing.T, dataPath string) {
 	badSrc := brokertest.UniqueName(t, "badsrc")
 	brokertest.DeclareQueue(t, h.brokers["rabbit1"].Config(), badSrc)
 	bad := routes.Spec{Kind: routes.KindQueue, Src: "rabbit1", Dest: "rabbit2", Exchange: missing, Queue: badSrc}
-	// Messages in flight while the shared session ends.
+	// Messages in flight while the bad route is refused.
 	h.sendThrough(good, 0, 3000, func() { bad = h.add(bad).Spec })
 	after := h.nextFailure(bad.ID(), missing, time.Time{})
-	after = h.nextFailure(bad.ID(), missing, after) // a retry, on a session of its own
+	after = h.nextFailure(bad.ID(), missing, after) // a retry
 	before := map[string]time.Time{}
 	for _, r := range good {
 		before[r.id] = h.waitState(r.id, routes.StateOperational).LastErrorAt
