@@ -55,11 +55,12 @@ const (
 
 // Defaults of a route's options; docs/configuration.md lists them.
 const (
-	// DefaultCredit, measured (docs/performance.md, "The hot path"): on
-	// RabbitMQ a receiver must use up a grant before the next (go-amqp's
-	// credit counter, docs/go-amqp-credit.md) and the broker idles ~15 ms
-	// after each; 2,000 makes grants of 1,000, a quarter as many as 500
-	// did: +12 % with one route, +27 % with eight. The memory it allows
+	// DefaultCredit, measured (docs/performance.md, "The hot path", on
+	// go-amqp then): on RabbitMQ a receiver must use up a grant before
+	// the next (docs/go-amqp-credit.md; the engine's receivers there grant
+	// when spent too) and the broker idles ~15 ms after each; 2,000 makes
+	// grants of 1,000, a quarter as many as 500 did: +12 % with one
+	// route, +27 % with eight. The memory it allows
 	// per route is credit × message size (2,000 × 16 KiB = 32 MiB).
 	DefaultCredit         = 2000
 	DefaultCost           = 1
