@@ -97,7 +97,11 @@ func (p *peer) closeError() string {
 }
 
 // beginAttach answers our begin and our attach (with handle h).
-func (p *peer) beginAttach(h uint32) {
+func (p *peer) beginAttach(h uint32) { p.beginAttachWith(h, nil) }
+
+// beginAttachWith is beginAttach, the answering attach changed by edit
+// (nil: none) first.
+func (p *peer) beginAttachWith(h uint32, edit func(*wire.Attach)) {
 	_, ch := p.expect(wire.DescBegin)
 	p.send(ch, func(b []byte) []byte {
 		return wire.AppendBegin(b, &wire.Begin{RemoteChannel: ch, HasRemoteChannel: true, IncomingWindow: 100, OutgoingWindow: 100, HandleMax: 10})
@@ -109,6 +113,9 @@ func (p *peer) beginAttach(h uint32) {
 	var a wire.Attach
 	d.Attach(&a)
 	a.Role, a.Handle = !a.Role, h
+	if edit != nil {
+		edit(&a)
+	}
 	p.send(ch, func(b []byte) []byte { return wire.AppendAttach(b, &a) })
 }
 

@@ -28,9 +28,14 @@ func answeringPeer(t *testing.T, got chan<- string, answer func(id uint32) wire.
 // and settles every transfer (first frame of a delivery) with the state
 // answer gives, or leaves it unanswered when answer gives nil.
 func destPeer(t *testing.T, answer func(tr *wire.Transfer) *wire.DeliveryState) string {
+	return destPeerAttach(t, nil, answer)
+}
+
+// destPeerAttach is destPeer with its attach changed by edit (nil: none).
+func destPeerAttach(t *testing.T, edit func(*wire.Attach), answer func(tr *wire.Transfer) *wire.DeliveryState) string {
 	return fakePeer(t, func(p *peer) {
 		p.open(wire.Open{})
-		p.beginAttach(0)
+		p.beginAttachWith(0, edit)
 		p.send(0, func(b []byte) []byte {
 			return wire.AppendFlow(b, &wire.Flow{NextIncomingID: 0, HasNextIncomingID: true, IncomingWindow: 100, NextOutgoingID: 0, OutgoingWindow: 100,
 				Handle: 0, HasHandle: true, DeliveryCount: 0, HasDeliveryCount: true, LinkCredit: 100, HasLinkCredit: true})

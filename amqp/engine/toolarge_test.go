@@ -11,34 +11,8 @@ import (
 // smallDestPeer is a destination whose link takes messages of at most
 // maxSize bytes (its attach's max-message-size) and accepts every one.
 func smallDestPeer(t *testing.T, maxSize uint64) string {
-	return fakePeer(t, func(p *peer) {
-		p.open(wire.Open{})
-		_, ch := p.expect(wire.DescBegin)
-		p.send(ch, func(b []byte) []byte {
-			return wire.AppendBegin(b, &wire.Begin{RemoteChannel: ch, HasRemoteChannel: true, IncomingWindow: 100, OutgoingWindow: 100, HandleMax: 10})
-		})
-		d, _ := p.expect(wire.DescAttach)
-		if d == nil {
-			return
-		}
-		var a wire.Attach
-		d.Attach(&a)
-		a.Role, a.Handle, a.MaxMessageSize = !a.Role, 0, maxSize
-		p.send(ch, func(b []byte) []byte { return wire.AppendAttach(b, &a) })
-		p.send(ch, func(b []byte) []byte {
-			return wire.AppendFlow(b, &wire.Flow{NextIncomingID: 0, HasNextIncomingID: true, IncomingWindow: 100, NextOutgoingID: 0, OutgoingWindow: 100,
-				Handle: 0, HasHandle: true, DeliveryCount: 0, HasDeliveryCount: true, LinkCredit: 100, HasLinkCredit: true})
-		})
-		for {
-			d, ch := p.expect(wire.DescTransfer)
-			if d == nil {
-				return
-			}
-			var tr wire.Transfer
-			d.Transfer(&tr)
-			disp := wire.Disposition{Role: wire.RoleReceiver, First: tr.DeliveryID, Settled: true, State: wire.DeliveryState{Kind: wire.StateAccepted}}
-			p.send(ch, func(b []byte) []byte { return wire.AppendDisposition(b, &disp) })
-		}
+	return destPeerAttach(t, func(a *wire.Attach) { a.MaxMessageSize = maxSize }, func(*wire.Transfer) *wire.DeliveryState {
+		return &wire.DeliveryState{Kind: wire.StateAccepted}
 	})
 }
 
